@@ -1,0 +1,39 @@
+# Two commands set everything up on a fresh machine with Python 3 and make:
+#   make demo   - create .venv, install prefeval, compare the bundled sample runs
+#   make test   - create .venv with the test extras, run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SAMPLE_RUNS := $(sort $(wildcard sample_data/runs/input.*))
+
+.PHONY: demo test install install-test lint bench bench-smoke sample-data clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/prefeval compare sample_data/qrels.txt $(SAMPLE_RUNS)
+
+test: install-test
+	$(BIN)/python -m pytest -q
+
+lint: install-test
+	$(BIN)/ruff check prefeval tests bench
+	$(BIN)/ruff format --check prefeval tests bench
+
+sample-data: install
+	$(BIN)/python -m prefeval.synthetic sample sample_data --seed 20221
+
+clean:
+	rm -rf $(VENV) bench/scratch

@@ -1,0 +1,37 @@
+"""prefeval: preference-based offline evaluation of rankings.
+
+Recall-paired preference (RPP; Diaz & Ferraro, SIGIR 2022), lexicographic recall
+(Diaz & Mitra) and lexicographic precision (Diaz, EVIA 2023), computed directly
+between pairs of TREC runs, trec_eval style.
+
+Heavy modules are imported lazily so that ``import prefeval`` and ``prefeval --help``
+stay fast.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from ._version import __version__
+
+_LAZY = {
+    "compare": "prefeval.engine",
+    "PreferenceCube": "prefeval.engine",
+    "read_qrels": "prefeval.readers",
+    "read_run": "prefeval.readers",
+    "Qrels": "prefeval.qrels",
+    "RunPositions": "prefeval.positions",
+    "InputError": "prefeval.errors",
+    "MEASURES": "prefeval.measures",
+    "parse_measures": "prefeval.measures",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'prefeval' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from prefeval.cli import main
+
+main()

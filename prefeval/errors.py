@@ -1,0 +1,18 @@
+"""Errors raised for bad input; the CLI turns them into ``FILE:LINE: message`` and exit 2."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Malformed or inconsistent input, located at ``path`` and (when known) ``line``."""
+
+    def __init__(self, path: str, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return f"{self.path}: {self.message}"
+        return f"{self.path}:{self.line}: {self.message}"

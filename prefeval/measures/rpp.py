@@ -1,0 +1,61 @@
+"""Recall-paired preference (Diaz & Ferraro, SIGIR 2022).
+
+RPP(pi, pi') = sum_i p(i) sgn(f'_i - f_i)                       (eq. 3-4)
+graded:    sum_lambda p(lambda) RPP_lambda, p(lambda) ~ m_lambda     (eq. 5, section 5.3)
+subtopic:  sum_t p(t) RPP_t over subtopics and background t*, p(t) ~ m_t   (eq. 6)
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+WEIGHTINGS = ("uniform", "dcg", "inverse")
+
+
+@lru_cache(maxsize=4096)
+def recall_weights(m: int) -> np.ndarray:
+    """(m, 3) matrix: p(i) for i = 1..m under uniform, DCG (1/log2(i+1)) and inverse (1/i)."""
+    i = np.arange(1, m + 1, dtype=float)
+    raw = np.stack([np.ones(m), 1.0 / np.log2(i + 1.0), 1.0 / i], axis=1)
+    weights = raw / raw.sum(axis=0)
+    weights.setflags(write=False)
+    return weights
+
+
+def rpp_values(sign_diff: np.ndarray) -> np.ndarray:
+    """RPP for every population and pair: ``sign_diff`` is (..., m) with entries
+    sgn(f'_i - f_i); returns (..., 3), one column per weighting (eq. 4)."""
+    m = sign_diff.shape[-1]
+    return sign_diff.astype(np.float64) @ recall_weights(m)
+
+
+def graded_populations(grades: np.ndarray):
+    """Pseudo-populations of eq. 5: for each distinct grade lambda, the documents with
+    grade >= lambda, weighted p(lambda) proportional to m_lambda (section 5.3).
+
+    Yields (mask, weight); weights sum to 1.
+    """
+    levels = np.unique(grades)
+    masks = [grades >= lam for lam in levels]
+    sizes = np.array([mask.sum() for mask in masks], dtype=float)
+    for mask, size in zip(masks, sizes):
+        yield mask, size / sizes.sum()
+
+
+def subtopic_populations(members: np.ndarray):
+    """Pseudo-populations of eq. 6: each subtopic t with a relevant document, plus the
+    background t* of documents relevant to any subtopic, p(t) proportional to m_t.
+
+    ``members`` is the (m, T) relevance of the query's documents to its subtopics.
+    Yields (mask, weight); nothing when no document is relevant to a subtopic.
+    """
+    background = members.any(axis=1)
+    masks = [members[:, t] for t in range(members.shape[1]) if members[:, t].any()]
+    if not background.any():
+        return
+    masks.append(background)
+    sizes = np.array([mask.sum() for mask in masks], dtype=float)
+    for mask, size in zip(masks, sizes):
+        yield mask, size / sizes.sum()

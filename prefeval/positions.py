@@ -1,0 +1,142 @@
+"""From run columns to rank positions of relevant documents.
+
+A run is reduced, as soon as it is read, to the ranks of the judged-relevant
+documents it retrieved and the number of documents it retrieved per query
+(:class:`RunPositions`); whole runs are never kept.  Documents are ordered as
+trec_eval orders them: score descending, ties broken by docno descending (plain
+string order); ``max_docs`` keeps each ranking's top K after that sort.
+
+:func:`position_matrix` stacks the runs into one integer matrix, runs x relevant
+documents, where a relevant document a run did not retrieve gets
+:data:`UNRETRIEVED`: pessimistic imputation (rpp-sigir2022 section 3, lexirecall
+section 2.2) places it below everything retrieved, and two runs that both miss
+their i-th relevant document tie at recall level i.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .qrels import KEY_SEP, RelevantSet
+
+#: Imputed position of an unretrieved relevant document: below any real rank.
+UNRETRIEVED = np.int32(np.iinfo(np.int32).max)
+
+
+@dataclass
+class RunPositions:
+    """Ranks of the relevant documents one run retrieved, at one relevance level.
+
+    ``doc`` are global relevant-document numbers of the :class:`RelevantSet`,
+    ``rank`` their 1-based ranks; ``retrieved[k]`` is how many documents the run
+    returned for query ``k`` (after ``max_docs``).
+    """
+
+    name: str
+    doc: np.ndarray
+    rank: np.ndarray
+    retrieved: np.ndarray
+
+    @property
+    def missing_queries(self) -> int:
+        """Evaluated queries for which the run returned nothing."""
+        return int((self.retrieved == 0).sum())
+
+
+def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
+    """Permutation sorting rows by query, then score descending, then docno descending."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(q)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    brk = q[1:] != q[:-1]
+    in_order = bool(np.all(brk | (score[1:] <= score[:-1])))
+    if in_order:
+        # grouped by query? (each query one contiguous block)
+        n_blocks = int(brk.sum()) + 1
+        in_order = n_blocks == int(np.count_nonzero(np.bincount(q)))
+    if in_order:
+        order = np.arange(n, dtype=np.int64)
+    else:
+        order = np.lexsort((-score, q))
+    qs, ss = q[order], score[order]
+    tie = (ss[1:] == ss[:-1]) & (qs[1:] == qs[:-1])
+    if tie.any():
+        # slots that belong to a run of equal scores, grouped; reorder each group by docno desc
+        member = np.zeros(n, dtype=bool)
+        member[1:] |= tie
+        member[:-1] |= tie
+        slots = np.flatnonzero(member)
+        start = np.ones(len(slots), dtype=bool)
+        start[1:] = ~tie[slots[1:] - 1]
+        group = np.cumsum(start)
+        rows = order[slots]
+        table = pa.table({"g": group, "d": pc.take(docno, pa.array(rows))})
+        perm = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")])
+        order[slots] = rows[perm.to_numpy()]
+    return order
+
+
+def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -> RunPositions:
+    """Reduce one run (:class:`prefeval.readers.RunColumns`) to :class:`RunPositions`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    nq = relevant.n_queries
+    qvals = pa.array(relevant.query_ids, pa.string())
+    qidx = pc.index_in(columns.query_id, value_set=qvals).fill_null(-1).to_numpy()
+    qidx = np.asarray(qidx, dtype=np.int64)
+    keep = np.flatnonzero(qidx >= 0)
+    if len(keep) < len(qidx):
+        q = qidx[keep]
+        score = columns.score[keep]
+        docno = pc.take(columns.doc_id, pa.array(keep))
+    else:
+        q, score, docno = qidx, columns.score, columns.doc_id
+    n = len(q)
+    order = _trec_order(q, score, docno)
+    qs = q[order]
+    counts = np.bincount(qs, minlength=nq)
+    starts = np.zeros(nq, dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    rank_sorted = np.arange(n, dtype=np.int64) - starts[qs] + 1
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = rank_sorted
+    # judged-relevant rows: prefilter on docno, then exact (query, docno) lookup
+    candidate = pc.is_in(docno, value_set=relevant.docnos()).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(candidate)
+    doc = np.zeros(0, dtype=np.int64)
+    if len(rows):
+        taken = pa.array(rows)
+        keys = pc.binary_join_element_wise(
+            pc.take(qvals, pa.array(q[rows])), pc.take(docno, taken), KEY_SEP
+        )
+        found = pc.index_in(keys, value_set=relevant.keys()).fill_null(-1).to_numpy()
+        hit = np.asarray(found) >= 0
+        rows = rows[hit]
+        doc = np.asarray(found, dtype=np.int64)[hit]
+    rel_rank = rank[rows]
+    retrieved = counts
+    if max_docs is not None:
+        inside = rel_rank <= max_docs
+        doc, rel_rank = doc[inside], rel_rank[inside]
+        retrieved = np.minimum(counts, max_docs)
+    return RunPositions(
+        name=columns.name,
+        doc=doc.astype(np.int64),
+        rank=rel_rank.astype(np.int32),
+        retrieved=retrieved.astype(np.int64),
+    )
+
+
+def position_matrix(runs: list[RunPositions], relevant: RelevantSet) -> np.ndarray:
+    """Runs x relevant documents matrix of ranks, :data:`UNRETRIEVED` where not retrieved."""
+    total = int(relevant.offsets[-1])
+    matrix = np.full((len(runs), total), UNRETRIEVED, dtype=np.int32)
+    for i, run in enumerate(runs):
+        matrix[i, run.doc] = run.rank
+    return matrix

@@ -1,0 +1,241 @@
+"""Relevance judgments: plain graded qrels and Web-track (ndeval) subtopic qrels.
+
+:class:`Qrels` holds the judgment rows; :meth:`Qrels.relevant` derives, for one
+relevance level, the :class:`RelevantSet`: per evaluated query, its relevant
+documents with their general grade (maximum over subtopics) and, for subtopic
+qrels, which subtopics each one is relevant to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+KEY_SEP = "\x1f"
+
+
+def query_sort_key(qid: str):
+    """Natural order of query ids: numeric ids by value first, then the others as strings."""
+    return (0, int(qid), "") if qid.isdigit() else (1, 0, qid)
+
+
+def is_relevant(grade: np.ndarray, level: float | None) -> np.ndarray:
+    """Relevant means ``grade >= level``; with no level, ``grade > 0``."""
+    grade = np.asarray(grade, dtype=float)
+    return grade > 0 if level is None else grade >= level
+
+
+@dataclass
+class RelevantSet:
+    """Relevant documents of every evaluated query at one relevance level.
+
+    Documents are numbered globally; query ``k`` owns numbers
+    ``offsets[k]:offsets[k+1]`` (its ``m`` relevant documents, sorted by docno).
+    """
+
+    level: float | None
+    query_ids: list[str]
+    offsets: np.ndarray
+    doc_id: list[str]
+    grade: np.ndarray
+    dropped: list[str] = field(default_factory=list)
+    # subtopic qrels only: per query a (m, T) boolean matrix and its subtopic ids
+    subtopics: list[np.ndarray] | None = None
+    subtopic_ids: list[np.ndarray] | None = None
+    _keys: object = None
+    _docnos: object = None
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def has_subtopics(self) -> bool:
+        return self.subtopics is not None
+
+    def sizes(self) -> np.ndarray:
+        """Number of relevant documents per query."""
+        return np.diff(self.offsets)
+
+    def query_of_doc(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_queries), self.sizes())
+
+    def keys(self):
+        """pyarrow array of ``qid<US>docno`` keys, one per relevant document."""
+        if self._keys is None:
+            import pyarrow as pa
+
+            qids = np.repeat(np.asarray(self.query_ids, dtype=object), self.sizes())
+            self._keys = pa.array(
+                [f"{q}{KEY_SEP}{d}" for q, d in zip(qids, self.doc_id)], pa.string()
+            )
+        return self._keys
+
+    def docnos(self):
+        """pyarrow array of the distinct relevant docnos (any query)."""
+        if self._docnos is None:
+            import pyarrow as pa
+
+            self._docnos = pa.array(sorted(set(self.doc_id)), pa.string())
+        return self._docnos
+
+    def subset(self, keep: np.ndarray, query_ids: list[str] | None = None) -> RelevantSet:
+        """The same judgments restricted to documents where ``keep`` (global mask) is true.
+
+        Queries left with no relevant document are dropped.  ``query_ids`` may
+        restrict the queries further.
+        """
+        keep = np.asarray(keep, dtype=bool).copy()
+        wanted = None if query_ids is None else set(query_ids)
+        qids, offsets, subs, sub_ids = [], [0], [], []
+        for k, qid in enumerate(self.query_ids):
+            lo, hi = self.offsets[k], self.offsets[k + 1]
+            if wanted is not None and qid not in wanted:
+                keep[lo:hi] = False
+            n = int(keep[lo:hi].sum())
+            if n == 0:
+                continue
+            qids.append(qid)
+            offsets.append(offsets[-1] + n)
+            if self.subtopics is not None:
+                mat = self.subtopics[k][keep[lo:hi]]
+                used = mat.any(axis=0)
+                subs.append(mat[:, used])
+                sub_ids.append(self.subtopic_ids[k][used])
+        idx = np.flatnonzero(keep)
+        return RelevantSet(
+            level=self.level,
+            query_ids=qids,
+            offsets=np.asarray(offsets, dtype=np.int64),
+            doc_id=[self.doc_id[i] for i in idx],
+            grade=self.grade[idx],
+            dropped=list(self.dropped),
+            subtopics=subs if self.subtopics is not None else None,
+            subtopic_ids=sub_ids if self.subtopics is not None else None,
+        )
+
+
+class Qrels:
+    """Judgment rows ``query_id, iteration, doc_id, relevance`` (iteration 0 = plain)."""
+
+    def __init__(self, query_id, iteration, doc_id, relevance, name: str = "<qrels>"):
+        self.name = name
+        self.frame = pd.DataFrame(
+            {
+                "query_id": pd.Series(list(query_id), dtype=object),
+                "iteration": np.asarray(iteration, dtype=np.int64),
+                "doc_id": pd.Series(list(doc_id), dtype=object),
+                "relevance": np.asarray(relevance, dtype=float),
+            }
+        )
+        self._relevant: dict = {}
+
+    @classmethod
+    def from_rows(cls, rows, name: str) -> Qrels:
+        return cls(rows.query_id, rows.iteration, rows.doc_id, rows.relevance, name)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "<qrels DataFrame>") -> Qrels:
+        """From ir-measures' columns ``query_id, doc_id, relevance[, iteration]``."""
+        missing = {"query_id", "doc_id", "relevance"} - set(frame.columns)
+        if missing:
+            raise InputError(name, None, f"missing columns {sorted(missing)}")
+        if "iteration" in frame.columns:
+            raw = frame["iteration"].astype(str)
+            iteration = np.where(raw.isin(["0", "Q0"]), "0", raw)
+            try:
+                iteration = iteration.astype(np.int64)
+            except ValueError:
+                raise InputError(name, None, "iteration must be 0, Q0 or an integer") from None
+        else:
+            iteration = np.zeros(len(frame), dtype=np.int64)
+        try:
+            relevance = np.asarray(frame["relevance"], dtype=float)
+        except (TypeError, ValueError):
+            raise InputError(name, None, "relevance column is not numeric") from None
+        if np.isnan(relevance).any():
+            raise InputError(name, None, "relevance column has missing values")
+        qrels = cls(
+            frame["query_id"].astype(str), iteration, frame["doc_id"].astype(str), relevance, name
+        )
+        dup = qrels.frame.duplicated(["query_id", "iteration", "doc_id"])
+        if dup.any():
+            row = int(np.flatnonzero(dup.to_numpy())[0])
+            raise InputError(name, None, f"row {row}: duplicate judgment")
+        return qrels
+
+    @property
+    def has_subtopics(self) -> bool:
+        return bool((self.frame["iteration"] != 0).any())
+
+    def query_ids(self) -> list[str]:
+        return sorted(self.frame["query_id"].unique(), key=query_sort_key)
+
+    def general(self) -> pd.DataFrame:
+        """One row per judged document: ``query_id, doc_id, relevance`` = maximum grade
+        over its rows (over subtopics for ndeval qrels)."""
+        return self.frame.groupby(["query_id", "doc_id"], sort=False, as_index=False)[
+            "relevance"
+        ].max()
+
+    def subtopic_frame(self) -> pd.DataFrame:
+        """The subtopic rows only (``iteration`` > 0 is the subtopic id)."""
+        return self.frame[self.frame["iteration"] != 0].reset_index(drop=True)
+
+    def relevant(self, level: float | None = None) -> RelevantSet:
+        """Relevant documents per query at ``level`` (cached per level)."""
+        if level not in self._relevant:
+            self._relevant[level] = self._build_relevant(level)
+        return self._relevant[level]
+
+    def _build_relevant(self, level: float | None) -> RelevantSet:
+        general = self.general()
+        rel = general[is_relevant(general["relevance"].to_numpy(), level)]
+        all_q = self.query_ids()
+        by_q = dict(tuple(rel.groupby("query_id", sort=False)))
+        query_ids = [q for q in all_q if q in by_q]
+        dropped = [q for q in all_q if q not in by_q]
+        offsets = [0]
+        docs: list[str] = []
+        grades: list[np.ndarray] = []
+        for q in query_ids:
+            part = by_q[q].sort_values("doc_id", kind="stable")
+            docs.extend(part["doc_id"].tolist())
+            grades.append(part["relevance"].to_numpy())
+            offsets.append(len(docs))
+        offsets = np.asarray(offsets, dtype=np.int64)
+        subtopics = subtopic_ids = None
+        if self.has_subtopics:
+            subtopics, subtopic_ids = [], []
+            st = self.subtopic_frame()
+            st = st[is_relevant(st["relevance"].to_numpy(), level)]
+            st_by_q = dict(tuple(st.groupby("query_id", sort=False)))
+            for k, q in enumerate(query_ids):
+                qdocs = docs[offsets[k] : offsets[k + 1]]
+                part = st_by_q.get(q)
+                if part is None:
+                    subtopics.append(np.zeros((len(qdocs), 0), dtype=bool))
+                    subtopic_ids.append(np.zeros(0, dtype=np.int64))
+                    continue
+                ids = np.unique(part["iteration"].to_numpy())
+                pos = {d: i for i, d in enumerate(qdocs)}
+                mat = np.zeros((len(qdocs), len(ids)), dtype=bool)
+                rows = part["doc_id"].map(pos).to_numpy()
+                cols = np.searchsorted(ids, part["iteration"].to_numpy())
+                mat[rows.astype(np.int64), cols] = True
+                subtopics.append(mat)
+                subtopic_ids.append(ids)
+        return RelevantSet(
+            level=level,
+            query_ids=query_ids,
+            offsets=offsets,
+            doc_id=docs,
+            grade=np.concatenate(grades) if grades else np.zeros(0),
+            dropped=dropped,
+            subtopics=subtopics,
+            subtopic_ids=subtopic_ids,
+        )

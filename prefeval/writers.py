@@ -1,0 +1,168 @@
+"""Table writers: tsv (with header), csv and jsonl, to stdout or atomically to a file.
+
+Floats are written in their shortest round-trip form (Python's ``repr``); they are
+never rounded.  Lines are assembled column-wise with pyarrow so that millions of
+rows are written at the speed of the disk.  A file is written to a temporary
+name in its folder and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+FORMATS = ("tsv", "csv", "jsonl")
+_CHUNK = 1 << 20  # rows per formatting chunk
+
+
+def _csv_quote(text: str) -> str:
+    if any(ch in text for ch in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _float_strings(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(codes, strings): shortest round-trip text of each distinct value."""
+    values = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0
+    uniq, codes = np.unique(values, return_inverse=True)
+    return codes.reshape(-1), [repr(float(x)) if np.isfinite(x) else _nonfinite(x) for x in uniq]
+
+
+def _nonfinite(x: float) -> str:
+    return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Column as (codes, distinct strings)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in series.cat.categories]
+        return series.cat.codes.to_numpy().astype(np.int64), cats
+    if pd.api.types.is_float_dtype(series.dtype):
+        return _float_strings(series.to_numpy())
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return series.to_numpy().astype(np.int64), ["false", "true"]
+    if pd.api.types.is_integer_dtype(series.dtype):
+        arr = series.to_numpy()
+        uniq, codes = np.unique(arr, return_inverse=True)
+        return codes.reshape(-1), [str(int(x)) for x in uniq]
+    codes, uniq = pd.factorize(series.astype(str), sort=False)
+    return codes.astype(np.int64), [str(x) for x in uniq]
+
+
+def _json_token(series: pd.Series, text: str) -> str:
+    """JSON text of one distinct value of ``series``."""
+    if pd.api.types.is_float_dtype(series.dtype):
+        return text if text not in ("nan", "inf", "-inf") else "null"
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[bytes]:
+    """The table as encoded text chunks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    names = [str(c) for c in frame.columns]
+    if fmt == "tsv" and header:
+        yield ("\t".join(names) + "\n").encode()
+    elif fmt == "csv" and header:
+        yield (",".join(_csv_quote(n) for n in names) + "\n").encode()
+    encoded = []
+    for name in frame.columns:
+        series = frame[name]
+        codes, texts = _encoded(series)
+        if fmt == "csv":
+            texts = [_csv_quote(t) for t in texts]
+        elif fmt == "jsonl":
+            texts = [_json_token(series, t) for t in texts]
+        encoded.append((codes, pa.array(texts, pa.string())))
+    n = len(frame)
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        cols = [pc.take(texts, pa.array(codes[start:stop])) for codes, texts in encoded]
+        if fmt == "jsonl":
+            pieces = []
+            for i, name in enumerate(names):
+                lead = "{" if i == 0 else ", "
+                pieces.append(pa.scalar(lead + json.dumps(name) + ": "))
+                pieces.append(cols[i])
+            pieces.append(pa.scalar("}\n"))
+            lines = pc.binary_join_element_wise(*pieces, "")
+        else:
+            sep = "\t" if fmt == "tsv" else ","
+            lines = pc.binary_join_element_wise(*cols, pa.scalar(""), sep)
+            lines = pc.binary_join_element_wise(lines, pa.scalar("\n"), "")
+        yield _string_data(lines)
+
+
+def _string_data(array) -> bytes:
+    """The concatenated bytes of a pyarrow string array (without copying per element)."""
+    import pyarrow as pa
+
+    if isinstance(array, pa.ChunkedArray):
+        return b"".join(_string_data(c) for c in array.chunks)
+    if len(array) == 0:
+        return b""
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = array.buffers()[2]
+    return data.to_pybytes()[offsets[0] : offsets[-1]]
+
+
+def write_table(frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv") -> None:
+    """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout."""
+    if output is None or output == "-":
+        out = sys.stdout.buffer
+        try:
+            for chunk in iter_chunks(frame, fmt):
+                out.write(chunk)
+            out.flush()
+        except BrokenPipeError:
+            # reader went away (e.g. `| head`): stop quietly, like other Unix tools
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return
+    with atomic_output(output) as handle:
+        for chunk in iter_chunks(frame, fmt):
+            handle.write(chunk)
+
+
+class atomic_output:
+    """Context manager: a binary handle on a temporary file renamed to ``path`` on success."""
+
+    def __init__(self, path: str):
+        self.path = os.fspath(path)
+
+    def __enter__(self):
+        folder = os.path.dirname(os.path.abspath(self.path))
+        fd, self.tmp = tempfile.mkstemp(prefix=".prefeval-", suffix=".tmp", dir=folder)
+        self.handle = os.fdopen(fd, "wb")
+        return self.handle
+
+    def __exit__(self, exc_type, exc, tb):
+        self.handle.close()
+        if exc_type is None:
+            os.chmod(self.tmp, 0o666 & ~_umask())
+            os.replace(self.tmp, self.path)
+        else:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+        return False
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
