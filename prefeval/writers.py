@@ -99,7 +99,7 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
             lines = pc.binary_join_element_wise(*pieces, "")
         else:
             sep = "\t" if fmt == "tsv" else ","
-            lines = pc.binary_join_element_wise(*cols, pa.scalar(""), sep)
+            lines = pc.binary_join_element_wise(*cols, sep)
             lines = pc.binary_join_element_wise(lines, pa.scalar("\n"), "")
         yield _string_data(lines)
 
