@@ -124,7 +124,7 @@ def compare(
     Example:
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
-    from .engine import compute_cube, load_runs, stderr_notice
+    from .engine import compute_cube, load_runs, relevant_with_notice, stderr_notice
     from .readers import read_qrels
     from .writers import write_table
 
@@ -132,28 +132,528 @@ def compare(
         raise click.UsageError("need at least two runs to compare")
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
-    relevant = _relevant(judged, relevance_level)
+    relevant = relevant_with_notice(judged, relevance_level)
     positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
     cube = compute_cube(positions, relevant, measure_list, binary=binary)
     frame = cube.to_frame(per_query=per_query, summary=not no_summary)
     write_table(frame, output, fmt.lower())
 
 
-def _relevant(judged, level):
-    from .engine import stderr_notice
+def analysis_options(func):
+    """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines."""
+    options = [
+        click.argument(
+            "inputs", nargs=-1, type=click.Path(dir_okay=False), metavar="[QRELS RUN...]"
+        ),
+        click.option(
+            "--prefs",
+            type=click.Path(dir_okay=False, exists=True),
+            default=None,
+            help="Per-query preference table written by `compare -q` (any format) "
+            "instead of computing preferences from QRELS RUN...",
+        ),
+        click.option(
+            "--metrics",
+            "metrics_file",
+            type=click.Path(dir_okay=False, exists=True),
+            default=None,
+            help="Per-query baseline table written by `prefeval "
+            "metrics`, instead of computing baselines.",
+        ),
+        click.option(
+            "-B",
+            "--baseline",
+            "baselines",
+            multiple=True,
+            metavar="MEASURE",
+            help="Baseline metric (ir-measures syntax, e.g. AP, nDCG@10, RR, "
+            "ERR_IA@20; or native TSE, ASL); repeatable. Default: AP nDCG RR "
+            "R@1000 Rprec [+ ERR_IA@20 alpha_nDCG@20 StRecall@20 AP_IA].",
+        ),
+        click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
+    ]
+    func = engine_options(func)
+    for option in reversed(options):
+        func = option(func)
+    return output_options(func)
 
-    relevant = judged.relevant(level)
-    if relevant.dropped:
-        what = "grade > 0" if level is None else f"grade >= {level:g}"
-        stderr_notice(
-            f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
-            f"in {judged.name} have no relevant document ({what}) and are not evaluated"
+
+def output_options(func):
+    func = click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, writable=True),
+        default=None,
+        help="Write to FILE atomically (default: stdout).",
+    )(func)
+    return click.option(
+        "-f",
+        "--format",
+        "fmt",
+        type=FORMAT_CHOICE,
+        default="tsv",
+        show_default=True,
+        help="Output format: tsv (header line), csv (header line) or jsonl.",
+    )(func)
+
+
+def _gather(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+):
+    from .pipeline import gather
+
+    qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
+    if prefs is None and len(runs) < 2:
+        raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
+    try:
+        return gather(
+            qrels,
+            runs,
+            prefs=prefs,
+            metrics=metrics_file,
+            measures=measures,
+            baselines=baselines,
+            no_baselines=no_baselines,
+            relevance_level=relevance_level,
+            max_docs=max_docs,
+            binary=binary,
         )
-    if relevant.n_queries == 0:
+    except ValueError as error:
         from .errors import InputError
 
-        raise InputError(judged.name, None, "no query has a relevant document to evaluate")
-    return relevant
+        if isinstance(error, InputError):
+            raise
+        raise click.UsageError(str(error)) from None
+
+
+def _float_list(text, kind=float):
+    try:
+        return [kind(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected a comma-separated list of numbers: {text}") from None
+
+
+@cli.command()
+@analysis_options
+@click.option(
+    "--method",
+    type=click.Choice(["mc4", "borda", "winrate", "copeland"]),
+    default="mc4",
+    show_default=True,
+    help="Aggregation of per-query rankings.",
+)
+@click.option(
+    "--teleport",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.05,
+    show_default=True,
+    help="MC4 uniform teleport weight (keeps the chain ergodic).",
+)
+def order(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    method,
+    teleport,
+    fmt,
+    output,
+):
+    """Order the runs: rows `measure method rank run score`, rank 1 best.
+
+    Per query, each run's win rate W_q(a) = sum_b Delta(a, b) ranks the runs;
+    MC4 (default), Borda, mean win rate or Copeland aggregate them. Baselines are
+    ordered by their mean over queries.
+
+    \b
+    Example:
+      prefeval order qrels.txt runs/input.*
+      prefeval order --prefs prefs.tsv --metrics metrics.tsv --method borda
+    """
+    from .aggregation import order as order_table
+    from .writers import write_table
+
+    got = _gather(
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+    )
+    write_table(order_table(got.evidence, method=method, teleport=teleport), output, fmt)
+
+
+@cli.command()
+@analysis_options
+@click.option(
+    "--test",
+    "tests",
+    type=click.Choice(["ttest", "sign", "hsd"]),
+    multiple=True,
+    help="Significance test(s); repeatable. Default: all three.",
+)
+@click.option(
+    "--correction",
+    type=click.Choice(["bonferroni", "holm", "none"]),
+    default="bonferroni",
+    show_default=True,
+    help="Multiple-comparison correction of ttest and sign p-values.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+)
+@click.option(
+    "--trials",
+    type=click.IntRange(min=1),
+    default=10000,
+    show_default=True,
+    help="Randomized HSD trials.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the HSD trials.")
+@click.option(
+    "--pairs",
+    "per_pair",
+    is_flag=True,
+    help="One row per run pair: measure test run_a run_b p_value p_adjusted.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Discriminative-power curves (sorted p-values) to a PNG (needs matplotlib).",
+)
+def discpower(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    tests,
+    correction,
+    alpha,
+    trials,
+    seed,
+    per_pair,
+    plot,
+    fmt,
+    output,
+):
+    """Discriminative power: share of run pairs significantly different.
+
+    Rows `measure test correction alpha significant pairs percent`.
+
+    \b
+    Example:
+      prefeval discpower --test ttest --test sign qrels.txt runs/input.*
+    """
+    from .statistics import discriminative_power, pair_tests
+    from .writers import write_table
+
+    plotting = _plotting() if plot else None
+    got = _gather(
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+    )
+    table = pair_tests(got.evidence, tests or ("ttest", "sign", "hsd"), correction, trials, seed)
+    if plot:
+        plotting.discpower_curves(table, plot)
+    write_table(table if per_pair else discriminative_power(table, alpha), output, fmt)
+
+
+@cli.command()
+@analysis_options
+@click.option(
+    "--method",
+    type=click.Choice(["mc4", "borda", "winrate", "copeland"]),
+    default="mc4",
+    show_default=True,
+    help="How preferences order the runs.",
+)
+def tau(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    method,
+    fmt,
+    output,
+):
+    """Kendall's tau-b between the run orderings of every pair of measures.
+
+    Rows `measure_a measure_b tau`; with the default tsv output, a readable
+    matrix also goes to stderr when it is a terminal.
+
+    \b
+    Example:
+      prefeval tau -B AP -B nDCG qrels.txt runs/input.*
+    """
+    from .correlation import tau_matrix_text, tau_table
+    from .writers import write_table
+
+    got = _gather(
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+    )
+    table = tau_table(got.evidence, method=method)
+    if fmt == "tsv" and sys.stderr.isatty():
+        click.echo(tau_matrix_text(table), err=True, nl=False)
+    write_table(table, output, fmt)
+
+
+@cli.command()
+@analysis_options
+@click.option(
+    "--ties",
+    "ties",
+    is_flag=True,
+    help="Write each measure's share of tied comparisons instead (rows measure ties comparisons).",
+)
+def agree(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    ties,
+    fmt,
+    output,
+):
+    """Sign agreement of preferences with baseline differences, per comparison.
+
+    Rows `measure baseline agreement compared`: among (query, run pair)
+    comparisons where the baseline differs, the share where the preference has
+    the same sign. With --ties: rows `measure ties comparisons`.
+    """
+    from .correlation import agreement_table, ties_table
+    from .writers import write_table
+
+    got = _gather(
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+    )
+    write_table(ties_table(got.evidence) if ties else agreement_table(got.evidence), output, fmt)
+
+
+@cli.command()
+@analysis_options
+@click.option(
+    "--queries",
+    default=None,
+    metavar="K[,K...]",
+    help="Numbers of queries to draw at random, e.g. 5,10,25.",
+)
+@click.option(
+    "--labels",
+    default=None,
+    metavar="F[,F...]",
+    help="Fractions of each query's relevant judgments to keep, e.g. 0.9,0.7,0.5.",
+)
+@click.option(
+    "--policy",
+    type=click.Choice(["uniform", "pool"]),
+    default="uniform",
+    show_default=True,
+    help="Which labels to remove: at random, or the documents retrieved by the most runs first.",
+)
+@click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Tau against level, one line per measure, to a PNG (needs matplotlib).",
+)
+def robustness(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    queries,
+    labels,
+    policy,
+    samples,
+    seed,
+    plot,
+    fmt,
+    output,
+):
+    """How orderings hold up with fewer queries or fewer relevance labels.
+
+    Rows `measure kind level samples tau_mean tau_std ties agreement` (ties and
+    agreement for label sampling only).
+
+    \b
+    Example:
+      prefeval robustness --queries 5,10,25 --labels 0.9,0.5 qrels.txt runs/input.*
+    """
+    from .experiments import robustness as run_robustness
+    from .writers import write_table
+
+    if not queries and not labels:
+        raise click.UsageError("give --queries and/or --labels")
+    plotting = _plotting() if plot else None
+    got = _gather(
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+    )
+    try:
+        table = run_robustness(
+            got,
+            queries=_float_list(queries, int) if queries else (),
+            labels=_float_list(labels) if labels else (),
+            samples=samples,
+            seed=seed,
+            policy=policy,
+        )
+    except ValueError as error:
+        from .errors import InputError
+
+        if isinstance(error, InputError):
+            raise
+        raise click.UsageError(str(error)) from None
+    if plot:
+        plotting.robustness_plot(table, plot)
+    write_table(table, output, fmt)
+
+
+@cli.command()
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "-B",
+    "--baseline",
+    "baselines",
+    multiple=True,
+    metavar="MEASURE",
+    help="Metric (ir-measures syntax, or TSE / ASL); repeatable. Default: AP nDCG "
+    "RR R@1000 Rprec [+ ERR_IA@20 alpha_nDCG@20 StRecall@20 AP_IA].",
+)
+@click.option(
+    "-l",
+    "--relevance-level",
+    type=float,
+    default=None,
+    metavar="L",
+    help="Relevant means grade >= L (default: grade > 0).",
+)
+@click.option(
+    "-M",
+    "--max-docs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="K",
+    help="Keep each ranking's top K documents, as trec_eval -M.",
+)
+@output_options
+def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
+    """Per-query baseline metrics with ir-measures: rows `measure run query_id value`.
+
+    Every evaluated query appears for every run (a query a run did not answer
+    scores 0, as trec_eval -c). Analysis commands read it back with --metrics.
+
+    \b
+    Example:
+      prefeval metrics -o metrics.tsv qrels.txt runs/input.*
+    """
+    from .baselines import compute_metrics, default_baselines
+    from .engine import relevant_with_notice
+    from .readers import read_qrels
+    from .writers import write_table
+
+    judged = read_qrels(qrels)
+    relevant = relevant_with_notice(judged, relevance_level)
+    try:
+        table = compute_metrics(
+            judged,
+            list(runs),
+            list(baselines) or default_baselines(judged.has_subtopics),
+            query_ids=relevant.query_ids,
+            relevance_level=relevance_level,
+            max_docs=max_docs,
+        )
+    except ValueError as error:
+        from .errors import InputError
+
+        if isinstance(error, InputError):
+            raise
+        raise click.UsageError(str(error)) from None
+    write_table(table, output, fmt)
+
+
+def _plotting():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.UsageError("--plot needs matplotlib: pip install 'prefeval[plot]'") from None
+    from . import plotting
+
+    return plotting
 
 
 def main(argv=None):

@@ -97,6 +97,21 @@ class PreferenceCube:
 # --------------------------------------------------------------------------- loading
 
 
+def relevant_with_notice(qrels: Qrels, level: float | None, notify=stderr_notice) -> RelevantSet:
+    """``qrels.relevant(level)``, saying how many queries are dropped for lack of a
+    relevant document; an error when none is left."""
+    relevant = qrels.relevant(level)
+    if relevant.dropped and notify is not None:
+        what = "grade > 0" if level is None else f"grade >= {level:g}"
+        notify(
+            f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
+            f"in {qrels.name} have no relevant document ({what}) and are not evaluated"
+        )
+    if relevant.n_queries == 0:
+        raise InputError(qrels.name, None, "no query has a relevant document to evaluate")
+    return relevant
+
+
 def load_runs(
     sources: Sequence,
     relevant: RelevantSet,
@@ -184,8 +199,26 @@ def compute_cube(
     progress: bool | None = None,
 ) -> PreferenceCube:
     """All measures for all run pairs and queries (vectorized over pairs and populations)."""
-    matrix = position_matrix(runs, relevant)
-    n_runs, n_q = len(runs), relevant.n_queries
+    return cube_from_matrix(
+        position_matrix(runs, relevant),
+        [r.name for r in runs],
+        relevant,
+        measures,
+        binary=binary,
+        progress=progress,
+    )
+
+
+def cube_from_matrix(
+    matrix: np.ndarray,
+    run_names: list[str],
+    relevant: RelevantSet,
+    measures: Sequence[Measure],
+    binary: bool = False,
+    progress: bool | None = None,
+) -> PreferenceCube:
+    """:func:`compute_cube` on a position matrix (runs x relevant documents of ``relevant``)."""
+    n_runs, n_q = len(run_names), relevant.n_queries
     ia, ja = np.triu_indices(n_runs, 1)
     n_p = len(ia)
     want = {m.family for m in measures}
@@ -222,7 +255,7 @@ def compute_cube(
             values[k] = lexi_acc[:, :, column].T
     return PreferenceCube(
         measures=[m.name for m in measures],
-        runs=[r.name for r in runs],
+        runs=list(run_names),
         query_ids=list(relevant.query_ids),
         pairs=np.stack([ia, ja], axis=1).astype(np.int64),
         values=values,
@@ -295,13 +328,7 @@ def evaluate(
     measure_list = parse_measures(
         [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
     )
-    relevant = qrels.relevant(relevance_level)
-    if relevant.dropped and notify is not None:
-        level = "grade > 0" if relevance_level is None else f"grade >= {relevance_level:g}"
-        notify(
-            f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
-            f"in {qrels.name} have no relevant document ({level}) and are not evaluated"
-        )
+    relevant = relevant_with_notice(qrels, relevance_level, notify)
     positions = load_runs(runs, relevant, max_docs, notify=notify, progress=progress)
     return compute_cube(positions, relevant, measure_list, binary=binary, progress=progress)
 

@@ -80,6 +80,8 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
     for name in frame.columns:
         series = frame[name]
         codes, texts = _encoded(series)
+        if fmt != "jsonl" and pd.api.types.is_float_dtype(series.dtype):
+            texts = ["" if t == "nan" else t for t in texts]  # missing value: empty field
         if fmt == "csv":
             texts = [_csv_quote(t) for t in texts]
         elif fmt == "jsonl":

@@ -1,0 +1,82 @@
+"""Agreement between measures: Kendall's tau of system orderings (rpp-sigir2022
+Table 2) and per-comparison sign agreement and ties (rpp-sigir2022 Fig. 5,
+lexirecall Fig. 9, lexiprecision Table 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .aggregation import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
+
+
+def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b (scipy.stats.kendalltau); NaN when an ordering is constant."""
+    from scipy.stats import kendalltau
+
+    return float(kendalltau(x, y, variant="b").statistic)
+
+
+def tau_table(
+    evidence: Evidence, method: str = DEFAULT_METHOD, teleport: float = DEFAULT_TELEPORT
+) -> pd.DataFrame:
+    """Rows ``measure_a, measure_b, tau`` for every pair of measures (in listed order).
+
+    Preferences are ordered by ``method`` (MC4 by default), baselines by their mean.
+    """
+    scores = orderings(evidence, method, teleport)
+    names = list(scores)
+    rows = [
+        (a, b, kendall_tau(scores[a], scores[b]))
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    ]
+    return pd.DataFrame(rows, columns=["measure_a", "measure_b", "tau"])
+
+
+def tau_matrix_text(table: pd.DataFrame) -> str:
+    """A readable upper-triangular matrix of the tau table (as in rpp-sigir2022 Table 2)."""
+    names = list(dict.fromkeys([*table["measure_a"], *table["measure_b"]]))
+    if not names:
+        return ""
+    lookup = {(a, b): t for a, b, t in table.itertuples(index=False)}
+    width = max(6, *(len(n) for n in names))
+    lines = [" " * width + "".join(f" {n:>{width}}" for n in names[1:])]
+    for i, a in enumerate(names[:-1]):
+        cells = []
+        for j, b in enumerate(names[1:], start=1):
+            cells.append(f" {lookup[(a, b)]:>{width}.3f}" if j > i else " " * (width + 1))
+        lines.append(f"{a:<{width}}" + "".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def agreement_table(evidence: Evidence) -> pd.DataFrame:
+    """Rows ``measure, baseline, agreement, compared``.
+
+    For each preference measure and baseline: among the (query, run pair)
+    comparisons where the baseline's values differ, the share where the preference
+    has the same sign as the baseline difference (a tied preference disagrees).
+    """
+    rows = []
+    for name in evidence.preference_measures:
+        delta = evidence.pair_differences(name)
+        for base in evidence.metrics:
+            diff = evidence.pair_differences(base)
+            ok = ~np.isnan(delta) & (diff != 0)
+            compared = int(ok.sum())
+            agree = int((np.sign(delta[ok]) == np.sign(diff[ok])).sum())
+            rows.append((name, base, agree / compared if compared else np.nan, compared))
+    return pd.DataFrame(rows, columns=["measure", "baseline", "agreement", "compared"])
+
+
+def ties_table(evidence: Evidence) -> pd.DataFrame:
+    """Rows ``measure, ties, comparisons``: share of (query, run pair) comparisons
+    where the measure does not separate the two runs (lexiprecision Table 2)."""
+    rows = []
+    for name in evidence.measures:
+        delta = evidence.pair_differences(name)
+        ok = ~np.isnan(delta)
+        comparisons = int(ok.sum())
+        ties = int((delta[ok] == 0).sum())
+        rows.append((name, ties / comparisons if comparisons else np.nan, comparisons))
+    return pd.DataFrame(rows, columns=["measure", "ties", "comparisons"])

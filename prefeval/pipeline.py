@@ -1,0 +1,119 @@
+"""Assembling the evidence the analysis commands need, from runs or from tables.
+
+Preferences come from ``QRELS RUN...`` (computed by the engine) or from a
+per-query table written by ``compare -q`` (``--prefs``); baselines from
+ir-measures on ``QRELS RUN...`` or from a table written by ``prefeval metrics``
+(``--metrics``), so a Makefile computes each once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .aggregation import Evidence
+from .engine import compute_cube, load_runs, relevant_with_notice, stderr_notice
+from .errors import InputError
+from .measures import parse_measure, parse_measures
+from .readers import read_qrels, run_name
+from .tables import METRIC_COLUMNS, PREF_COLUMNS, cube_from_table, metrics_from_table, read_table
+
+
+@dataclass
+class Inputs:
+    """Evidence plus what is needed to recompute it (robustness experiments)."""
+
+    evidence: Evidence
+    qrels: object = None
+    run_sources: dict = field(default_factory=dict)
+    relevant: object = None
+    positions: list = None
+    measures: list = None
+    baselines: list[str] = field(default_factory=list)
+    relevance_level: float | None = None
+    max_docs: int | None = None
+    binary: bool = False
+
+
+def gather(
+    qrels=None,
+    runs=(),
+    *,
+    prefs: str | None = None,
+    metrics: str | None = None,
+    measures=(),
+    baselines=(),
+    no_baselines: bool = False,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    notify: Callable[[str], None] | None = stderr_notice,
+    progress: bool | None = None,
+) -> Inputs:
+    """Preferences and baselines aligned on runs and queries (see module docstring)."""
+    judged = read_qrels(qrels) if qrels is not None else None
+    sources = {run_name(r) if isinstance(r, str) else f"run{i + 1}": r for i, r in enumerate(runs)}
+    if runs and len(sources) < len(runs):
+        raise InputError(str(runs[0]), None, "two runs have the same name")
+    inputs = Inputs(
+        Evidence([], []),
+        judged,
+        sources,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        binary=binary,
+    )
+    if prefs is not None:
+        wanted = [
+            parse_measure(m).name for spec in measures for m in str(spec).split(",") if m.strip()
+        ]
+        cube = cube_from_table(read_table(prefs, PREF_COLUMNS), prefs, wanted)
+    else:
+        if judged is None or len(sources) < 2:
+            raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
+        inputs.measures = parse_measures(measures, judged.has_subtopics)
+        inputs.relevant = relevant_with_notice(judged, relevance_level, notify)
+        inputs.positions = load_runs(
+            list(sources.values()), inputs.relevant, max_docs, notify=notify, progress=progress
+        )
+        cube = compute_cube(
+            inputs.positions, inputs.relevant, inputs.measures, binary=binary, progress=progress
+        )
+    evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
+    inputs.evidence = evidence
+    if no_baselines:
+        return inputs
+    if metrics is not None:
+        table = read_table(metrics, METRIC_COLUMNS)
+        evidence.metrics = metrics_from_table(
+            table, evidence.runs, evidence.query_ids, metrics, list(baselines) or None
+        )
+    elif judged is not None and sources:
+        from .baselines import compute_metrics, default_baselines
+
+        missing = [r for r in evidence.runs if r not in sources]
+        if missing:
+            raise InputError(
+                prefs or "<arguments>",
+                None,
+                f"runs {missing} of the preferences are not among the RUNs given",
+            )
+        names = list(baselines) or default_baselines(judged.has_subtopics)
+        table = compute_metrics(
+            judged,
+            {r: sources[r] for r in evidence.runs},
+            names,
+            query_ids=evidence.query_ids,
+            relevance_level=relevance_level,
+            max_docs=max_docs,
+            progress=progress,
+        )
+        evidence.metrics = metrics_from_table(table, evidence.runs, evidence.query_ids, "<metrics>")
+        inputs.baselines = names
+    elif notify is not None:
+        notify("no baselines: give QRELS RUN... or --metrics FILE (or --no-baselines)")
+    if evidence.metrics:
+        from .baselines import higher_is_better
+
+        evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
+    return inputs

@@ -1,0 +1,175 @@
+"""Discriminative power (Sakai): the share of run pairs a measure tells apart.
+
+Tests, all from scipy.stats:
+
+- ``ttest``: a preference's per-query Delta(a, b) against 0 (one-sample t-test);
+  a metric's per-query values of a and b (paired t-test).
+- ``sign``: two-sided exact binomial test on wins against losses, ties dropped
+  (the natural test for lexirecall and lexiprecision).
+- ``hsd``: Carterette's randomized Tukey HSD on a queries x runs score matrix
+  (metric values; for a preference, the per-query win rate W_q).
+
+Corrections for the pairwise tests: Bonferroni, Holm, or none; the HSD p-values
+already control the family-wise error (correction reported as ``tukey``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .aggregation import Evidence
+from .progress import progress_bar
+
+TESTS = ("ttest", "sign", "hsd")
+CORRECTIONS = ("bonferroni", "holm", "none")
+DEFAULT_TRIALS = 10000
+
+
+def _defined(diffs: np.ndarray) -> np.ndarray:
+    """Drop queries (columns) where the measure is undefined for the pairs (NaN)."""
+    return diffs[:, ~np.isnan(diffs).any(axis=0)]
+
+
+def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
+    """Two-sided t-test p-value for every run pair (vectorized over pairs).
+
+    For a preference, a one-sample t-test of Delta(a, b) against 0; for a metric, the
+    paired t-test of a's and b's values, which is the same test on their differences.
+    A pair whose differences are all equal gets p = 1 when they are 0 and p = 0
+    otherwise (scipy would warn and divide by a zero variance).
+    """
+    from scipy import stats
+
+    diffs = _defined(evidence.pair_differences(name))
+    out = np.ones(len(diffs))
+    if diffs.shape[1] < 2:
+        return out
+    constant = np.all(diffs == diffs[:, :1], axis=1)
+    out[constant] = np.where(diffs[constant, 0] == 0, 1.0, 0.0)
+    varying = ~constant
+    if varying.any():
+        out[varying] = stats.ttest_1samp(diffs[varying], 0.0, axis=1).pvalue
+    return out
+
+
+def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
+    """Two-sided exact binomial test of wins against losses (ties dropped), per pair.
+
+    Equals ``scipy.stats.binomtest(wins, wins + losses, 0.5).pvalue``; with p = 1/2
+    the two-sided p-value is min(1, 2 P(X <= min(wins, losses))), computed for all
+    pairs at once with ``scipy.stats.binom``.
+    """
+    from scipy import stats
+
+    diffs = evidence.pair_differences(name)
+    wins = np.sum(diffs > 0, axis=1)
+    losses = np.sum(diffs < 0, axis=1)
+    n = wins + losses
+    tail = stats.binom.cdf(np.minimum(wins, losses), np.maximum(n, 1), 0.5)
+    return np.where(n > 0, np.minimum(1.0, 2.0 * tail), 1.0)
+
+
+def hsd_pvalues(
+    scores: np.ndarray,
+    pairs: np.ndarray,
+    trials: int = DEFAULT_TRIALS,
+    seed: int | None = 0,
+    progress: bool | None = None,
+) -> np.ndarray:
+    """Randomized Tukey HSD (Carterette 2012) on a queries x runs score matrix.
+
+    Each trial permutes every query's row independently; p(a, b) = (1 + number of
+    trials whose max minus min column mean >= |mean_a - mean_b|) / (1 + trials).
+    """
+    rng = np.random.default_rng(seed)
+    q, n = scores.shape
+    means = scores.mean(axis=0)
+    observed = np.abs(means[pairs[:, 0]] - means[pairs[:, 1]])
+    ranges = np.empty(trials)
+    chunk = max(1, min(trials, (1 << 22) // max(1, q * n)))
+    starts = range(0, trials, chunk)
+    for start in progress_bar(starts, desc="HSD trials", unit="chunk", enable=progress):
+        stop = min(trials, start + chunk)
+        block = rng.permuted(np.broadcast_to(scores, (stop - start, q, n)), axis=2)
+        col = block.mean(axis=1)
+        ranges[start:stop] = col.max(axis=1) - col.min(axis=1)
+    ranges.sort()
+    # trials with range >= observed; tolerance guards float noise on exact equality
+    at_least = trials - np.searchsorted(ranges, observed - 1e-12 * np.abs(observed), "left")
+    return (1.0 + at_least) / (1.0 + trials)
+
+
+def adjust(pvalues: np.ndarray, correction: str) -> np.ndarray:
+    """Family-wise correction over all run pairs."""
+    p = np.asarray(pvalues, dtype=float)
+    m = len(p)
+    if correction == "none" or m == 0:
+        return p.copy()
+    if correction == "bonferroni":
+        return np.minimum(1.0, p * m)
+    if correction == "holm":
+        order = np.argsort(p, kind="stable")
+        stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+        out = np.empty(m)
+        out[order] = np.minimum(1.0, stepped)
+        return out
+    raise ValueError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
+
+
+def pair_tests(
+    evidence: Evidence,
+    tests=TESTS,
+    correction: str = "bonferroni",
+    trials: int = DEFAULT_TRIALS,
+    seed: int | None = 0,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """One row per measure, test and run pair: ``measure, test, run_a, run_b, p_value,
+    p_adjusted``."""
+    pairs = evidence.pairs()
+    run_a = [evidence.runs[i] for i in pairs[:, 0]]
+    run_b = [evidence.runs[i] for i in pairs[:, 1]]
+    frames = []
+    for name in evidence.measures:
+        for test in tests:
+            if test == "ttest":
+                p, adj = ttest_pvalues(evidence, name), None
+            elif test == "sign":
+                p, adj = sign_pvalues(evidence, name), None
+            elif test == "hsd":
+                p = hsd_pvalues(evidence.scores(name), pairs, trials, seed, progress)
+                adj = p
+            else:
+                raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+            if adj is None:
+                adj = adjust(p, correction)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "measure": name,
+                        "test": test,
+                        "correction": "tukey" if test == "hsd" else correction,
+                        "run_a": run_a,
+                        "run_b": run_b,
+                        "p_value": p,
+                        "p_adjusted": adj,
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def discriminative_power(pair_table: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+    """Rows ``measure, test, correction, alpha, significant, pairs, percent``."""
+    rows = []
+    for (name, test, corr), part in pair_table.groupby(
+        ["measure", "test", "correction"], sort=False
+    ):
+        significant = int((part["p_adjusted"] < alpha).sum())
+        total = len(part)
+        rows.append((name, test, corr, alpha, significant, total, 100.0 * significant / total))
+    return pd.DataFrame(
+        rows,
+        columns=["measure", "test", "correction", "alpha", "significant", "pairs", "percent"],
+    )
