@@ -10,6 +10,7 @@ The result is a :class:`PreferenceCube`, measures x pairs x queries.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -139,18 +140,30 @@ def load_runs(
                 f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
             )
         seen[name] = i
-    out = []
-    for (_, source), name in progress_bar(
-        list(zip(items, names)), desc="reading runs", unit="run", enable=progress
-    ):
-        positions = run_positions(read_run(source, name=name), relevant, max_docs)
+    relevant.keys(), relevant.docnos()  # build the shared lookups before threads start
+
+    def reduce(job):
+        (_, source), name = job
+        return run_positions(read_run(source, name=name), relevant, max_docs)
+
+    # runs are independent: read and reduce them on all cores (pyarrow and numpy
+    # release the GIL), keeping at most a few whole runs in memory at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = list(zip(items, names))
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        results = pool.map(reduce, jobs)
+        out = list(
+            progress_bar(results, desc="reading runs", unit="run", enable=progress, total=len(jobs))
+        )
+    for positions in out:
         missing = positions.missing_queries
         if missing and notify is not None:
             notify(
-                f"run {name}: no results for {missing} of {relevant.n_queries} evaluated "
-                "queries; evaluated as retrieving nothing"
+                f"run {positions.name}: no results for {missing} of {relevant.n_queries} "
+                "evaluated queries; evaluated as retrieving nothing"
             )
-        out.append(positions)
     return out
 
 

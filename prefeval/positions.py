@@ -101,9 +101,11 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     order = _trec_order(q, score, docno)
     qs = q[order]
     counts = np.bincount(qs, minlength=nq)
-    starts = np.zeros(nq, dtype=np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    rank_sorted = np.arange(n, dtype=np.int64) - starts[qs] + 1
+    # queries are contiguous blocks in `order`, in whatever order the file lists them
+    new_block = np.ones(n, dtype=bool)
+    new_block[1:] = qs[1:] != qs[:-1]
+    block_start = np.flatnonzero(new_block)
+    rank_sorted = np.arange(n, dtype=np.int64) - block_start[np.cumsum(new_block) - 1] + 1
     rank = np.empty(n, dtype=np.int64)
     rank[order] = rank_sorted
     # judged-relevant rows: prefilter on docno, then exact (query, docno) lookup

@@ -97,6 +97,9 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
     ``iter`` is ``0`` or ``Q0`` for plain judgments; any other integer is a
     Web-track (ndeval) subtopic id.
     """
+    fast = _fast_qrels(data)
+    if fast is not None:
+        return fast
     qids: list[str] = []
     iters: list[int] = []
     docs: list[str] = []
@@ -140,6 +143,52 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
         docs.append(docno)
         grades.append(grade)
     return QrelsRows(qids, np.asarray(iters, dtype=np.int64), docs, np.asarray(grades, float))
+
+
+def _fast_qrels(data: bytes) -> QrelsRows | None:
+    """Columnar parse of a regular qrels file (pandas' C parser), else None.
+
+    Anything unusual (comment lines, wrong column counts, non-numeric grades,
+    unknown iterations, duplicates) returns None so that the line-by-line parser
+    reports it precisely.
+    """
+    import io
+
+    import pandas as pd
+
+    if not data.strip() or data.startswith(b"#") or b"\n#" in data:
+        return None
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(data),
+            sep=r"\s+",
+            header=None,
+            dtype=str,
+            engine="c",
+            names=["q", "i", "d", "g"],
+            keep_default_na=False,
+            na_filter=False,
+            skip_blank_lines=True,
+            on_bad_lines="error",
+        )
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        return None
+    if (frame == "").any().any():
+        return None
+    grades = pd.to_numeric(frame["g"], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(grades).any():
+        return None
+    it = frame["i"].where(frame["i"] != "Q0", "0")
+    iters = pd.to_numeric(it, errors="coerce")
+    if iters.isna().any() or not np.all(iters.to_numpy() == np.floor(iters.to_numpy())):
+        return None
+    if not it.str.fullmatch(r"[+-]?\d+").all():
+        return None
+    if frame.duplicated(["q", "i", "d"]).any():
+        return None
+    return QrelsRows(
+        frame["q"].tolist(), iters.to_numpy().astype(np.int64), frame["d"].tolist(), grades
+    )
 
 
 def read_qrels(source, *, name: str | None = None):
@@ -224,7 +273,8 @@ def _fast_columns(data: bytes):
 
 
 def _has_duplicates(qid, docno) -> bool:
-    """Whether some (query, docno) pair occurs twice."""
+    """Whether some (query, docno) pair occurs twice (hash-based, linear time)."""
+    import pandas as pd
     import pyarrow.compute as pc
 
     if len(qid) < 2:
@@ -233,8 +283,7 @@ def _has_duplicates(qid, docno) -> bool:
     dcodes = pc.dictionary_encode(docno)
     dcode = dcodes.indices.to_numpy().astype(np.int64)
     key = qcode * len(dcodes.dictionary) + dcode
-    key.sort()
-    return bool((key[1:] == key[:-1]).any())
+    return bool(pd.Series(key, copy=False).duplicated().any())
 
 
 def _slow_columns(data: bytes, path: str):
