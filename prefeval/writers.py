@@ -27,15 +27,26 @@ def _csv_quote(text: str) -> str:
     return text
 
 
-def _float_strings(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """(codes, strings): shortest round-trip text of each distinct value."""
+def float_text(values: np.ndarray, fmt: str):
+    """Shortest round-trip text of floats as a pyarrow string array (Arrow's C++
+    formatter: the digits of Python's repr); integral values keep a ``.0``.
+    NaN is empty in tsv/csv and ``null`` in jsonl; infinities are ``inf``/``-inf``
+    in tsv/csv and ``null`` in jsonl."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     values = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0
-    uniq, codes = np.unique(values, return_inverse=True)
-    return codes.reshape(-1), [repr(float(x)) if np.isfinite(x) else _nonfinite(x) for x in uniq]
-
-
-def _nonfinite(x: float) -> str:
-    return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    finite = np.isfinite(values)
+    text = pa.array(np.where(finite, values, 0.0)).cast(pa.string())
+    integral = pc.match_substring_regex(text, r"^-?[0-9]+$")
+    text = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+    if not finite.all():
+        if fmt == "jsonl":
+            special = np.full(len(values), "null", dtype=object)
+        else:
+            special = np.where(np.isnan(values), "", np.where(values > 0, "inf", "-inf"))
+        text = pc.if_else(pa.array(finite), text, pa.array(special.astype(object), pa.string()))
+    return text
 
 
 def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
@@ -44,7 +55,7 @@ def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
         cats = [str(c) for c in series.cat.categories]
         return series.cat.codes.to_numpy().astype(np.int64), cats
     if pd.api.types.is_float_dtype(series.dtype):
-        return _float_strings(series.to_numpy())
+        return series.to_numpy(dtype=np.float64), None
     if pd.api.types.is_bool_dtype(series.dtype):
         return series.to_numpy().astype(np.int64), ["false", "true"]
     if pd.api.types.is_integer_dtype(series.dtype):
@@ -57,8 +68,6 @@ def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 def _json_token(series: pd.Series, text: str) -> str:
     """JSON text of one distinct value of ``series``."""
-    if pd.api.types.is_float_dtype(series.dtype):
-        return text if text not in ("nan", "inf", "-inf") else "null"
     if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype):
         return text
     return json.dumps(text, ensure_ascii=False)
@@ -80,8 +89,9 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
     for name in frame.columns:
         series = frame[name]
         codes, texts = _encoded(series)
-        if fmt != "jsonl" and pd.api.types.is_float_dtype(series.dtype):
-            texts = ["" if t == "nan" else t for t in texts]  # missing value: empty field
+        if texts is None:  # floats: formatted chunk by chunk
+            encoded.append((codes, None))
+            continue
         if fmt == "csv":
             texts = [_csv_quote(t) for t in texts]
         elif fmt == "jsonl":
@@ -90,7 +100,12 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
     n = len(frame)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
-        cols = [pc.take(texts, pa.array(codes[start:stop])) for codes, texts in encoded]
+        cols = [
+            float_text(codes[start:stop], fmt)
+            if texts is None
+            else pc.take(texts, pa.array(codes[start:stop]))
+            for codes, texts in encoded
+        ]
         if fmt == "jsonl":
             pieces = []
             for i, name in enumerate(names):
