@@ -59,6 +59,14 @@ class PreferenceCube:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
+    def reindex(self, query_ids: list[str]) -> PreferenceCube:
+        """The same preferences over ``query_ids`` (NaN for queries without values)."""
+        where = {q: i for i, q in enumerate(self.query_ids)}
+        values = np.full((*self.values.shape[:2], len(query_ids)), np.nan)
+        src = np.array([where.get(q, -1) for q in query_ids], dtype=np.int64)
+        values[:, :, src >= 0] = self.values[:, :, src[src >= 0]]
+        return PreferenceCube(self.measures, self.runs, list(query_ids), self.pairs, values)
+
     def to_frame(self, per_query: bool = False, summary: bool = True) -> pd.DataFrame:
         """Tidy rows ``measure, run_a, run_b, query_id, value``: per-query rows first
         (measure, pair, query order), then summary rows with query_id ``all``."""

@@ -68,6 +68,18 @@ def gather(
             parse_measure(m).name for spec in measures for m in str(spec).split(",") if m.strip()
         ]
         cube = cube_from_table(read_table(prefs, PREF_COLUMNS), prefs, wanted)
+        # the evaluated queries are the qrels' (or the metrics table's), not only those with
+        # rows: a subtopic measure has no rows for a query without subtopic judgments
+        if judged is not None:
+            cube = _on_queries(
+                cube, relevant_with_notice(judged, relevance_level, None).query_ids, prefs, notify
+            )
+        elif metrics is not None:
+            from .qrels import query_sort_key
+
+            table = read_table(metrics, METRIC_COLUMNS)
+            queries = sorted(set(table["query_id"]) - {"all"}, key=query_sort_key)
+            cube = _on_queries(cube, queries, prefs, notify)
     else:
         if judged is None or len(sources) < 2:
             raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
@@ -117,3 +129,10 @@ def gather(
 
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
     return inputs
+
+
+def _on_queries(cube, query_ids, where, notify):
+    extra = set(cube.query_ids) - set(query_ids)
+    if extra and notify is not None:
+        notify(f"{where}: {len(extra)} queries are not evaluated here and are ignored")
+    return cube.reindex(list(query_ids))
