@@ -38,6 +38,13 @@ def cli():
     """
 
 
+def _no_cache(ctx, param, value):
+    if value:
+        from . import cache
+
+        cache.set_enabled(False)
+
+
 def engine_options(func):
     """Options shared by every command that computes preferences from runs."""
     options = [
@@ -67,6 +74,13 @@ def engine_options(func):
             default=None,
             metavar="K",
             help="Keep each ranking's top K documents (after sorting), as trec_eval -M.",
+        ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            expose_value=False,
+            callback=_no_cache,
+            help="Do not read or write the cache of reduced runs (also PREFEVAL_CACHE=0).",
         ),
         click.option(
             "--binary",

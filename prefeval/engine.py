@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import cache
 from .errors import InputError
 from .measures import Measure, parse_measures
 from .measures.lexicographic import first_difference, last_difference
@@ -152,6 +153,13 @@ def load_runs(
 
     def reduce(job):
         (_, source), name = job
+        if isinstance(source, (str, os.PathLike)):
+            cached = cache.load(os.fspath(source), name, relevant, max_docs)
+            if cached is not None:
+                return cached
+            positions = run_positions(read_run(source, name=name), relevant, max_docs)
+            cache.store(os.fspath(source), positions, relevant, max_docs)
+            return positions
         return run_positions(read_run(source, name=name), relevant, max_docs)
 
     # runs are independent: read and reduce them on all cores (pyarrow and numpy

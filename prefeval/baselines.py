@@ -1,0 +1,653 @@
+"""Baseline (per-run) metrics next to the preferences: ir-measures plus two native metrics.
+
+Any `ir-measures <https://ir-measur.es>`_ measure string works (``AP``, ``nDCG@10``,
+``RR``, ``R@1000``, ``Rprec``, ``P@10``, ``ERR_IA@20``, ``alpha_nDCG@20``, ...).  Two
+metrics of the papers that ir-measures lacks are computed here from rank positions:
+
+``TSE``
+    total search efficiency (lexirecall, eq. 3): the exposure ``e(p_m)`` of the *last*
+    relevant document.  ``TSE`` uses ``e(k) = 1/log2(1+k)``, ``TSE(exposure=rr)``
+    ``e(k) = 1/k`` and ``TSE(exposure=rbp,gamma=0.5)`` ``e(k) = gamma^(k-1)`` (gamma
+    defaults to 0.5).  Higher is better.
+``ASL``
+    average search length (rpp-sigir2022, eq. 1 and section 5.5): the mean rank of the
+    relevant documents.  Smaller is better.
+
+Both use pessimistic imputation: the ``u`` relevant documents a run did not retrieve take
+positions ``n-u+1 .. n`` at the bottom of a corpus of ``n`` documents, where ``n`` is, per
+query, the number of distinct documents in all the runs evaluated together (after
+``max_docs``) and in the qrels (every judged document).  A run that retrieved nothing for a
+query therefore still gets a (poor) value, not 0.  Relevance is prefeval's: general grade
+(maximum over subtopics) ``>= relevance_level``, or ``> 0`` without a level.
+
+Which qrels an ir-measures measure sees
+---------------------------------------
+Standard measures get the general qrels, one row per judged document with the maximum
+grade over its rows (:meth:`prefeval.qrels.Qrels.general`).  Intent-aware measures (those
+ir-measures evaluates with ndeval: ``*_IA``, ``alpha_(n)DCG``, ``StRecall``, ``(n)NRBP``)
+get the subtopic rows with the subtopic id as ``iteration``.  Subtopic rows are never fed
+to a trec_eval measure: pytrec_eval keys judgments by (query, document), so one subtopic's
+row would silently overwrite another's.
+
+Runs are read with prefeval's fast reader, restricted to the evaluated queries, sorted as
+trec_eval sorts them (score descending, docno descending) and cut at ``max_docs``; each
+run is then handed to evaluators built once for all runs, as a dict of dicts (trec_eval
+measures) or an iterator of ``ScoredDoc`` (ndeval), the formats those providers consume
+without ir-measures' row-by-row DataFrame conversion.
+
+Ties: trec_eval (pytrec_eval) ranks equal scores by docno descending, as prefeval does.
+pyndeval re-sorts every ranking by score and breaks ties by docno *ascending*; the
+intent-aware values follow it, so they equal ir-measures' own (only the ``max_docs`` cut
+itself is made in trec order).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+from .positions import _trec_order, run_positions
+from .progress import progress_bar
+from .qrels import Qrels, is_relevant
+from .readers import RunColumns, read_qrels, read_run, run_name
+
+__all__ = [
+    "DEFAULT_BASELINES",
+    "DEFAULT_SUBTOPIC_BASELINES",
+    "NATIVE_BASELINES",
+    "Baseline",
+    "compute_metrics",
+    "default_baselines",
+    "higher_is_better",
+    "parse_baseline",
+]
+
+DEFAULT_BASELINES = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
+DEFAULT_SUBTOPIC_BASELINES = ["ERR_IA@20", "alpha_nDCG@20", "StRecall@20", "AP_IA"]
+NATIVE_BASELINES = ["TSE", "ASL"]
+COLUMNS = ["measure", "run", "query_id", "value"]
+
+#: TSE exposure functions e(k) of a 1-based rank k (float array).
+EXPOSURES: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
+    "log2": lambda k, gamma: 1.0 / np.log2(1.0 + k),
+    "rr": lambda k, gamma: 1.0 / k,
+    "rbp": lambda k, gamma: np.power(gamma, k - 1.0),
+}
+_EXPOSURE_ALIASES = {"log2": "log2", "log": "log2", "dcg": "log2", "rr": "rr", "rbp": "rbp"}
+DEFAULT_GAMMA = 0.5
+# ndeval (pyndeval) computes cutoff measures up to rank 20 only
+_NDEVAL_MAX_CUTOFF = 20
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One parsed baseline metric.
+
+    ``name`` is the canonical string (ir-measures' own spelling for its measures), used
+    as ``measure`` in :func:`compute_metrics`' table.  ``kind`` is ``'irm'`` (computed by
+    ir-measures) or ``'native'`` (TSE, ASL); ``intent_aware`` measures use subtopic qrels.
+    """
+
+    name: str
+    higher_is_better: bool
+    kind: str
+    intent_aware: bool
+    #: the ir_measures Measure (``kind == 'irm'``)
+    measure: object = field(default=None, compare=False, repr=False)
+    #: native parameters: ``(("exposure", ...), ("gamma", ...))`` for TSE
+    params: tuple = field(default=(), compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def default_baselines(has_subtopics: bool) -> list[str]:
+    """The baselines reported by default: standard ones, plus intent-aware ones for
+    subtopic qrels."""
+    return DEFAULT_BASELINES + (DEFAULT_SUBTOPIC_BASELINES if has_subtopics else [])
+
+
+def higher_is_better(measure_name) -> bool:
+    """Whether larger values of ``measure_name`` are better (False only for ASL)."""
+    return parse_baseline(measure_name).higher_is_better
+
+
+# --------------------------------------------------------------------------- parsing
+
+_NATIVE_RE = re.compile(r"^(TSE|ASL)\s*(?:\((.*)\))?$", re.DOTALL)
+
+
+def parse_baseline(text) -> Baseline:
+    """Parse ``TSE``/``ASL`` (with parameters) or any ir-measures measure string.
+
+    Raises ValueError for unknown measures, invalid parameters, measures no installed
+    ir-measures provider computes, and ndeval measures without a cutoff or beyond @20.
+    """
+    if isinstance(text, Baseline):
+        return text
+    if not isinstance(text, str):
+        import ir_measures
+
+        if isinstance(text, ir_measures.Measure):
+            return _parse_irm(text, f"{type(text).__name__.lstrip('_')}{text.params or ''}")
+        raise ValueError(f"baseline measure must be a string, not {type(text).__name__}")
+    text = text.strip()
+    match = _NATIVE_RE.match(text)
+    if match:
+        return _parse_native(match.group(1), match.group(2), text)
+    return _parse_irm(None, text)
+
+
+def _parse_native(name: str, args: str | None, text: str) -> Baseline:
+    params: dict[str, str] = {}
+    if args is not None and args.strip():
+        for item in args.split(","):
+            key, sep, value = item.partition("=")
+            key, value = key.strip(), value.strip().strip("'\"")
+            if not sep or not key or not value:
+                raise ValueError(f"baseline {text!r}: parameters must be written key=value")
+            if key in params:
+                raise ValueError(f"baseline {text!r}: parameter {key!r} given twice")
+            params[key] = value
+    if name == "ASL":
+        if params:
+            raise ValueError(f"baseline {text!r}: ASL takes no parameters")
+        return Baseline("ASL", False, "native", False)
+    unknown = set(params) - {"exposure", "gamma"}
+    if unknown:
+        raise ValueError(
+            f"baseline {text!r}: unknown parameter(s) {sorted(unknown)}; TSE takes exposure "
+            "(log2, rr or rbp) and, with exposure=rbp, gamma"
+        )
+    exposure = _EXPOSURE_ALIASES.get(params.get("exposure", "log2").lower())
+    if exposure is None:
+        raise ValueError(
+            f"baseline {text!r}: exposure must be log2, rr or rbp, not {params['exposure']!r}"
+        )
+    gamma = DEFAULT_GAMMA
+    if "gamma" in params:
+        if exposure != "rbp":
+            raise ValueError(f"baseline {text!r}: gamma only applies to exposure=rbp")
+        try:
+            gamma = float(params["gamma"])
+        except ValueError:
+            gamma = math.nan
+        if not 0.0 < gamma < 1.0:
+            raise ValueError(f"baseline {text!r}: gamma must be a number in (0, 1)")
+    shown = []
+    if exposure != "log2":
+        shown.append(f"exposure={exposure}")
+    if gamma != DEFAULT_GAMMA:
+        shown.append(f"gamma={gamma!r}")
+    canonical = "TSE" + (f"({','.join(shown)})" if shown else "")
+    return Baseline(
+        canonical, True, "native", False, params=(("exposure", exposure), ("gamma", gamma))
+    )
+
+
+def _parse_irm(measure, text: str) -> Baseline:
+    import ir_measures
+
+    hint = (
+        "use an ir-measures measure (e.g. AP, nDCG@10, RR, R@1000, P@10, ERR_IA@20) "
+        f"or one of {', '.join(NATIVE_BASELINES)}"
+    )
+    if measure is None:
+        try:
+            measure = ir_measures.parse_measure(text)
+        except (ValueError, NameError, SyntaxError, KeyError, TypeError) as error:
+            detail = str(error).strip("'\"")
+            raise ValueError(f"unknown baseline measure {text!r} ({detail}); {hint}") from None
+    try:
+        measure.validate_params()
+    except AssertionError as error:
+        raise ValueError(f"baseline measure {text!r}: {error}") from None
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"baseline measure {text!r}: unsupported parameter {error}") from None
+    provider = _provider(measure, text)
+    intent_aware = provider.NAME == "pyndeval"
+    if intent_aware and "cutoff" in measure.SUPPORTED_PARAMS:
+        cutoff = measure.params.get("cutoff")
+        if cutoff is None:
+            raise ValueError(
+                f"baseline measure {text!r} needs a cutoff, e.g. {measure.NAME}@20 "
+                f"(ndeval computes at most @{_NDEVAL_MAX_CUTOFF})"
+            )
+        if cutoff > _NDEVAL_MAX_CUTOFF:
+            raise ValueError(
+                f"baseline measure {text!r}: ndeval computes intent-aware measures up to "
+                f"@{_NDEVAL_MAX_CUTOFF} only"
+            )
+    return Baseline(_irm_name(measure), True, "irm", intent_aware, measure=measure)
+
+
+def _provider(measure, text: str):
+    """The provider ir-measures' default pipeline would use for ``measure``."""
+    import ir_measures
+
+    unavailable = []
+    for provider in ir_measures.DefaultPipeline.providers:
+        if provider.supports(measure):
+            if provider.is_available():
+                return provider
+            unavailable.append(provider)
+    if unavailable:
+        how = "; ".join(
+            f"{p.NAME}: {p.install_instructions() or 'not installed'}" for p in unavailable
+        )
+        raise ValueError(
+            f"baseline measure {text!r} needs an ir-measures provider that is not installed ({how})"
+        )
+    raise ValueError(f"baseline measure {text!r}: no ir-measures provider computes it")
+
+
+def _irm_name(measure) -> str:
+    """ir-measures' spelling, except that an explicit ``rel`` stays visible even at its
+    default: it opts the measure out of ``relevance_level`` (see :func:`compute_metrics`)."""
+    name = str(measure)
+    info = measure.SUPPORTED_PARAMS.get("rel")
+    if info is not None and "rel" in measure.params and measure.params["rel"] == info.default:
+        rel = f"rel={measure.params['rel']!r}"
+        head, at, cutoff = name.partition("@")
+        if head.endswith(")"):
+            head = head.replace("(", f"({rel},", 1)
+        else:
+            head = f"{head}({rel})"
+        name = head + at + cutoff
+    return name
+
+
+def _parse_all(baselines) -> list[Baseline]:
+    if isinstance(baselines, (str, Baseline)):
+        baselines = [baselines]
+    out: list[Baseline] = []
+    seen: set[str] = set()
+    for text in baselines:
+        baseline = parse_baseline(text)
+        if baseline.name not in seen:
+            seen.add(baseline.name)
+            out.append(baseline)
+    return out
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _run_items(runs) -> list[tuple[str, object]]:
+    """(name, source) pairs with prefeval's naming rule (as prefeval.engine.load_runs)."""
+    if isinstance(runs, (str, os.PathLike, RunColumns)) or hasattr(runs, "columns"):
+        runs = [runs]
+    items = list(runs.items()) if isinstance(runs, dict) else [(None, s) for s in runs]
+    out: list[tuple[str, object]] = []
+    seen: dict[str, int] = {}
+    for i, (name, source) in enumerate(items):
+        if name is None:
+            if isinstance(source, RunColumns):
+                name = source.name
+            elif hasattr(source, "columns"):
+                name = f"run{i + 1}"
+            else:
+                name = run_name(source)
+        name = str(name)
+        if name in seen:
+            where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
+            raise InputError(
+                str(where),
+                None,
+                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
+            )
+        seen[name] = i
+        out.append((name, source))
+    return out
+
+
+@dataclass
+class _Ranking:
+    """One run restricted to the evaluated queries, in trec order, cut at max_docs."""
+
+    q: np.ndarray  # index into the evaluated query list, ascending
+    doc_id: object  # pyarrow string array
+    score: np.ndarray
+    bounds: np.ndarray  # rows of query k: bounds[k]:bounds[k+1]
+
+
+def _ranking(columns: RunColumns, qvals, max_docs: int | None) -> _Ranking:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    nq = len(qvals)
+    qidx = np.asarray(pc.index_in(columns.query_id, value_set=qvals).fill_null(-1), np.int64)
+    keep = np.flatnonzero(qidx >= 0)
+    if len(keep) < len(qidx):
+        q, score = qidx[keep], columns.score[keep]
+        docno = pc.take(columns.doc_id, pa.array(keep))
+    else:
+        q, score, docno = qidx, columns.score, columns.doc_id
+    order = _trec_order(q, score, docno)
+    if len(order) and not np.array_equal(order, np.arange(len(order))):
+        q, score = q[order], score[order]
+        docno = pc.take(docno, pa.array(order))
+    counts = np.bincount(q, minlength=nq)
+    if max_docs is not None and len(q) and counts.max() > max_docs:
+        starts = np.zeros(nq, dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        rank = np.arange(len(q), dtype=np.int64) - starts[q] + 1
+        inside = np.flatnonzero(rank <= max_docs)
+        q, score = q[inside], score[inside]
+        docno = pc.take(docno, pa.array(inside))
+        counts = np.minimum(counts, max_docs)
+    bounds = np.zeros(nq + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return _Ranking(q, docno, score, bounds)
+
+
+def _run_input(ranking: _Ranking, query_ids: list[str], intent_aware: bool):
+    """The run in the ir-measures input format that its provider consumes fastest.
+
+    trec_eval (pytrec_eval) takes a dict of dicts as is; ndeval (pyndeval) iterates over
+    ScoredDoc tuples, which a lazy ``map`` builds most cheaply.  Both are ir-measures'
+    documented run formats, hold exactly the rows of a DataFrame ``query_id, doc_id,
+    score`` and are several times cheaper than ir-measures' row-by-row DataFrame
+    conversion.  Documents stay in trec order within each query.
+    """
+    docs = ranking.doc_id.to_numpy(zero_copy_only=False).tolist()
+    scores = ranking.score.tolist()
+    if intent_aware:
+        from ir_measures import ScoredDoc
+
+        qids = np.asarray(query_ids, dtype=object)[ranking.q].tolist()
+        return map(ScoredDoc, qids, docs, scores)
+    b = ranking.bounds
+    return {
+        query_ids[k]: dict(zip(docs[b[k] : b[k + 1]], scores[b[k] : b[k + 1]]))
+        for k in np.flatnonzero(np.diff(b)).tolist()
+    }
+
+
+class _Corpus:
+    """Distinct (query, document) pairs seen so far: per-query corpus sizes n.
+
+    Documents get integer codes from one growing dictionary; a pair is the int64
+    ``query << 32 | code``.  Rows are buffered and merged a few million at a time, so
+    the dictionary lookup and the deduplication run a handful of times, not once per run.
+    """
+
+    BATCH = 1 << 21
+
+    def __init__(self, n_queries: int):
+        import pyarrow as pa
+
+        self.n_queries = n_queries
+        self.docs = pa.array([], pa.string())
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.pending: list = []
+        self.pending_rows = 0
+
+    def add(self, q: np.ndarray, docno) -> None:
+        if len(q):
+            self.pending.append((np.asarray(q, dtype=np.int64), docno))
+            self.pending_rows += len(q)
+            if self.pending_rows >= self.BATCH:
+                self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.pending:
+            return
+        q = np.concatenate([part[0] for part in self.pending])
+        docno = pa.concat_arrays([part[1] for part in self.pending])
+        self.pending, self.pending_rows = [], 0
+        encoded = pc.dictionary_encode(docno)
+        values = encoded.dictionary
+        code = np.asarray(pc.index_in(values, value_set=self.docs).fill_null(-1), np.int64)
+        new = np.flatnonzero(code < 0)
+        if len(new):
+            code[new] = len(self.docs) + np.arange(len(new))
+            self.docs = pa.concat_arrays([self.docs, pc.take(values, pa.array(new))])
+        keys = np.unique(q << 32 | code[np.asarray(encoded.indices, dtype=np.int64)])
+        self.keys = np.union1d(self.keys, keys)
+
+    def sizes(self) -> np.ndarray:
+        self._flush()
+        return np.bincount(self.keys >> 32, minlength=self.n_queries)
+
+
+# --------------------------------------------------------------------------- natives
+
+
+def _native_values(
+    baseline: Baseline, positions, relevant, n: np.ndarray, rel_to_q: np.ndarray, nq: int
+):
+    """Values of a native metric per evaluated query (NaN for queries with no relevant
+    document); ``n`` are corpus sizes per evaluated query, ``rel_to_q`` maps the
+    relevant set's queries to evaluated-query indices (-1: not evaluated)."""
+    n_rel = relevant.n_queries
+    qdoc = relevant.query_of_doc()[positions.doc]
+    rank = positions.rank.astype(np.float64)
+    found = np.bincount(qdoc, minlength=n_rel).astype(np.float64)
+    inside = np.flatnonzero(rel_to_q >= 0)  # relevant-set queries that are evaluated
+    m = relevant.sizes()[inside].astype(np.float64)
+    unretrieved = m - found[inside]
+    size = n[rel_to_q[inside]].astype(np.float64)
+    if baseline.name == "ASL":
+        rank_sum = np.bincount(qdoc, weights=rank, minlength=n_rel)[inside]
+        # unretrieved documents at n-u+1 .. n: sum = u*n - u(u-1)/2
+        imputed = unretrieved * size - unretrieved * (unretrieved - 1) / 2
+        value = (rank_sum + imputed) / m
+    else:
+        params = dict(baseline.params)
+        last = np.zeros(n_rel)
+        np.maximum.at(last, qdoc, rank)
+        last = np.where(unretrieved > 0, size, last[inside])
+        value = EXPOSURES[params["exposure"]](last, params["gamma"])
+    out = np.full(nq, np.nan)
+    out[rel_to_q[inside]] = value
+    return out
+
+
+# --------------------------------------------------------------------------- API
+
+
+def _rel_level(level) -> int:
+    value = float(level)
+    if not value.is_integer():
+        raise ValueError(
+            f"relevance level {level:g} is not an integer: ir-measures measures take an "
+            "integer rel parameter (use an integer level, or set rel=... on the measure)"
+        )
+    return int(value)
+
+
+def _with_level(measure, level):
+    """``measure`` with ``rel=level`` when it has a default binary threshold the user
+    did not set; unchanged otherwise."""
+    info = measure.SUPPORTED_PARAMS.get("rel")
+    if level is None or info is None or "rel" in measure.params:
+        return measure
+    from ir_measures.measures.base import _NOT_PROVIDED
+
+    if info.default is _NOT_PROVIDED:
+        # rel is optional with no default (RBP: graded gains; NumRet: all documents):
+        # setting it would change what the measure is, not only its threshold
+        return measure
+    return measure(rel=_rel_level(level))
+
+
+def _int_grades(frame: pd.DataFrame, qrels: Qrels) -> pd.DataFrame:
+    grades = frame["relevance"].to_numpy(dtype=float)
+    bad = grades != np.round(grades)
+    if bad.any():
+        raise InputError(
+            qrels.name,
+            None,
+            f"grade {grades[bad][0]:g} is not an integer: ir-measures baselines need "
+            "integer relevance grades",
+        )
+    return frame.assign(relevance=grades.astype(np.int64))
+
+
+def _evaluated_queries(qrels: Qrels, general: pd.DataFrame, level, relevant) -> list[str]:
+    """``qrels.relevant(level).query_ids``: the judged queries with a relevant document,
+    in prefeval's query order; read off the general qrels when the relevant set is not
+    otherwise needed (building it costs more than the ir-measures baselines' own setup)."""
+    if relevant is not None:
+        return list(relevant.query_ids)
+    wanted = set(general.loc[is_relevant(general["relevance"].to_numpy(), level), "query_id"])
+    return [q for q in qrels.query_ids() if q in wanted]
+
+
+def compute_metrics(
+    qrels,
+    runs,
+    baselines=None,
+    *,
+    query_ids: Sequence[str] | None = None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """Baseline metric values per run and query: rows ``measure, run, query_id, value``.
+
+    ``qrels``: a :class:`~prefeval.qrels.Qrels`, a path or a DataFrame; ``runs``: paths,
+    DataFrames (``query_id, doc_id, score``) or a mapping name -> path/DataFrame, named as
+    by :func:`prefeval.engine.load_runs`.  ``baselines``: measure strings (see
+    :func:`parse_baseline`); None means :func:`default_baselines`.
+
+    There is one row for every (baseline, run, query of ``query_ids``), in that order.
+    ``query_ids`` defaults to the queries prefeval evaluates
+    (``qrels.relevant(relevance_level).query_ids``); run lines for other queries are
+    ignored.  A query a run has no line for scores 0 on ir-measures measures (trec_eval
+    ``-c``); the native TSE and ASL impute its relevant documents at the bottom of the
+    corpus instead, and are NaN for a query with no relevant document.
+
+    ``max_docs`` (trec_eval ``-M``) keeps each ranking's top K after sorting by score
+    descending, docno descending; every metric, and the corpus sizes of the native ones,
+    then see the runs as if their files held only those K lines per query.
+
+    ``relevance_level`` L (prefeval's ``-l``: relevant means grade >= L) decides the
+    evaluated queries and the native metrics' relevant documents, and is passed to every
+    ir-measures measure that has a binary ``rel`` threshold the measure string did not set
+    (``AP``, ``RR``, ``Rprec``, ``R@k``, ``P@k``, ``ERR_IA@k``, ...: ``AP`` is computed as
+    ``AP(rel=L)`` but still reported as ``AP``).  An explicit ``rel`` wins (``AP(rel=1)``
+    stays at 1).  Measures without such a threshold are unaffected: ``nDCG`` uses the
+    grades as gains, and measures whose ``rel`` is optional with no default (``RBP``:
+    graded; ``NumRet``: all documents) are left as written.  ir-measures only accepts an
+    integer rel, so a non-integer L raises ValueError when some measure needs it.
+    """
+    import ir_measures
+    import pyarrow as pa
+
+    qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
+    if baselines is None:
+        baselines = default_baselines(qrels.has_subtopics)
+    parsed = _parse_all(baselines)
+    intent_aware = [b.name for b in parsed if b.intent_aware]
+    if intent_aware and not qrels.has_subtopics:
+        raise ValueError(
+            f"intent-aware measure(s) {', '.join(intent_aware)} need subtopic qrels "
+            f"(iteration = subtopic id); {qrels.name} has none"
+        )
+    items = _run_items(runs)
+    natives = [i for i, b in enumerate(parsed) if b.kind == "native"]
+    general = qrels.general()
+    relevant = qrels.relevant(relevance_level) if natives else None
+    if query_ids is None:
+        qlist = _evaluated_queries(qrels, general, relevance_level, relevant)
+    else:
+        qlist = list(dict.fromkeys(str(q) for q in query_ids))
+    nq, nr, nb = len(qlist), len(items), len(parsed)
+    qpos = {q: k for k, q in enumerate(qlist)}
+    qvals = pa.array(qlist, pa.string())
+
+    values = np.zeros((nb, nr, nq))
+    # ir-measures: one evaluator per qrels flavour, built once for all runs
+    evaluators = []  # (evaluator, {measure: [baseline index]}, intent-aware)
+    groups = {False: [], True: []}
+    for i, b in enumerate(parsed):
+        if b.kind == "irm":
+            groups[b.intent_aware].append(i)
+    for ia, members in groups.items():
+        if not members or not nq:
+            continue
+        targets: dict = {}
+        for i in members:
+            targets.setdefault(_with_level(parsed[i].measure, relevance_level), []).append(i)
+        frame = qrels.subtopic_frame() if ia else general
+        frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
+        if ia:
+            qrels_input = list(
+                map(
+                    ir_measures.Qrel,
+                    frame["query_id"].tolist(),
+                    frame["doc_id"].tolist(),
+                    frame["relevance"].tolist(),
+                    frame["iteration"].astype(str).tolist(),
+                )
+            )
+        else:
+            qrels_input = {
+                q: dict(zip(part["doc_id"].tolist(), part["relevance"].tolist()))
+                for q, part in frame.groupby("query_id", sort=False)
+            }
+        evaluators.append((ir_measures.evaluator(list(targets), qrels_input), targets, ia))
+
+    corpus = rel_to_q = None
+    if natives:
+        rel_to_q = np.array([qpos.get(q, -1) for q in relevant.query_ids], dtype=np.int64)
+        corpus = _Corpus(nq)
+        judged = general[general["query_id"].isin(qpos)]
+        corpus.add(
+            judged["query_id"].map(qpos).to_numpy(dtype=np.int64),
+            pa.array(judged["doc_id"].tolist(), pa.string()),
+        )
+    positions = []
+
+    for r, (name, source) in enumerate(
+        progress_bar(items, desc="baselines", unit="run", enable=progress)
+    ):
+        columns = read_run(source, name=name)
+        ranking = _ranking(columns, qvals, max_docs)
+        for evaluator, targets, ia in evaluators:
+            # providers hand back the measure objects they were given: look up by id
+            # first (hashing an ir-measures Measure formats its repr)
+            by_id = {id(m): i for m, i in targets.items()}
+            for metric in evaluator.iter_calc(_run_input(ranking, qlist, ia)):
+                k = qpos.get(metric.query_id)
+                if k is not None:
+                    found = by_id.get(id(metric.measure))
+                    for i in targets.get(metric.measure, ()) if found is None else found:
+                        values[i, r, k] = metric.value
+        if natives:
+            corpus.add(ranking.q, ranking.doc_id)
+            ordered = RunColumns(
+                name, columns.path, qvals.take(ranking.q), ranking.doc_id, ranking.score
+            )
+            positions.append(run_positions(ordered, relevant))
+
+    if natives:
+        n = corpus.sizes()
+        for i in natives:
+            for r, pos in enumerate(positions):
+                values[i, r] = _native_values(parsed[i], pos, relevant, n, rel_to_q, nq)
+
+    b_idx = np.repeat(np.arange(nb), nr * nq)
+    r_idx = np.tile(np.repeat(np.arange(nr), nq), nb)
+    q_idx = np.tile(np.arange(nq), nb * nr)
+    return pd.DataFrame(
+        {
+            "measure": np.array([b.name for b in parsed], dtype=object)[b_idx],
+            "run": np.array([name for name, _ in items], dtype=object)[r_idx],
+            "query_id": np.array(qlist, dtype=object)[q_idx],
+            "value": values.reshape(-1),
+        },
+        columns=COLUMNS,
+    )

@@ -1,0 +1,104 @@
+"""A cache of reduced runs, so a pipeline parses each run file once.
+
+Reading a run is most of the cost of every command; what the engine keeps of it
+(:class:`~prefeval.positions.RunPositions`: ranks of judged-relevant documents and
+retrieved counts) is tiny.  It is stored under a key made of the run file's
+identity (absolute path, size, modification time in ns, inode), a digest of the
+relevant documents it was matched against (queries and docnos at the relevance
+level), ``max_docs`` and the cache format version, so any change to the file or
+the judgments misses the cache.  Entries are written atomically.
+
+Location: ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``, else
+``~/.cache/prefeval``.  ``PREFEVAL_CACHE=0`` (or the CLI's ``--no-cache``) turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+
+import numpy as np
+
+from .positions import RunPositions
+
+FORMAT_VERSION = 1
+_ENABLED = os.environ.get("PREFEVAL_CACHE", "1").lower() not in ("0", "no", "off", "false")
+
+
+def set_enabled(flag: bool) -> None:
+    global _ENABLED
+    _ENABLED = bool(flag)
+
+
+def enabled() -> bool:
+    return _ENABLED
+
+
+def cache_dir() -> str:
+    if os.environ.get("PREFEVAL_CACHE_DIR"):
+        return os.environ["PREFEVAL_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "prefeval")
+
+
+def relevant_digest(relevant) -> str:
+    """Digest of the queries and relevant documents positions are matched against."""
+    if getattr(relevant, "_digest", None) is None:
+        h = hashlib.sha256()
+        h.update("\x1e".join(relevant.query_ids).encode())
+        h.update(np.asarray(relevant.offsets, dtype=np.int64).tobytes())
+        h.update("\x1e".join(relevant.doc_id).encode())
+        relevant._digest = h.hexdigest()
+    return relevant._digest
+
+
+def _key(path: str, relevant, max_docs) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    ident = (
+        f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|"
+        f"{relevant_digest(relevant)}|{max_docs}|{FORMAT_VERSION}"
+    )
+    return hashlib.sha256(ident.encode()).hexdigest()
+
+
+def load(path: str, name: str, relevant, max_docs) -> RunPositions | None:
+    """The cached reduction of run file ``path``, or None."""
+    if not _ENABLED:
+        return None
+    key = _key(path, relevant, max_docs)
+    if key is None:
+        return None
+    entry = os.path.join(cache_dir(), key[:2], key + ".npz")
+    try:
+        with np.load(entry) as data:
+            doc, rank, retrieved = data["doc"], data["rank"], data["retrieved"]
+    except (OSError, KeyError, ValueError):
+        return None
+    if len(retrieved) != relevant.n_queries or len(doc) != len(rank):
+        return None
+    return RunPositions(name=name, doc=doc, rank=rank, retrieved=retrieved)
+
+
+def store(path: str, positions: RunPositions, relevant, max_docs) -> None:
+    """Save a reduction; failures (read-only home, full disk) are silently skipped."""
+    if not _ENABLED:
+        return
+    key = _key(path, relevant, max_docs)
+    if key is None:
+        return
+    folder = os.path.join(cache_dir(), key[:2])
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, doc=positions.doc, rank=positions.rank, retrieved=positions.retrieved)
+        os.replace(tmp, os.path.join(folder, key + ".npz"))
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except (OSError, UnboundLocalError):
+            pass
