@@ -20,7 +20,7 @@ KEY_SEP = "\x1f"
 
 def query_sort_key(qid: str):
     """Natural order of query ids: numeric ids by value first, then the others as strings."""
-    return (0, int(qid), "") if qid.isdigit() else (1, 0, qid)
+    return (0, int(qid), "") if qid.isascii() and qid.isdigit() else (1, 0, qid)
 
 
 def is_relevant(grade: np.ndarray, level: float | None) -> np.ndarray:
@@ -162,6 +162,8 @@ class Qrels:
         qrels = cls(
             frame["query_id"].astype(str), iteration, frame["doc_id"].astype(str), relevance, name
         )
+        if (qrels.frame["query_id"] == "all").any():
+            raise InputError(name, None, "query id 'all' is reserved for summary rows")
         dup = qrels.frame.duplicated(["query_id", "iteration", "doc_id"])
         if dup.any():
             row = int(np.flatnonzero(dup.to_numpy())[0])

@@ -20,6 +20,8 @@ import numpy as np
 from .errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: query id of summary rows (as in trec_eval); not allowed as a real query id
+RESERVED_QUERY = "all"
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:
@@ -113,6 +115,10 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
                 path, number, f"expected 4 columns (qid iter docno grade), found {len(fields)}"
             )
         qid = _decode(fields[0], path, number)
+        if qid == RESERVED_QUERY:
+            raise InputError(
+                path, number, f"query id {qid!r} is reserved for summary rows; rename the query"
+            )
         docno = _decode(fields[2], path, number)
         it = fields[1]
         if it in (b"0", b"Q0"):
@@ -184,11 +190,11 @@ def _fast_qrels(data: bytes) -> QrelsRows | None:
         return None
     if not it.str.fullmatch(r"[+-]?\d+").all():
         return None
-    if frame.duplicated(["q", "i", "d"]).any():
+    iters = iters.to_numpy().astype(np.int64)
+    frame["i"] = iters
+    if frame.duplicated(["q", "i", "d"]).any() or (frame["q"] == RESERVED_QUERY).any():
         return None
-    return QrelsRows(
-        frame["q"].tolist(), iters.to_numpy().astype(np.int64), frame["d"].tolist(), grades
-    )
+    return QrelsRows(frame["q"].tolist(), iters, frame["d"].tolist(), grades)
 
 
 def read_qrels(source, *, name: str | None = None):
@@ -229,11 +235,17 @@ class RunColumns:
         return len(self.score)
 
 
+# byte sequences a single-space separated file never contains
+_IRREGULAR = (b"\t", b"\x0b", b"\x0c", b"  ", b"\n ", b" \n", b" \r", b"\r ")
+
+
 def _fast_columns(data: bytes):
     """Columns by pyarrow.csv for regular single-space files, else None."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    if any(ws in data for ws in _IRREGULAR) or data.count(b"\r") != data.count(b"\r\n"):
+        return None  # not uniformly single-space separated: the careful parser decides
     first_end = data.find(b"\n")
     first = data[: first_end if first_end >= 0 else len(data)].rstrip(b"\r")
     if not first or b"\t" in first or b"  " in first or first[:1] == b" " or first[-1:] == b" ":
