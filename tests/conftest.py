@@ -1,0 +1,30 @@
+"""Shared fixtures: the real TREC Web 2012 data in ../shared, next to the repository."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def web2012() -> Path:
+    """The folder ../shared/data/web2012 (qrels and runs); skipped when absent, a
+    failure on CI (where the data must be present)."""
+    path = SHARED / "data" / "web2012"
+    needed = [
+        path / "qrels.adhoc.txt.gz",
+        path / "qrels.diversity-ndeval.txt.gz",
+        path / "runs",
+    ]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        reason = f"TREC Web 2012 data not found: {', '.join(missing)}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

@@ -1,0 +1,498 @@
+"""Baseline metrics: ir-measures values, subtopic qrels, -M, -l, and the native TSE/ASL."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import ir_measures
+import numpy as np
+import pandas as pd
+import pytest
+
+from prefeval.baselines import (
+    DEFAULT_BASELINES,
+    DEFAULT_SUBTOPIC_BASELINES,
+    compute_metrics,
+    default_baselines,
+    higher_is_better,
+    parse_baseline,
+)
+from prefeval.errors import InputError
+from prefeval.readers import read_qrels, run_name
+
+WEB2012 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "web2012"
+STANDARD = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
+
+
+def need_web2012() -> Path:
+    if not (WEB2012 / "qrels.adhoc.txt.gz").exists():
+        message = f"web2012 test collection not found at {WEB2012}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return WEB2012
+
+
+def values(table: pd.DataFrame) -> dict:
+    """{(measure, run, query_id): value}"""
+    return {
+        (m, r, q): v for m, r, q, v in table[["measure", "run", "query_id", "value"]].to_numpy()
+    }
+
+
+def irm_direct(measures, qrels, run) -> dict:
+    """{(measure string, query_id): value} from ir-measures called directly."""
+    parsed = [ir_measures.parse_measure(m) for m in measures]
+    return {
+        (str(m.measure), m.query_id): m.value for m in ir_measures.iter_calc(parsed, qrels, run)
+    }
+
+
+def trec_sorted(run: pd.DataFrame) -> pd.DataFrame:
+    """trec_eval's order, computed independently: query, score desc, docno desc."""
+    out = run.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False])
+    return out.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- tiny collection
+#
+# query 1: judged d1 (2), d2 (1), d3 (0), d4 (1)   -> relevant (grade > 0): d1, d2, d4 (m = 3)
+# query 2: judged e1 (1), e2 (0)                   -> relevant: e1 (m = 1)
+# query 3: judged f1 (0)                           -> no relevant document: not evaluated
+#
+# run A  q1: d1 3, x1 2, d2 1        (d4 unretrieved)    q2: no line
+# run B  q1: x2 5, d4 4, d1 3, d2 2  (all retrieved)     q2: e2 2, e1 1
+# run C  q1: d2 1                    (d1, d4 unretrieved), plus a line for query 99 (not judged)
+#
+# corpus of q1 = judged {d1,d2,d3,d4} + runs {x1, x2} -> n = 6;   of q2 = {e1, e2} -> n = 2
+
+QRELS = pd.DataFrame(
+    [
+        ("1", "d1", 2),
+        ("1", "d2", 1),
+        ("1", "d3", 0),
+        ("1", "d4", 1),
+        ("2", "e1", 1),
+        ("2", "e2", 0),
+        ("3", "f1", 0),
+    ],
+    columns=["query_id", "doc_id", "relevance"],
+)
+
+
+def run_frame(rows) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+
+
+RUNS = {
+    "A": run_frame([("1", "d1", 3.0), ("1", "x1", 2.0), ("1", "d2", 1.0)]),
+    "B": run_frame(
+        [
+            ("1", "x2", 5.0),
+            ("1", "d4", 4.0),
+            ("1", "d1", 3.0),
+            ("1", "d2", 2.0),
+            ("2", "e2", 2.0),
+            ("2", "e1", 1.0),
+        ]
+    ),
+    "C": run_frame([("1", "d2", 1.0), ("99", "zz", 7.0)]),
+}
+
+
+def log_exposure(k: float) -> float:
+    return 1.0 / math.log2(1.0 + k)
+
+
+def test_table_shape_and_order():
+    table = compute_metrics(QRELS, RUNS, ["AP", "TSE"])
+    assert list(table.columns) == ["measure", "run", "query_id", "value"]
+    # every (baseline, run, evaluated query), baseline-major; query 3 (no relevant doc)
+    # and query 99 (not judged) are not evaluated
+    expected = [(m, r, q) for m in ["AP", "TSE"] for r in "ABC" for q in ["1", "2"]]
+    assert list(map(tuple, table[["measure", "run", "query_id"]].to_numpy())) == expected
+    assert table["value"].dtype == np.float64
+
+
+def test_tse_and_asl_hand_worked():
+    got = values(
+        compute_metrics(
+            QRELS,
+            RUNS,
+            ["TSE", "TSE(exposure=rr)", "TSE(exposure=rbp)", "TSE(exposure=rbp,gamma=0.8)", "ASL"],
+        )
+    )
+    tse = {
+        # A q1: d4 unretrieved -> last relevant imputed at n = 6
+        ("A", "1"): log_exposure(6),
+        # B q1: last relevant (d2) at rank 4
+        ("B", "1"): log_exposure(4),
+        # C q1: d1, d4 unretrieved -> n = 6
+        ("C", "1"): log_exposure(6),
+        # A q2: no line for the query: e1 imputed at n = 2 (pessimistic, not 0)
+        ("A", "2"): log_exposure(2),
+        # B q2: e1 at rank 2
+        ("B", "2"): log_exposure(2),
+        ("C", "2"): log_exposure(2),
+    }
+    last = {("A", "1"): 6, ("B", "1"): 4, ("C", "1"): 6, ("A", "2"): 2, ("B", "2"): 2}
+    for (run, q), value in tse.items():
+        assert got[("TSE", run, q)] == pytest.approx(value)
+    for (run, q), k in last.items():
+        assert got[("TSE(exposure=rr)", run, q)] == pytest.approx(1 / k)
+        assert got[("TSE(exposure=rbp)", run, q)] == pytest.approx(0.5 ** (k - 1))
+        assert got[("TSE(exposure=rbp,gamma=0.8)", run, q)] == pytest.approx(0.8 ** (k - 1))
+    asl = {
+        ("A", "1"): (1 + 3 + 6) / 3,  # d1 at 1, d2 at 3, d4 imputed at 6
+        ("B", "1"): (2 + 3 + 4) / 3,  # d4 at 2, d1 at 3, d2 at 4
+        ("C", "1"): (1 + 5 + 6) / 3,  # d2 at 1; two unretrieved take n-1 = 5 and n = 6
+        ("A", "2"): 2.0,  # e1 imputed at n = 2
+        ("B", "2"): 2.0,  # e1 at rank 2
+    }
+    for (run, q), value in asl.items():
+        assert got[("ASL", run, q)] == pytest.approx(value)
+
+
+def test_natives_with_relevance_level_and_max_docs():
+    # level 2: only d1 of query 1 is relevant; query 2 has no grade >= 2
+    got = values(compute_metrics(QRELS, RUNS, ["TSE", "ASL"], relevance_level=2))
+    assert {q for _, _, q in got} == {"1"}
+    assert got[("TSE", "A", "1")] == pytest.approx(1.0)  # d1 at rank 1
+    assert got[("ASL", "B", "1")] == pytest.approx(3.0)  # d1 at rank 3
+    # n = 6; d1 unretrieved by C -> imputed at 6
+    assert got[("ASL", "C", "1")] == pytest.approx(6.0)
+
+    # -M 1: rankings keep their top document; corpus of q1 = judged {d1..d4} + {x2} = 5
+    got = values(compute_metrics(QRELS, RUNS, ["TSE", "ASL"], max_docs=1))
+    assert got[("ASL", "A", "1")] == pytest.approx((1 + 4 + 5) / 3)  # d1 at 1, d2 and d4 cut
+    assert got[("ASL", "B", "1")] == pytest.approx((3 + 4 + 5) / 3)  # x2 only: all imputed
+    assert got[("TSE", "B", "1")] == pytest.approx(log_exposure(5))
+    # the same as evaluating runs whose files hold only their top line
+    cut = {name: trec_sorted(run).groupby("query_id").head(1) for name, run in RUNS.items()}
+    again = values(compute_metrics(QRELS, cut, ["TSE", "ASL"]))
+    assert again == pytest.approx(got)
+
+
+def test_missing_query_scores_zero_and_extra_queries_ignored():
+    got = values(compute_metrics(QRELS, RUNS, STANDARD))
+    for measure in STANDARD:
+        assert got[(measure, "A", "2")] == 0.0  # run A has no line for query 2
+        assert (measure, "C", "99") not in got  # query 99 is not judged
+    assert got[("RR", "A", "1")] == 1.0
+    assert got[("RR", "B", "2")] == 0.5
+    # equal to ir-measures on each run directly (which also fills 0 for missing queries)
+    for name, run in RUNS.items():
+        direct = irm_direct(STANDARD, QRELS, run)
+        for measure in STANDARD:
+            for q in ["1", "2"]:
+                assert got[(measure, name, q)] == pytest.approx(direct.get((measure, q), 0.0))
+
+
+def test_query_ids_option():
+    got = values(compute_metrics(QRELS, RUNS, ["AP", "ASL"], query_ids=["3", "1"]))
+    assert [k for k in got if k[:2] == ("AP", "A")] == [("AP", "A", "3"), ("AP", "A", "1")]
+    assert got[("AP", "B", "3")] == 0.0
+    assert math.isnan(got[("ASL", "B", "3")])  # no relevant document: undefined
+    assert got[("ASL", "B", "1")] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("level", [None, 0, 1, 2, 3])
+@pytest.mark.parametrize("frame", [QRELS, "DIV"], ids=["plain", "subtopics"])
+def test_default_queries_are_prefevals(frame, level):
+    qrels = read_qrels(DIV if isinstance(frame, str) else frame)
+    expected = qrels.relevant(level).query_ids
+    for baselines in (["nDCG"], ["nDCG", "ASL"]):  # with and without the relevant set
+        table = compute_metrics(qrels, {"r": RUNS["B"]}, baselines, relevance_level=level)
+        assert list(dict.fromkeys(table["query_id"])) == expected
+
+
+def test_run_names_from_paths(tmp_path):
+    path = tmp_path / "input.myrun.gz"
+    import gzip
+
+    lines = [f"{q} Q0 {d} {i + 1} {s} tag" for i, (q, d, s) in enumerate(RUNS["B"].to_numpy())]
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    table = compute_metrics(QRELS, [str(path), RUNS["A"]], ["AP"])
+    assert list(dict.fromkeys(table["run"])) == [run_name(path), "run2"]
+    assert run_name(path) == "myrun"
+    with pytest.raises(InputError, match="two runs are named"):
+        compute_metrics(QRELS, [str(path), str(path)], ["AP"])
+
+
+def test_ties_follow_trec_eval_order():
+    # three documents with equal scores: trec_eval (and prefeval) rank them by docno
+    # descending, z before m before a, whatever the input order
+    qrels = pd.DataFrame({"query_id": ["1"], "doc_id": ["a"], "relevance": [1]})
+    for order in (["a", "m", "z"], ["z", "a", "m"]):
+        run = run_frame([("1", d, 1.0) for d in order])
+        got = values(compute_metrics(qrels, {"r": run}, ["RR", "ASL"]))
+        assert got[("RR", "r", "1")] == pytest.approx(1 / 3)
+        assert got[("ASL", "r", "1")] == pytest.approx(3.0)
+
+
+def test_max_docs_truncates_after_trec_sort():
+    qrels = pd.DataFrame(
+        {"query_id": ["1", "1"], "doc_id": ["a", "c"], "relevance": [1, 1]},
+    )
+    # ties at the cut: sorted order is b(3) c(2) a(2) [docno desc among the tie]
+    run = run_frame([("1", "a", 2.0), ("1", "b", 3.0), ("1", "c", 2.0)])
+    got = values(compute_metrics(qrels, {"r": run}, ["AP", "R@1000", "P@2"], max_docs=2))
+    # top 2 = b, c: c relevant at rank 2, a cut
+    assert got[("AP", "r", "1")] == pytest.approx(0.5 * 0.5)
+    assert got[("R@1000", "r", "1")] == pytest.approx(0.5)
+    assert got[("P@2", "r", "1")] == pytest.approx(0.5)
+    direct = irm_direct(["AP"], qrels, run_frame([("1", "b", 3.0), ("1", "c", 2.0)]))
+    assert got[("AP", "r", "1")] == pytest.approx(direct[("AP", "1")])
+
+
+# --------------------------------------------------------------------------- relevance level
+
+
+def test_relevance_level_maps_to_rel():
+    qrels = pd.DataFrame(
+        {
+            "query_id": ["1"] * 4 + ["2"] * 2,
+            "doc_id": ["a", "b", "c", "d", "e", "f"],
+            "relevance": [2, 1, 1, 2, 1, 0],
+        }
+    )
+    run = run_frame([("1", "b", 4.0), ("1", "a", 3.0), ("1", "c", 2.0), ("2", "e", 1.0)])
+    table = compute_metrics(qrels, {"r": run}, ["AP", "AP(rel=1)", "nDCG"], relevance_level=2)
+    got = values(table)
+    # query 2 has no grade >= 2 document: not evaluated at level 2
+    assert set(table["query_id"]) == {"1"}
+    direct2 = irm_direct(["AP(rel=2)", "AP", "nDCG"], qrels, run)
+    # AP is computed as AP(rel=2) and reported under the name given
+    assert got[("AP", "r", "1")] == pytest.approx(direct2[("AP(rel=2)", "1")])
+    assert got[("AP", "r", "1")] != pytest.approx(direct2[("AP", "1")])
+    # an explicit rel wins, and stays visible in the name
+    assert got[("AP(rel=1)", "r", "1")] == pytest.approx(direct2[("AP", "1")])
+    # nDCG has no rel threshold: grades are gains
+    assert got[("nDCG", "r", "1")] == pytest.approx(direct2[("nDCG", "1")])
+    # an integral float level is fine; a fractional one is not
+    again = values(compute_metrics(qrels, {"r": run}, ["AP"], relevance_level=2.0))
+    assert again == {("AP", "r", "1"): got[("AP", "r", "1")]}
+    with pytest.raises(ValueError, match="not an integer"):
+        compute_metrics(qrels, {"r": run}, ["AP"], relevance_level=1.5)
+    # ... unless no measure needs it
+    compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], relevance_level=1.5)
+
+
+# --------------------------------------------------------------------------- subtopic qrels
+#
+# Diversity qrels: query 1 has subtopics 1 and 2.  Document a is relevant to subtopic 1
+# only, and its subtopic-2 row (grade 0) comes last: fed to trec_eval unchanged, that row
+# would overwrite the first and make a non-relevant.
+
+DIV = pd.DataFrame(
+    [
+        ("1", 1, "a", 1),
+        ("1", 1, "b", 0),
+        ("1", 1, "c", 1),
+        ("1", 2, "b", 1),
+        ("1", 2, "c", 0),
+        ("1", 2, "a", 0),
+        ("2", 1, "g", 1),
+        ("2", 2, "h", 2),
+        ("2", 2, "g", 0),
+    ],
+    columns=["query_id", "iteration", "doc_id", "relevance"],
+)
+DIV_RUNS = {
+    "x": run_frame(
+        [("1", "a", 5.0), ("1", "z", 4.0), ("1", "b", 3.0), ("1", "c", 2.0), ("2", "g", 1.0)]
+    ),
+    "y": run_frame([("1", "z", 5.0), ("1", "c", 4.0), ("2", "h", 3.0), ("2", "g", 2.0)]),
+}
+
+
+def test_subtopic_qrels_general_and_intent_aware():
+    qrels = read_qrels(DIV)
+    assert qrels.has_subtopics
+    got = values(compute_metrics(qrels, DIV_RUNS, ["AP", "nDCG", "ERR_IA@20", "AP_IA"]))
+    general = DIV.groupby(["query_id", "doc_id"], as_index=False)["relevance"].max()
+    subtopics = DIV.assign(iteration=DIV["iteration"].astype(str))
+    raw = DIV.drop(columns="iteration")
+    for name, run in DIV_RUNS.items():
+        standard = irm_direct(["AP", "nDCG"], general, run)
+        intent = irm_direct(["ERR_IA@20", "AP_IA"], subtopics, run)
+        for q in ["1", "2"]:
+            for measure in ["AP", "nDCG"]:
+                assert got[(measure, name, q)] == pytest.approx(standard.get((measure, q), 0.0))
+            for measure in ["ERR_IA@20", "AP_IA"]:
+                assert got[(measure, name, q)] == pytest.approx(intent.get((measure, q), 0.0))
+    # the pitfall is real here: raw subtopic rows make document a non-relevant
+    overwritten = irm_direct(["AP"], raw, DIV_RUNS["x"])
+    assert got[("AP", "x", "1")] == pytest.approx(1.0 * 1 / 3 + (2 / 3 + 3 / 4) / 3)
+    assert overwritten[("AP", "1")] != pytest.approx(got[("AP", "x", "1")])
+
+
+def test_default_baselines():
+    assert default_baselines(False) == DEFAULT_BASELINES
+    assert default_baselines(True) == DEFAULT_BASELINES + DEFAULT_SUBTOPIC_BASELINES
+    table = compute_metrics(DIV, DIV_RUNS)
+    assert list(dict.fromkeys(table["measure"])) == DEFAULT_BASELINES + DEFAULT_SUBTOPIC_BASELINES
+    table = compute_metrics(QRELS, RUNS)
+    assert list(dict.fromkeys(table["measure"])) == DEFAULT_BASELINES
+
+
+# --------------------------------------------------------------------------- parsing, errors
+
+
+def test_parse_baseline():
+    ap = parse_baseline(" AP ")
+    assert (ap.name, ap.kind, ap.intent_aware, ap.higher_is_better) == ("AP", "irm", False, True)
+    assert parse_baseline("nDCG@10").name == "nDCG@10"
+    assert parse_baseline("AP(rel=1)").name == "AP(rel=1)"
+    assert parse_baseline("AP(rel=2)").name == "AP(rel=2)"
+    for name in DEFAULT_SUBTOPIC_BASELINES + ["nERR_IA@20", "P_IA@10", "NRBP"]:
+        assert parse_baseline(name).intent_aware, name
+    assert parse_baseline("TSE").name == "TSE"
+    assert parse_baseline("TSE(exposure=log2)").name == "TSE"
+    assert parse_baseline("TSE(exposure='rr')").name == "TSE(exposure=rr)"
+    assert parse_baseline("TSE(exposure=rbp,gamma=0.5)").name == "TSE(exposure=rbp)"
+    assert parse_baseline("TSE(exposure=rbp, gamma=0.80)").name == "TSE(exposure=rbp,gamma=0.8)"
+    asl = parse_baseline("ASL")
+    assert (asl.kind, asl.higher_is_better) == ("native", False)
+    assert higher_is_better("ASL") is False
+    assert higher_is_better("TSE") is True
+    assert higher_is_better("AP") is True
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("Foo", "unknown baseline measure"),
+        ("AP(x=1)", "unknown baseline measure|unsupported"),
+        ("AP(rel=1.5)", "invalid param"),
+        ("nDCG@", "unknown baseline measure"),
+        ("ERR_IA", "needs a cutoff"),
+        ("ERR_IA@30", "up to @20"),
+        ("TSE(exposure=foo)", "exposure must be"),
+        ("TSE(gamma=0.5)", "only applies to exposure=rbp"),
+        ("TSE(exposure=rbp,gamma=2)", "gamma must be"),
+        ("TSE(foo=1)", "unknown parameter"),
+        ("ASL(exposure=rr)", "ASL takes no parameters"),
+    ],
+)
+def test_bad_measures(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_baseline(text)
+    with pytest.raises(ValueError, match=message):
+        compute_metrics(QRELS, RUNS, ["AP", text])
+
+
+def test_intent_aware_needs_subtopics():
+    with pytest.raises(ValueError, match="need subtopic qrels"):
+        compute_metrics(QRELS, RUNS, ["AP", "ERR_IA@20"])
+
+
+def test_non_integer_grades_rejected_for_ir_measures():
+    qrels = QRELS.assign(relevance=QRELS["relevance"] * 0.5)
+    with pytest.raises(ValueError, match="not an integer"):
+        compute_metrics(qrels, RUNS, ["AP"])
+    compute_metrics(qrels, RUNS, ["TSE", "ASL"])  # native metrics need no integer grades
+
+
+# --------------------------------------------------------------------------- web2012
+
+
+@pytest.fixture(scope="module")
+def web():
+    root = need_web2012()
+    runs = sorted(str(p) for p in (root / "runs").glob("*.gz"))
+    assert len(runs) == 8
+    return root, runs
+
+
+def test_web2012_equals_ir_measures(web):
+    root, runs = web
+    qrels_path = str(root / "qrels.adhoc.txt.gz")
+    table = compute_metrics(qrels_path, runs, STANDARD)
+    got = values(table)
+    query_ids = list(dict.fromkeys(table["query_id"]))
+    assert len(query_ids) == 50
+    assert len(table) == len(STANDARD) * len(runs) * len(query_ids)
+    qrels = list(ir_measures.read_trec_qrels(qrels_path))
+    for path in runs:
+        name = run_name(path)
+        direct = irm_direct(STANDARD, qrels, ir_measures.read_trec_run(path))
+        assert {q for _, q in direct} <= set(query_ids)
+        for measure in STANDARD:
+            for q in query_ids:
+                assert got[(measure, name, q)] == pytest.approx(
+                    direct.get((measure, q), 0.0), abs=1e-12
+                ), (measure, name, q)
+
+
+def test_web2012_max_docs_equals_truncated_runs(web):
+    root, runs = web
+    qrels_path = str(root / "qrels.adhoc.txt.gz")
+    runs = runs[:3]
+    got = values(compute_metrics(qrels_path, runs, STANDARD + ["TSE", "ASL"], max_docs=100))
+    cut = {}
+    for path in runs:
+        frame = pd.DataFrame(ir_measures.read_trec_run(path))
+        cut[run_name(path)] = trec_sorted(frame).groupby("query_id").head(100)
+    assert values(compute_metrics(qrels_path, cut, STANDARD + ["TSE", "ASL"])) == pytest.approx(got)
+    qrels = list(ir_measures.read_trec_qrels(qrels_path))
+    for name, frame in cut.items():
+        direct = irm_direct(STANDARD, qrels, frame)
+        for (measure, q), value in direct.items():
+            assert got[(measure, name, q)] == pytest.approx(value, abs=1e-12)
+
+
+def test_web2012_natives_against_a_plain_oracle(web, monkeypatch):
+    import prefeval.baselines as baselines
+
+    root, runs = web
+    qrels_path = str(root / "qrels.adhoc.txt.gz")
+    runs = runs[:3]
+    got = values(compute_metrics(qrels_path, runs, ["TSE", "ASL", "TSE(exposure=rr)"]))
+    # the corpus merges its buffered rows in batches: tiny batches give the same result
+    monkeypatch.setattr(baselines._Corpus, "BATCH", 10_000)
+    again = values(compute_metrics(qrels_path, runs, ["TSE", "ASL", "TSE(exposure=rr)"]))
+    assert again == got
+
+    judged = pd.DataFrame(ir_measures.read_trec_qrels(qrels_path))
+    frames = {run_name(p): trec_sorted(pd.DataFrame(ir_measures.read_trec_run(p))) for p in runs}
+    corpus = {q: set(part["doc_id"]) for q, part in judged.groupby("query_id")}
+    for frame in frames.values():
+        for q, part in frame.groupby("query_id"):
+            corpus.setdefault(q, set()).update(part["doc_id"])
+    relevant = judged[judged["relevance"] > 0].groupby("query_id")["doc_id"].apply(set)
+    for name, frame in frames.items():
+        for q, rel in relevant.items():
+            ranking = list(frame.loc[frame["query_id"] == q, "doc_id"])
+            ranks = [ranking.index(d) + 1 for d in rel if d in ranking]
+            n, u = len(corpus[q]), len(rel) - len(ranks)
+            asl = (sum(ranks) + sum(range(n - u + 1, n + 1))) / len(rel)
+            last = n if u else max(ranks)
+            assert got[("ASL", name, q)] == pytest.approx(asl), (name, q)
+            assert got[("TSE", name, q)] == pytest.approx(1 / math.log2(1 + last)), (name, q)
+            assert got[("TSE(exposure=rr)", name, q)] == pytest.approx(1 / last), (name, q)
+
+
+def test_web2012_diversity(web):
+    root, runs = web
+    qrels_path = str(root / "qrels.diversity-ndeval.txt.gz")
+    measures = ["AP", "nDCG"] + DEFAULT_SUBTOPIC_BASELINES
+    got = values(compute_metrics(qrels_path, runs[:4], measures))
+    div = list(ir_measures.read_trec_qrels(qrels_path))
+    general = pd.DataFrame(div).groupby(["query_id", "doc_id"], as_index=False)["relevance"].max()
+    standard = ir_measures.evaluator([ir_measures.AP, ir_measures.nDCG], general)
+    intent = ir_measures.evaluator(
+        [ir_measures.parse_measure(m) for m in DEFAULT_SUBTOPIC_BASELINES], div
+    )
+    for path in runs[:4]:
+        name = run_name(path)
+        run = list(ir_measures.read_trec_run(path))
+        direct = {}
+        for evaluator in (standard, intent):
+            direct.update({(str(m.measure), m.query_id): m.value for m in evaluator.iter_calc(run)})
+        for (measure, q), value in direct.items():
+            assert got[(measure, name, q)] == pytest.approx(value, abs=1e-12), (measure, name, q)
+        missing = {k for k in got if k[1] == name} - {(m, name, q) for m, q in direct}
+        assert all(got[k] == 0.0 for k in missing)
