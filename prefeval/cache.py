@@ -1,12 +1,13 @@
 """A cache of reduced runs, so a pipeline parses each run file once.
 
-Reading a run is most of the cost of every command; what the engine keeps of it
+Parsing a run is most of the cost of every command; what the engine keeps of it
 (:class:`~prefeval.positions.RunPositions`: ranks of judged-relevant documents and
 retrieved counts) is tiny.  It is stored under a key made of the run file's
-identity (absolute path, size, modification time in ns, inode), a digest of the
-relevant documents it was matched against (queries and docnos at the relevance
-level), ``max_docs`` and the cache format version, so any change to the file or
-the judgments misses the cache.  Entries are written atomically.
+content (size, CRC-32 and Adler-32 of its bytes: a few ms per 10 MB), a digest of
+the relevant documents it was matched against (queries and docnos at the
+relevance level), ``max_docs`` and the cache format version, so any change to the
+file or to the judgments misses the cache, whatever the file's name or
+modification time.  Entries are written atomically.
 
 Location: ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``, else
 ``~/.cache/prefeval``.  ``PREFEVAL_CACHE=0`` (or the CLI's ``--no-cache``) turns it off.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zlib
 
 import numpy as np
 
@@ -53,25 +55,19 @@ def relevant_digest(relevant) -> str:
     return relevant._digest
 
 
-def _key(path: str, relevant, max_docs) -> str | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
+def _key(raw: bytes, relevant, max_docs) -> str:
     ident = (
-        f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|"
+        f"{len(raw)}|{zlib.crc32(raw)}|{zlib.adler32(raw)}|"
         f"{relevant_digest(relevant)}|{max_docs}|{FORMAT_VERSION}"
     )
     return hashlib.sha256(ident.encode()).hexdigest()
 
 
-def load(path: str, name: str, relevant, max_docs) -> RunPositions | None:
-    """The cached reduction of run file ``path``, or None."""
+def load(raw: bytes, name: str, relevant, max_docs) -> RunPositions | None:
+    """The cached reduction of the run file whose bytes are ``raw``, or None."""
     if not _ENABLED:
         return None
-    key = _key(path, relevant, max_docs)
-    if key is None:
-        return None
+    key = _key(raw, relevant, max_docs)
     entry = os.path.join(cache_dir(), key[:2], key + ".npz")
     try:
         with np.load(entry) as data:
@@ -83,13 +79,11 @@ def load(path: str, name: str, relevant, max_docs) -> RunPositions | None:
     return RunPositions(name=name, doc=doc, rank=rank, retrieved=retrieved)
 
 
-def store(path: str, positions: RunPositions, relevant, max_docs) -> None:
+def store(raw: bytes, positions: RunPositions, relevant, max_docs) -> None:
     """Save a reduction; failures (read-only home, full disk) are silently skipped."""
     if not _ENABLED:
         return
-    key = _key(path, relevant, max_docs)
-    if key is None:
-        return
+    key = _key(raw, relevant, max_docs)
     folder = os.path.join(cache_dir(), key[:2])
     try:
         os.makedirs(folder, exist_ok=True)

@@ -26,7 +26,7 @@ from .measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_p
 from .positions import UNRETRIEVED, RunPositions, position_matrix, run_positions
 from .progress import progress_bar
 from .qrels import Qrels, RelevantSet
-from .readers import read_qrels, read_run, run_name
+from .readers import decompress, parse_run, read_qrels, read_raw, read_run, run_name
 
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
@@ -154,11 +154,14 @@ def load_runs(
     def reduce(job):
         (_, source), name = job
         if isinstance(source, (str, os.PathLike)):
-            cached = cache.load(os.fspath(source), name, relevant, max_docs)
+            path = os.fspath(source)
+            raw = read_raw(path)
+            cached = cache.load(raw, name, relevant, max_docs)
             if cached is not None:
                 return cached
-            positions = run_positions(read_run(source, name=name), relevant, max_docs)
-            cache.store(os.fspath(source), positions, relevant, max_docs)
+            columns = parse_run(decompress(raw, path), path, name)
+            positions = run_positions(columns, relevant, max_docs)
+            cache.store(raw, positions, relevant, max_docs)
             return positions
         return run_positions(read_run(source, name=name), relevant, max_docs)
 

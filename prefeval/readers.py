@@ -24,20 +24,30 @@ GZIP_MAGIC = b"\x1f\x8b"
 RESERVED_QUERY = "all"
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The whole content of ``path``, gunzipped when it starts with the gzip magic bytes."""
+def read_raw(path: str | os.PathLike) -> bytes:
+    """The bytes of ``path`` as stored (possibly gzip-compressed)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError as error:
         raise InputError(path, None, f"cannot read file: {error.strerror or error}") from None
+
+
+def decompress(data: bytes, path: str) -> bytes:
+    """``data`` gunzipped when it starts with the gzip magic bytes."""
     if data[:2] == GZIP_MAGIC:
         try:
-            data = gzip.decompress(data)
+            return gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as error:
             raise InputError(path, None, f"corrupt gzip data: {error}") from None
     return data
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The whole content of ``path``, gunzipped when it starts with the gzip magic bytes."""
+    path = os.fspath(path)
+    return decompress(read_raw(path), path)
 
 
 def run_name(path: str | os.PathLike) -> str:

@@ -28,3 +28,18 @@ def web2012() -> Path:
             pytest.fail(reason)
         pytest.skip(reason)
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Keep the cache of reduced runs inside the test session's temporary folder."""
+    import os
+
+    folder = tmp_path_factory.mktemp("prefeval-cache")
+    old = os.environ.get("PREFEVAL_CACHE_DIR")
+    os.environ["PREFEVAL_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("PREFEVAL_CACHE_DIR", None)
+    else:
+        os.environ["PREFEVAL_CACHE_DIR"] = old
