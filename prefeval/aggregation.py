@@ -111,10 +111,11 @@ def win_rates(values: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
 
 
 def _rank_points(scores: np.ndarray) -> np.ndarray:
-    """Per query, runs ranked strictly below plus half the runs tied (Borda points)."""
-    from scipy.stats import rankdata
-
-    return rankdata(scores, axis=1, method="average") - 1.0
+    """Per query, runs ranked strictly below plus half the other runs tied (Borda points;
+    scipy's average rank minus one)."""
+    below = (scores[:, None, :] < scores[:, :, None]).sum(axis=2)
+    tied = (scores[:, None, :] == scores[:, :, None]).sum(axis=2) - 1
+    return below + 0.5 * tied
 
 
 def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
@@ -178,11 +179,9 @@ def run_scores(
 
 def competition_rank(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
     """1 = best; equal scores (to 12 significant digits) share the smallest rank."""
-    from scipy.stats import rankdata
-
     rounded = np.array([float(f"{x:.12g}") for x in score])
     key = -rounded if higher_is_better else rounded
-    return rankdata(key, method="min").astype(np.int64)
+    return np.searchsorted(np.sort(key), key, side="left").astype(np.int64) + 1
 
 
 def order(

@@ -96,3 +96,93 @@ def store(raw: bytes, positions: RunPositions, relevant, max_docs) -> None:
             os.unlink(tmp)
         except (OSError, UnboundLocalError):
             pass
+
+
+# --------------------------------------------------------------------------- cubes
+
+#: total size the cache may reach before its oldest entries are removed
+MAX_BYTES = int(float(os.environ.get("PREFEVAL_CACHE_MAX_GB", "2")) * (1 << 30))
+
+
+def cube_key(positions, relevant, measures, binary: bool) -> str:
+    """Key of a preference cube: exactly the reduced runs it is computed from."""
+    h = hashlib.sha256()
+    h.update(f"{relevant_digest(relevant)}|{binary}|{FORMAT_VERSION}|".encode())
+    h.update("\x1e".join(m.name for m in measures).encode())
+    for run in positions:
+        h.update(run.name.encode() + b"\x1e")
+        for array in (run.doc, run.rank, run.retrieved):
+            h.update(np.ascontiguousarray(array).tobytes())
+    return "cube-" + h.hexdigest()
+
+
+def load_cube(key: str):
+    """A cached PreferenceCube, or None."""
+    if not _ENABLED:
+        return None
+    from .engine import PreferenceCube
+
+    entry = os.path.join(cache_dir(), "cubes", key + ".npz")
+    try:
+        with np.load(entry, allow_pickle=False) as data:
+            cube = PreferenceCube(
+                measures=[str(x) for x in data["measures"]],
+                runs=[str(x) for x in data["runs"]],
+                query_ids=[str(x) for x in data["query_ids"]],
+                pairs=data["pairs"],
+                values=data["values"],
+            )
+        os.utime(entry)  # recently used: pruned last
+        return cube
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def store_cube(key: str, cube) -> None:
+    if not _ENABLED:
+        return
+    folder = os.path.join(cache_dir(), "cubes")
+    tmp = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(
+                handle,
+                measures=np.array(cube.measures, dtype=str),
+                runs=np.array(cube.runs, dtype=str),
+                query_ids=np.array(cube.query_ids, dtype=str),
+                pairs=cube.pairs,
+                values=cube.values,
+            )
+        os.replace(tmp, os.path.join(folder, key + ".npz"))
+        prune()
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def prune(max_bytes: int | None = None) -> None:
+    """Remove the least recently used entries while the cache exceeds ``max_bytes``."""
+    limit = MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    for folder, _, files in os.walk(cache_dir()):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        try:
+            os.unlink(path)
+            total -= size
+        except OSError:
+            pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import cache
 from .aggregation import Evidence
 from .engine import compute_cube, load_runs, relevant_with_notice, stderr_notice
 from .errors import InputError
@@ -88,9 +89,18 @@ def gather(
         inputs.positions = load_runs(
             list(sources.values()), inputs.relevant, max_docs, notify=notify, progress=progress
         )
-        cube = compute_cube(
-            inputs.positions, inputs.relevant, inputs.measures, binary=binary, progress=progress
-        )
+        # analysis commands often run one after another on the same runs: reuse the cube
+        key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
+        cube = cache.load_cube(key)
+        if cube is None:
+            cube = compute_cube(
+                inputs.positions,
+                inputs.relevant,
+                inputs.measures,
+                binary=binary,
+                progress=progress,
+            )
+            cache.store_cube(key, cube)
     evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     inputs.evidence = evidence
     if no_baselines:
