@@ -149,7 +149,7 @@ def load_runs(
                 f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
             )
         seen[name] = i
-    relevant.keys(), relevant.docnos()  # build the shared lookups before threads start
+    relevant.docnos()  # build the shared lookup before threads start
 
     def reduce(job):
         (_, source), name = job

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .qrels import KEY_SEP, RelevantSet
+from .qrels import RelevantSet
 
 #: Imputed position of an unretrieved relevant document: below any real rank.
 UNRETRIEVED = np.int32(np.iinfo(np.int32).max)
@@ -108,19 +108,12 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     rank_sorted = np.arange(n, dtype=np.int64) - block_start[np.cumsum(new_block) - 1] + 1
     rank = np.empty(n, dtype=np.int64)
     rank[order] = rank_sorted
-    # judged-relevant rows: prefilter on docno, then exact (query, docno) lookup
-    candidate = pc.is_in(docno, value_set=relevant.docnos()).to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(candidate)
-    doc = np.zeros(0, dtype=np.int64)
-    if len(rows):
-        taken = pa.array(rows)
-        keys = pc.binary_join_element_wise(
-            pc.take(qvals, pa.array(q[rows])), pc.take(docno, taken), KEY_SEP
-        )
-        found = pc.index_in(keys, value_set=relevant.keys()).fill_null(-1).to_numpy()
-        hit = np.asarray(found) >= 0
-        rows = rows[hit]
-        doc = np.asarray(found, dtype=np.int64)[hit]
+    # judged-relevant rows: docno code among relevant docnos, then (query, code) lookup
+    code = np.asarray(pc.index_in(docno, value_set=relevant.docnos()).fill_null(-1))
+    rows = np.flatnonzero(code >= 0)
+    found = relevant.lookup(q[rows], code[rows])
+    hit = found >= 0
+    rows, doc = rows[hit], found[hit]
     rel_rank = rank[rows]
     retrieved = counts
     if max_docs is not None:

@@ -47,6 +47,7 @@ class RelevantSet:
     subtopics: list[np.ndarray] | None = None
     subtopic_ids: list[np.ndarray] | None = None
     _keys: object = None
+    _gid: object = None
     _docnos: object = None
 
     @property
@@ -64,24 +65,31 @@ class RelevantSet:
     def query_of_doc(self) -> np.ndarray:
         return np.repeat(np.arange(self.n_queries), self.sizes())
 
-    def keys(self):
-        """pyarrow array of ``qid<US>docno`` keys, one per relevant document."""
-        if self._keys is None:
-            import pyarrow as pa
-
-            qids = np.repeat(np.asarray(self.query_ids, dtype=object), self.sizes())
-            self._keys = pa.array(
-                [f"{q}{KEY_SEP}{d}" for q, d in zip(qids, self.doc_id)], pa.string()
-            )
-        return self._keys
-
     def docnos(self):
-        """pyarrow array of the distinct relevant docnos (any query)."""
-        if self._docnos is None:
-            import pyarrow as pa
-
-            self._docnos = pa.array(sorted(set(self.doc_id)), pa.string())
+        """pyarrow array of the distinct relevant docnos (any query), sorted."""
+        self._lookup()
         return self._docnos
+
+    def lookup(self, query: np.ndarray, docno_code: np.ndarray) -> np.ndarray:
+        """Global relevant-document number of (query index, code in :meth:`docnos`)
+        pairs, -1 where the document is not relevant to that query."""
+        self._lookup()
+        key = query.astype(np.int64) * len(self._docnos) + docno_code
+        pos = np.minimum(np.searchsorted(self._keys, key), len(self._keys) - 1)
+        hit = (self._keys[pos] == key) & (docno_code >= 0)
+        return np.where(hit, self._gid[pos], -1)
+
+    def _lookup(self) -> None:
+        if self._docnos is not None:
+            return
+        import pyarrow as pa
+
+        unique, code = np.unique(np.asarray(self.doc_id, dtype=object), return_inverse=True)
+        docnos = pa.array(unique.tolist(), pa.string())
+        key = self.query_of_doc().astype(np.int64) * len(unique) + code.reshape(-1)
+        order = np.argsort(key, kind="stable")
+        self._keys, self._gid = key[order], order.astype(np.int64)
+        self._docnos = docnos
 
     def subset(self, keep: np.ndarray, query_ids: list[str] | None = None) -> RelevantSet:
         """The same judgments restricted to documents where ``keep`` (global mask) is true.
@@ -198,18 +206,17 @@ class Qrels:
         general = self.general()
         rel = general[is_relevant(general["relevance"].to_numpy(), level)]
         all_q = self.query_ids()
-        by_q = dict(tuple(rel.groupby("query_id", sort=False)))
-        query_ids = [q for q in all_q if q in by_q]
-        dropped = [q for q in all_q if q not in by_q]
-        offsets = [0]
-        docs: list[str] = []
-        grades: list[np.ndarray] = []
-        for q in query_ids:
-            part = by_q[q].sort_values("doc_id", kind="stable")
-            docs.extend(part["doc_id"].tolist())
-            grades.append(part["relevance"].to_numpy())
-            offsets.append(len(docs))
-        offsets = np.asarray(offsets, dtype=np.int64)
+        present = set(rel["query_id"].unique())
+        query_ids = [q for q in all_q if q in present]
+        dropped = [q for q in all_q if q not in present]
+        qpos = {q: i for i, q in enumerate(query_ids)}
+        qindex = rel["query_id"].map(qpos).to_numpy(dtype=np.int64)
+        doc_sorted = rel["doc_id"].to_numpy(dtype=object)
+        order = np.lexsort((doc_sorted.astype(str), qindex))
+        docs = doc_sorted[order].tolist()
+        grades_all = rel["relevance"].to_numpy(dtype=float)[order]
+        offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(qindex, minlength=len(query_ids)), out=offsets[1:])
         subtopics = subtopic_ids = None
         if self.has_subtopics:
             subtopics, subtopic_ids = [], []
@@ -236,7 +243,7 @@ class Qrels:
             query_ids=query_ids,
             offsets=offsets,
             doc_id=docs,
-            grade=np.concatenate(grades) if grades else np.zeros(0),
+            grade=grades_all,
             dropped=dropped,
             subtopics=subtopics,
             subtopic_ids=subtopic_ids,

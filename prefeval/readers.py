@@ -240,22 +240,36 @@ class RunColumns:
     query_id: object
     doc_id: object
     score: np.ndarray
+    _doc_hash: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.score)
 
+    @property
+    def doc_hash(self) -> np.ndarray:
+        """64-bit hash of every docno (:func:`string_hashes`), computed once."""
+        if self._doc_hash is None:
+            self._doc_hash = string_hashes(self.doc_id)
+        return self._doc_hash
+
 
 # byte sequences a single-space separated file never contains
-_IRREGULAR = (b"\t", b"\x0b", b"\x0c", b"  ", b"\n ", b" \n", b" \r", b"\r ")
-
-
 def _fast_columns(data: bytes):
-    """Columns by pyarrow.csv for regular single-space files, else None."""
+    """Columns by pyarrow.csv for regular single-space files, else None.
+
+    Irregular spacing shows up as an empty field (repeated, leading or trailing
+    blanks shift or add fields) or as whitespace other than a space inside one;
+    single bytes are found with memchr-fast scans, empty fields from the parsed
+    columns, so no multi-byte pattern search over the whole file is needed.
+    """
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    if any(ws in data for ws in _IRREGULAR) or data.count(b"\r") != data.count(b"\r\n"):
-        return None  # not uniformly single-space separated: the careful parser decides
+    if b"\t" in data or b"\x0b" in data or b"\x0c" in data:
+        return None
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a lone carriage return: the careful parser decides
     first_end = data.find(b"\n")
     first = data[: first_end if first_end >= 0 else len(data)].rstrip(b"\r")
     if not first or b"\t" in first or b"  " in first or first[:1] == b" " or first[-1:] == b" ":
@@ -273,8 +287,14 @@ def _fast_columns(data: bytes):
                 delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True
             ),
             convert_options=pacsv.ConvertOptions(
-                column_types={"c0": pa.string(), "c2": pa.string(), "c4": pa.float64()},
-                include_columns=["c0", "c2", "c4"],
+                column_types={
+                    "c0": pa.string(),
+                    "c1": pa.string(),
+                    "c2": pa.string(),
+                    "c3": pa.string(),
+                    "c4": pa.float64(),
+                },
+                include_columns=["c0", "c1", "c2", "c3", "c4"],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 null_values=[],
@@ -285,13 +305,16 @@ def _fast_columns(data: bytes):
     score = table.column("c4").to_numpy()
     if np.isnan(score).any():
         return None
+    for name in ("c0", "c1", "c2", "c3"):
+        column = table.column(name)
+        if column.null_count or pc.min(pc.binary_length(column)).as_py() == 0:
+            return None  # an empty field: irregular spacing
     qid = table.column("c0").combine_chunks()
     docno = table.column("c2").combine_chunks()
-    if qid.null_count or docno.null_count:
+    doc_hash = string_hashes(docno)
+    if _has_duplicates(qid, doc_hash):
         return None
-    if _has_duplicates(qid, docno):
-        return None
-    return qid, docno, score
+    return qid, docno, score, doc_hash
 
 
 def string_hashes(array) -> np.ndarray:
@@ -324,20 +347,21 @@ def string_hashes(array) -> np.ndarray:
     return h
 
 
-def _has_duplicates(qid, docno) -> bool:
+def _has_duplicates(qid, doc_hash) -> bool:
     """Whether some (query, docno) pair may occur twice (hash-based, linear time).
 
     A hash collision gives a false alarm only, which the careful parser then clears.
     """
-    import pandas as pd
     import pyarrow.compute as pc
 
     if len(qid) < 2:
         return False
     qcode = pc.dictionary_encode(qid).indices.to_numpy().astype(np.uint64)
-    with np.errstate(over="ignore"):
-        key = string_hashes(docno) ^ (qcode * np.uint64(0x9E3779B97F4A7C15))
-    return bool(pd.Series(key, copy=False).duplicated().any())
+    # query code (first-appearance order) in the high bits: a run grouped by query is
+    # then nearly sorted already, which the stable (merge-based) sort exploits
+    key = (qcode << np.uint64(40)) | (doc_hash >> np.uint64(24))
+    key.sort(kind="stable")
+    return bool((key[1:] == key[:-1]).any())
 
 
 def _slow_columns(data: bytes, path: str):
@@ -406,10 +430,12 @@ def _run_from_frame(frame, name: str) -> RunColumns:
     if np.isnan(score).any():
         row = int(np.flatnonzero(np.isnan(score))[0])
         raise InputError(where, None, f"row {row}: score is not a number")
-    if _has_duplicates(qid, docno):
-        dup = frame.duplicated(["query_id", "doc_id"])
-        row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(where, None, f"row {row}: document appears twice for its query")
+    if _has_duplicates(qid, string_hashes(docno)):
+        dup = np.flatnonzero(frame.duplicated(["query_id", "doc_id"]).to_numpy())
+        if len(dup):
+            raise InputError(
+                where, None, f"row {int(dup[0])}: document appears twice for its query"
+            )
     return RunColumns(name, where, qid, docno, score)
 
 
