@@ -33,10 +33,6 @@ def set_enabled(flag: bool) -> None:
     _ENABLED = bool(flag)
 
 
-def enabled() -> bool:
-    return _ENABLED
-
-
 def cache_dir() -> str:
     if os.environ.get("PREFEVAL_CACHE_DIR"):
         return os.environ["PREFEVAL_CACHE_DIR"]

@@ -21,9 +21,9 @@ import pandas as pd
 from . import cache
 from .errors import InputError
 from .measures import Measure, parse_measures
-from .measures.lexicographic import first_difference, last_difference
+from .measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
 from .measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
-from .positions import UNRETRIEVED, RunPositions, position_matrix, run_positions
+from .positions import RunPositions, position_matrix, run_positions
 from .progress import progress_bar
 from .qrels import Qrels, RelevantSet
 from .readers import decompress, parse_run, read_qrels, read_raw, read_run, run_name
@@ -324,17 +324,8 @@ def _compare_block(block, matrix, ia, ja, rpp_acc, st_acc, lexi_acc) -> None:
         sel = np.array([p.lexi for p in block])
         if sel.any():
             d, a, b = sign_diff[sel], pos_a[sel], pos_b[sel]
-            first = first_difference(d)
-            last = last_difference(d)
-            take = np.take_along_axis
-            lexirecall = take(d, last[..., None], axis=-1)[..., 0]
-            sgn_first = take(d, first[..., None], axis=-1)[..., 0]
-            fa = take(a, first[..., None], axis=-1)[..., 0].astype(np.float64)
-            fb = take(b, first[..., None], axis=-1)[..., 0].astype(np.float64)
-            inv_a = np.where(fa == UNRETRIEVED, 0.0, 1.0 / fa)
-            inv_b = np.where(fb == UNRETRIEVED, 0.0, 1.0 / fb)
-            rr = np.where(sgn_first != 0, inv_a - inv_b, 0.0)
-            lexi_acc[queries[sel]] = np.stack([lexirecall, sgn_first, rr], axis=-1)
+            columns = [lexirecall(d), lexiprecision(d), rr_lexiprecision(d, a, b)]
+            lexi_acc[queries[sel]] = np.stack(columns, axis=-1)
 
 
 # --------------------------------------------------------------------------- API

@@ -37,8 +37,15 @@ def lexirecall(sign_diff: np.ndarray) -> np.ndarray:
     return at(sign_diff, last_difference(sign_diff)).astype(np.float64)
 
 
-def rr_lexiprecision(sign_diff: np.ndarray, inv_a: np.ndarray, inv_b: np.ndarray) -> np.ndarray:
-    """rrLP: 1/f_i* - 1/f'_i* at the first differing level (0 for unretrieved), else 0."""
+def rr_lexiprecision(sign_diff: np.ndarray, pos_a: np.ndarray, pos_b: np.ndarray) -> np.ndarray:
+    """rrLP: 1/f_i* - 1/f'_i* at the first differing level i* (an unretrieved item,
+    position ``UNRETRIEVED``, counts 0), else 0."""
+    from ..positions import UNRETRIEVED
+
     first = first_difference(sign_diff)
-    value = at(inv_a, first) - at(inv_b, first)
-    return np.where(at(sign_diff, first) != 0, value, 0.0)
+    fa = at(pos_a, first).astype(np.float64)
+    fb = at(pos_b, first).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        inv_a = np.where(fa == UNRETRIEVED, 0.0, 1.0 / fa)
+        inv_b = np.where(fb == UNRETRIEVED, 0.0, 1.0 / fb)
+    return np.where(at(sign_diff, first) != 0, inv_a - inv_b, 0.0)
