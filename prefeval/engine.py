@@ -269,11 +269,31 @@ def cube_from_matrix(
         blocks.extend(group[i : i + step] for i in range(0, len(group), step))
 
     if n_p:
-        for block in progress_bar(blocks, desc="comparing", unit="block", enable=progress):
-            _compare_block(block, matrix, ia, ja, rpp_acc, st_acc, lexi_acc)
-            for pop in block:
-                if pop.strpp:
-                    st_seen[pop.query] = True
+        # blocks are independent: compare on all cores (numpy releases the GIL in the
+        # large array operations); accumulate in this thread, in block order
+        from concurrent.futures import ThreadPoolExecutor
+
+        def work(block):
+            return _compare_block(block, matrix, ia, ja, want)
+
+        accumulators = {"rpp": rpp_acc, "strpp": st_acc}
+        with ThreadPoolExecutor(max(1, min(len(blocks), os.cpu_count() or 1))) as pool:
+            results = pool.map(work, blocks)
+            for block, parts in progress_bar(
+                zip(blocks, results),
+                desc="comparing",
+                unit="block",
+                enable=progress,
+                total=len(blocks),
+            ):
+                for family, queries, contribution in parts:
+                    if family == "lexi":
+                        lexi_acc[queries] = contribution
+                    else:
+                        _accumulate(accumulators[family], queries, contribution)
+                for pop in block:
+                    if pop.strpp:
+                        st_seen[pop.query] = True
 
     values = np.full((len(measures), n_p, n_q), np.nan)
     for k, measure in enumerate(measures):
@@ -301,8 +321,13 @@ def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) 
         np.add.at(acc, queries, contribution)
 
 
-def _compare_block(block, matrix, ia, ja, rpp_acc, st_acc, lexi_acc) -> None:
-    """Compare all run pairs on a block of equal-size populations."""
+def _compare_block(block, matrix, ia, ja, want: set[str]) -> list[tuple]:
+    """Compare all run pairs on a block of equal-size populations.
+
+    Returns (family, queries, values) contributions: weighted RPP values (pairs x 3
+    weightings) per population for ``rpp``/``strpp``, and the three lexicographic
+    measures of the binary populations for ``lexi``.
+    """
     queries = np.array([p.query for p in block])
     docs = np.stack([p.docs for p in block])  # (B, m)
     # sorted position vectors: (B, runs, m)
@@ -310,22 +335,21 @@ def _compare_block(block, matrix, ia, ja, rpp_acc, st_acc, lexi_acc) -> None:
     pos_a = positions[:, ia, :]
     pos_b = positions[:, ja, :]
     sign_diff = np.sign(pos_b - pos_a).astype(np.int8)  # sgn(f'_i - f_i): + when a is earlier
-    rpp_w = np.array([p.rpp for p in block])
-    st_w = np.array([p.strpp for p in block])
-    if rpp_acc is not None or st_acc is not None:
+    out = []
+    weights = {"rpp": np.array([p.rpp for p in block]), "strpp": np.array([p.strpp for p in block])}
+    if any(weights[f].any() for f in ("rpp", "strpp") if f in want):
         values = rpp_values(sign_diff)  # (B, pairs, 3)
-        if rpp_acc is not None and rpp_w.any():
-            sel = rpp_w > 0
-            _accumulate(rpp_acc, queries[sel], values[sel] * rpp_w[sel, None, None])
-        if st_acc is not None and st_w.any():
-            sel = st_w > 0
-            _accumulate(st_acc, queries[sel], values[sel] * st_w[sel, None, None])
-    if lexi_acc is not None:
-        sel = np.array([p.lexi for p in block])
-        if sel.any():
-            d, a, b = sign_diff[sel], pos_a[sel], pos_b[sel]
-            columns = [lexirecall(d), lexiprecision(d), rr_lexiprecision(d, a, b)]
-            lexi_acc[queries[sel]] = np.stack(columns, axis=-1)
+        for family in ("rpp", "strpp"):
+            w = weights[family]
+            if family in want and w.any():
+                sel = w > 0
+                out.append((family, queries[sel], values[sel] * w[sel, None, None]))
+    sel = np.array([p.lexi for p in block])
+    if "lexi" in want and sel.any():
+        d, a, b = sign_diff[sel], pos_a[sel], pos_b[sel]
+        columns = [lexirecall(d), lexiprecision(d), rr_lexiprecision(d, a, b)]
+        out.append(("lexi", queries[sel], np.stack(columns, axis=-1)))
+    return out
 
 
 # --------------------------------------------------------------------------- API

@@ -28,8 +28,9 @@ def _csv_quote(text: str) -> str:
 
 
 def float_text(values: np.ndarray, fmt: str):
-    """Shortest round-trip text of floats as a pyarrow string array (Arrow's C++
-    formatter: the digits of Python's repr); integral values keep a ``.0``.
+    """Shortest round-trip text of floats as a pyarrow string array: the text of
+    Python's ``repr`` (Arrow's C++ formatter, which gives the same digits, with
+    integral values keeping a ``.0`` and Python's exponent notation where it uses one).
     NaN is empty in tsv/csv and ``null`` in jsonl; infinities are ``inf``/``-inf``
     in tsv/csv and ``null`` in jsonl."""
     import pyarrow as pa
@@ -38,8 +39,17 @@ def float_text(values: np.ndarray, fmt: str):
     values = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0
     finite = np.isfinite(values)
     text = pa.array(np.where(finite, values, 0.0)).cast(pa.string())
-    integral = pc.match_substring_regex(text, r"^-?[0-9]+$")
-    text = pc.if_else(integral, pc.binary_join_element_wise(text, ".0", ""), text)
+    size = np.abs(values)
+    integral = finite & (values == np.floor(values)) & (size < 1e9)
+    if integral.any():
+        text = pc.if_else(pa.array(integral), pc.binary_join_element_wise(text, ".0", ""), text)
+    # where either formatter uses exponent notation (Python's repr below 1e-4 and from
+    # 1e16, Arrow's from about 1e12) the digits agree but not the notation: format those
+    # rare values one by one with repr
+    odd = finite & (((size < 1e-4) & (size > 0)) | (size >= 1e9))
+    if odd.any():
+        texts = pa.array([repr(float(v)) for v in values[odd]], pa.string())
+        text = pc.replace_with_mask(text, pa.array(odd), texts)
     if not finite.all():
         if fmt == "jsonl":
             special = np.full(len(values), "null", dtype=object)
