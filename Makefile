@@ -32,6 +32,12 @@ lint: install-test
 	$(BIN)/ruff check prefeval tests bench
 	$(BIN)/ruff format --check prefeval tests bench
 
+bench: install
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+bench-smoke: install
+	$(BIN)/python bench/run.py --scale 0.1 --repeat 1 --out bench/scratch/RESULTS-smoke.md $(BENCH_ARGS)
+
 sample-data: install
 	$(BIN)/python -m prefeval.synthetic sample sample_data --seed 20221
 
