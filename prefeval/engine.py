@@ -129,7 +129,8 @@ def load_runs(
     notify: Callable[[str], None] | None = stderr_notice,
     progress: bool | None = None,
 ) -> list[RunPositions]:
-    """Read runs one at a time, keeping only relevant positions and retrieved counts.
+    """Read runs (on all cores), keeping only relevant positions and retrieved counts;
+    run files already reduced against the same judgments come from the cache.
 
     ``sources`` are paths, pandas DataFrames, or a mapping name -> source.
     """
