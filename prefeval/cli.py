@@ -7,6 +7,7 @@ the commands, so ``prefeval --help`` starts fast.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 import click
 
@@ -94,13 +95,25 @@ def engine_options(func):
     return func
 
 
+@contextmanager
+def usage_errors():
+    """Library ValueErrors about arguments (unknown measure, bad level...) become usage
+    errors, exit status 2; input errors (``FILE:LINE: ...``) pass through."""
+    from .errors import InputError
+
+    try:
+        yield
+    except InputError:
+        raise
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+
+
 def _parse_measures(measures, has_subtopics):
     from .measures import parse_measures
 
-    try:
+    with usage_errors():
         return parse_measures(measures, has_subtopics)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
 
 
 @cli.command()
@@ -227,7 +240,7 @@ def _gather(
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     if prefs is None and len(runs) < 2:
         raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
-    try:
+    with usage_errors():
         return gather(
             qrels,
             runs,
@@ -240,12 +253,6 @@ def _gather(
             max_docs=max_docs,
             binary=binary,
         )
-    except ValueError as error:
-        from .errors import InputError
-
-        if isinstance(error, InputError):
-            raise
-        raise click.UsageError(str(error)) from None
 
 
 def _float_list(text, kind=float):
@@ -576,7 +583,7 @@ def robustness(
         max_docs,
         binary,
     )
-    try:
+    with usage_errors():
         table = run_robustness(
             got,
             queries=_float_list(queries, int) if queries else (),
@@ -585,12 +592,6 @@ def robustness(
             seed=seed,
             policy=policy,
         )
-    except ValueError as error:
-        from .errors import InputError
-
-        if isinstance(error, InputError):
-            raise
-        raise click.UsageError(str(error)) from None
     if plot:
         plotting.robustness_plot(table, plot)
     write_table(table, output, fmt)
@@ -642,7 +643,7 @@ def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
 
     judged = read_qrels(qrels)
     relevant = relevant_with_notice(judged, relevance_level)
-    try:
+    with usage_errors():
         table = compute_metrics(
             judged,
             list(runs),
@@ -651,12 +652,6 @@ def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
             relevance_level=relevance_level,
             max_docs=max_docs,
         )
-    except ValueError as error:
-        from .errors import InputError
-
-        if isinstance(error, InputError):
-            raise
-        raise click.UsageError(str(error)) from None
     write_table(table, output, fmt)
 
 
