@@ -109,6 +109,12 @@ def usage_errors():
         raise click.UsageError(str(error)) from None
 
 
+def _one_stdin(*paths) -> None:
+    """``-`` (standard input) may stand for one input file only, as in trec_eval."""
+    if sum(1 for path in paths if path == "-") > 1:
+        raise click.UsageError("'-' (standard input) may be given for one input only")
+
+
 def _parse_measures(measures, has_subtopics):
     from .measures import parse_measures
 
@@ -157,6 +163,7 @@ def compare(
 
     if len(runs) < 2:
         raise click.UsageError("need at least two runs to compare")
+    _one_stdin(qrels, *runs)
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     relevant = relevant_with_notice(judged, relevance_level)
@@ -238,6 +245,7 @@ def _gather(
     from .pipeline import gather
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
+    _one_stdin(*inputs)
     if prefs is None and len(runs) < 2:
         raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
     with usage_errors():
@@ -641,6 +649,7 @@ def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
     from .readers import read_qrels
     from .writers import write_table
 
+    _one_stdin(qrels, *runs)
     judged = read_qrels(qrels)
     relevant = relevant_with_notice(judged, relevance_level)
     with usage_errors():

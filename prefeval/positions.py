@@ -46,7 +46,8 @@ class RunPositions:
 
 
 def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
-    """Permutation sorting rows by query, then score descending, then docno descending."""
+    """Permutation sorting rows by query index (ascending, whatever the file's order of
+    query blocks), then score descending, then docno descending (trec_eval's order)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -60,7 +61,19 @@ def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
         n_blocks = int(brk.sum()) + 1
         in_order = n_blocks == int(np.count_nonzero(np.bincount(q)))
     if in_order:
-        order = np.arange(n, dtype=np.int64)
+        # already ranked within blocks: put the blocks in query order
+        starts = np.flatnonzero(np.concatenate([[True], brk]))
+        block_q = q[starts]
+        if np.all(block_q[1:] > block_q[:-1]):
+            order = np.arange(n, dtype=np.int64)
+        else:
+            lengths = np.diff(np.append(starts, n))
+            by_q = np.argsort(block_q, kind="stable")
+            first = np.repeat(starts[by_q], lengths[by_q])
+            within = np.arange(n) - np.repeat(
+                np.cumsum(lengths[by_q]) - lengths[by_q], lengths[by_q]
+            )
+            order = (first + within).astype(np.int64)
     else:
         order = np.lexsort((-score, q))
     qs, ss = q[order], score[order]
@@ -81,22 +94,37 @@ def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
     return order
 
 
+def _value_set(values, like):
+    """``values`` (a pyarrow string array) as the string type of ``like``."""
+    return values if values.type == like.type else values.cast(like.type)
+
+
 def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -> RunPositions:
-    """Reduce one run (:class:`prefeval.readers.RunColumns`) to :class:`RunPositions`."""
+    """Reduce one run (:class:`prefeval.readers.RunColumns`) to :class:`RunPositions`.
+
+    Rows are grouped by query index (never by their order in the file), ranked in trec
+    order within each query, and matched to the relevant documents of that query.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     nq = relevant.n_queries
     qvals = pa.array(relevant.query_ids, pa.string())
-    qidx = pc.index_in(columns.query_id, value_set=qvals).fill_null(-1).to_numpy()
-    qidx = np.asarray(qidx, dtype=np.int64)
+    qidx = pc.index_in(columns.query_id, value_set=_value_set(qvals, columns.query_id))
+    qidx = np.asarray(qidx.fill_null(-1), dtype=np.int64)
+    doc_code, doc_values = columns.doc_codes()
+    # relevant-docno code of every distinct docno of the run, then of every row
+    value_code = pc.index_in(doc_values, value_set=_value_set(relevant.docnos(), doc_values))
+    value_code = np.asarray(value_code.fill_null(-1), dtype=np.int64)
     keep = np.flatnonzero(qidx >= 0)
     if len(keep) < len(qidx):
         q = qidx[keep]
         score = columns.score[keep]
         docno = pc.take(columns.doc_id, pa.array(keep))
+        code = value_code[doc_code[keep]]
     else:
         q, score, docno = qidx, columns.score, columns.doc_id
+        code = value_code[doc_code]
     n = len(q)
     order = _trec_order(q, score, docno)
     qs = q[order]
@@ -108,8 +136,7 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     rank_sorted = np.arange(n, dtype=np.int64) - block_start[np.cumsum(new_block) - 1] + 1
     rank = np.empty(n, dtype=np.int64)
     rank[order] = rank_sorted
-    # judged-relevant rows: docno code among relevant docnos, then (query, code) lookup
-    code = np.asarray(pc.index_in(docno, value_set=relevant.docnos()).fill_null(-1))
+    # judged-relevant rows: (query, relevant-docno code) lookup
     rows = np.flatnonzero(code >= 0)
     found = relevant.lookup(q[rows], code[rows])
     hit = found >= 0
@@ -120,10 +147,12 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
         inside = rel_rank <= max_docs
         doc, rel_rank = doc[inside], rel_rank[inside]
         retrieved = np.minimum(counts, max_docs)
+    # a canonical order (by relevant document), whatever the file's line order
+    by_doc = np.argsort(doc, kind="stable")
     return RunPositions(
         name=columns.name,
-        doc=doc.astype(np.int64),
-        rank=rel_rank.astype(np.int32),
+        doc=doc[by_doc].astype(np.int64),
+        rank=rel_rank[by_doc].astype(np.int32),
         retrieved=retrieved.astype(np.int64),
     )
 

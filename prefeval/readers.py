@@ -1,10 +1,13 @@
 """Readers for TREC qrels and run files (plain or gzip, detected by magic bytes).
 
-Runs are parsed by a fast columnar path (pyarrow.csv) when a file is regularly
-single-space separated; anything else (tabs, repeated blanks, trailing blanks,
-mixed column counts) or any error goes through a careful line-by-line parser
-that reports the first problem as ``FILE:LINE: message``.  Both paths give the
-same columns: query id, docno and score, in file order.
+One code path reads every file: the text is cut into lines and whitespace-separated
+fields by Arrow's string kernels (``ascii_trim_whitespace``/``ascii_split_whitespace``
+over all lines at once, the same fields ``bytes.split()`` gives), numbers are parsed
+by Arrow's cast, and duplicates found from Arrow's hash-table dictionary codes.  The
+conventions are trec_eval's: blank lines and lines starting with ``#`` are skipped,
+fields after a run's tag are ignored, quotes are ordinary characters, a leading UTF-8
+byte order mark is dropped; ``-`` reads standard input.  Problems are reported as
+``FILE:LINE: message``.
 """
 
 from __future__ import annotations
@@ -24,9 +27,25 @@ GZIP_MAGIC = b"\x1f\x8b"
 RESERVED_QUERY = "all"
 
 
+#: the path that stands for standard input (one input per command, as trec_eval 10)
+STDIN = "-"
+_stdin_data: bytes | None = None
+
+
 def read_raw(path: str | os.PathLike) -> bytes:
-    """The bytes of ``path`` as stored (possibly gzip-compressed)."""
+    """The bytes of ``path`` as stored (possibly gzip-compressed); ``-`` is standard
+    input, read once and kept for later readers in the same process."""
+    global _stdin_data
     path = os.fspath(path)
+    if path == STDIN:
+        if _stdin_data is None:
+            import sys
+
+            try:
+                _stdin_data = sys.stdin.buffer.read()
+            except (OSError, AttributeError, ValueError) as error:
+                raise InputError("<stdin>", None, f"cannot read standard input: {error}") from None
+        return _stdin_data
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -51,11 +70,14 @@ def read_bytes(path: str | os.PathLike) -> bytes:
 
 
 def run_name(path: str | os.PathLike) -> str:
-    """Run name from a file name: basename without a leading ``input.`` and a trailing ``.gz``.
+    """Run name from a file name: basename without a leading ``input.`` and a trailing ``.gz``
+    (``stdin`` for ``-``).
 
     This is the rule of the reference implementation (pref_eval), restricted to the
     start and the end of the name.
     """
+    if os.fspath(path) == STDIN:
+        return "stdin"
     name = os.path.basename(os.fspath(path))
     if name.startswith("input."):
         name = name[len("input.") :]
@@ -64,30 +86,184 @@ def run_name(path: str | os.PathLike) -> str:
     return name
 
 
-def _lines(data: bytes):
-    """(line number, decoded fields) for each non-blank line."""
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        fields = raw.split()
-        if fields:
-            yield number, fields
+# --------------------------------------------------------------------------- lines and fields
+
+BOM = b"\xef\xbb\xbf"
 
 
-def _decode(token: bytes, path: str, number: int) -> str:
+def strip_bom(data: bytes) -> bytes:
+    """``data`` without a leading UTF-8 byte order mark."""
+    return data[len(BOM) :] if data.startswith(BOM) else data
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """1-based line number of byte ``offset`` of ``data``."""
+    return data.count(b"\n", 0, offset) + 1
+
+
+def _text_problem(data: bytes) -> tuple[int, str] | None:
+    """(byte offset of the line, message) of the first line with a NUL byte or invalid
+    UTF-8, or None."""
+    problems = []
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        problems.append((nul, "NUL byte in the line"))
     try:
-        return token.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(path, number, "not valid UTF-8 text") from None
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems.append((error.start, "not valid UTF-8 text"))
+    if not problems:
+        return None
+    offset, message = min(problems)
+    return data.rfind(b"\n", 0, offset) + 1, message
 
 
-def _number(token: bytes, what: str, path: str, number: int) -> float:
+class FirstError:
+    """Problems found by vectorized checks, each its first offending line; the one on
+    the earliest line is reported, as a line-by-line reader would."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.found: list[tuple[int, str]] = []
+
+    def add(self, line: int, message: str) -> None:
+        self.found.append((int(line), message))
+
+    def check(self) -> None:
+        if self.found:
+            line, message = min(self.found, key=lambda item: item[0])
+            raise InputError(self.path, line, message)
+
+
+@dataclass
+class Fields:
+    """The whitespace-separated fields of a text file's data lines, as Arrow arrays.
+
+    ``columns[k]`` holds field k of every well-formed data line (blank lines and lines
+    whose first field starts with ``#`` are skipped); ``line`` the 1-based line number
+    of each; ``errors`` the problems found so far.
+    """
+
+    columns: list
+    line: np.ndarray
+    errors: FirstError
+
+
+def split_fields(data: bytes, path: str, wanted: int, exact: bool, what: str, parse=None) -> Fields:
+    """Split text into fields as ``bytes.split()`` does (any run of ASCII whitespace,
+    CR included), with Arrow's string kernels over all lines at once.
+
+    A leading BOM is dropped.  Every data line needs at least ``wanted`` fields; with
+    ``exact`` no more (qrels), else the rest are ignored (runs: tag and beyond, as
+    trec_eval does).  A line with a NUL byte or invalid UTF-8 is an error, after any
+    error on an earlier line: ``parse`` (the caller) is run on the text before it.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    data = strip_bom(data)
+    problem = _text_problem(data)
+    if problem is not None:
+        start, message = problem
+        if parse is not None and start > 0:
+            parse(data[:start], path)  # raises on an earlier problem
+        raise InputError(path, _line_of(data, start), message)
+    errors = FirstError(path)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10) + 1
+    if len(data) and data[-1:] != b"\n":
+        ends = np.append(ends, len(data))
+    offsets = np.zeros(len(ends) + 1, dtype=np.int64)
+    offsets[1:] = ends
+    lines = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
+    # split off at most `wanted` fields; the remainder (if any) is one more element
+    parts = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(lines), max_splits=wanted)
+    count = np.asarray(pc.list_value_length(parts), dtype=np.int64)
+    # a blank line trims to "" and splits into [""]
+    first = pc.list_element(parts, 0)
+    blank = np.asarray(pc.equal(first, ""), dtype=bool)
+    comment = np.asarray(pc.starts_with(first, "#"), dtype=bool)
+    data_line = ~blank & ~comment
+    bad = data_line & ((count < wanted) | ((count > wanted) if exact else False))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        found = len(bytes(data[offsets[k] : offsets[k + 1]]).split())
+        expect = f"{wanted}" if exact else f"at least {wanted}"
+        errors.add(k + 1, f"expected {expect} columns ({what}), found {found}")
+        data_line &= ~bad
+    rows = np.flatnonzero(data_line)
+    if len(rows) < len(count):
+        parts = parts.filter(pa.array(data_line))
+    columns = [pc.list_element(parts, k) for k in range(wanted)]
+    return Fields(columns, rows + 1, errors)
+
+
+def _small_strings(array):
+    """A large_string array as ``pa.string()`` when it fits (2 GiB of characters)."""
+    import pyarrow as pa
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.type == pa.large_string():
+        size = int(np.frombuffer(array.buffers()[1], np.int64)[array.offset + len(array)])
+        if size < (1 << 31) - 1:
+            return array.cast(pa.string())
+    return array
+
+
+def _numbers(column, fields: Fields, what: str, allow_inf: bool = True) -> np.ndarray:
+    """float64 values of a string column (Arrow's decimal syntax: ``3``, ``-2.5``,
+    ``.5``, ``1e-3``, ``inf``); the first line that is not a number is added to
+    ``fields.errors`` (NaN is never a number, infinities only with ``allow_inf``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = "a number" if allow_inf else "a finite number"
     try:
-        value = float(token)
-    except ValueError:
-        value = None
-    if value is None or math.isnan(value):
-        text = token.decode("utf-8", "replace")
-        raise InputError(path, number, f"{what} {text!r} is not a number")
-    return value
+        values = np.asarray(pc.cast(column, pa.float64()), dtype=np.float64)
+        limit = len(values)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        limit = _first_uncastable(column, pa.float64())
+        fields.errors.add(fields.line[limit], f"{what} {column[limit].as_py()!r} is not a number")
+        values = np.asarray(pc.cast(column.slice(0, limit), pa.float64()), dtype=np.float64)
+    bad = np.isnan(values) if allow_inf else ~np.isfinite(values)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        fields.errors.add(fields.line[k], f"{what} {column[k].as_py()!r} is not {kind}")
+    return values
+
+
+def _codes(column) -> tuple[np.ndarray, object]:
+    """(int64 code of every string, the distinct strings) by Arrow's hash table."""
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column)
+    return np.asarray(encoded.indices, dtype=np.int64), encoded.dictionary
+
+
+def first_duplicate(*codes: np.ndarray) -> tuple[int, int] | None:
+    """(row, earlier row) of the first row whose combination of non-negative integer
+    ``codes`` (one array per column) appeared on an earlier row, or None."""
+    n = len(codes[0])
+    if n < 2:
+        return None
+    widths = [int(code.max()) + 1 for code in codes]
+    if math.prod(widths) < (1 << 62):
+        key = np.zeros(n, dtype=np.int64)
+        for code, width in zip(codes, widths):
+            key = key * width + code
+    else:  # too many distinct values to pack into one integer: rank the tuples instead
+        _, key = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        key = key.reshape(-1)
+    order = np.argsort(key, kind="stable")
+    ranked = key[order]
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if not len(same):
+        return None
+    later = order[same + 1]
+    k = int(np.argmin(later))
+    earlier = int(order[np.searchsorted(ranked, ranked[same[k]], side="left")])
+    return int(later[k]), earlier
 
 
 # --------------------------------------------------------------------------- qrels
@@ -103,108 +279,72 @@ class QrelsRows:
     relevance: np.ndarray
 
 
+def _first_uncastable(column, type_) -> int:
+    """Index of the first element of ``column`` Arrow cannot cast to ``type_`` (binary
+    search over slices: the error path only)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lo, hi = 0, len(column)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            pc.cast(column.slice(lo, mid - lo), type_)
+            lo = mid
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            hi = mid
+    return lo
+
+
 def parse_qrels(data: bytes, path: str) -> QrelsRows:
     """Parse ``qid iter docno grade`` lines; ``#`` lines and blank lines are skipped.
 
     ``iter`` is ``0`` or ``Q0`` for plain judgments; any other integer is a
-    Web-track (ndeval) subtopic id.
+    Web-track (ndeval) subtopic id.  Grades are finite numbers.
     """
-    fast = _fast_qrels(data)
-    if fast is not None:
-        return fast
-    qids: list[str] = []
-    iters: list[int] = []
-    docs: list[str] = []
-    grades: list[float] = []
-    seen: dict[tuple[str, int, str], int] = {}
-    for number, fields in _lines(data):
-        if fields[0].startswith(b"#"):
-            continue
-        if len(fields) != 4:
-            raise InputError(
-                path, number, f"expected 4 columns (qid iter docno grade), found {len(fields)}"
-            )
-        qid = _decode(fields[0], path, number)
-        if qid == RESERVED_QUERY:
-            raise InputError(
-                path, number, f"query id {qid!r} is reserved for summary rows; rename the query"
-            )
-        docno = _decode(fields[2], path, number)
-        it = fields[1]
-        if it in (b"0", b"Q0"):
-            subtopic = 0
-        else:
-            try:
-                subtopic = int(it)
-            except ValueError:
-                raise InputError(
-                    path,
-                    number,
-                    f"iteration {it.decode('utf-8', 'replace')!r} is neither 0, Q0 "
-                    "nor an integer subtopic id",
-                ) from None
-        grade = _number(fields[3], "grade", path, number)
-        key = (qid, subtopic, docno)
-        if key in seen:
-            raise InputError(
-                path,
-                number,
-                f"duplicate judgment of document {docno!r} for query {qid!r}"
-                + (f" subtopic {subtopic}" if subtopic else "")
-                + f" (first at line {seen[key]})",
-            )
-        seen[key] = number
-        qids.append(qid)
-        iters.append(subtopic)
-        docs.append(docno)
-        grades.append(grade)
-    return QrelsRows(qids, np.asarray(iters, dtype=np.int64), docs, np.asarray(grades, float))
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-
-def _fast_qrels(data: bytes) -> QrelsRows | None:
-    """Columnar parse of a regular qrels file (pandas' C parser), else None.
-
-    Anything unusual (comment lines, wrong column counts, non-numeric grades,
-    unknown iterations, duplicates) returns None so that the line-by-line parser
-    reports it precisely.
-    """
-    import io
-
-    import pandas as pd
-
-    if not data.strip() or data.startswith(b"#") or b"\n#" in data:
-        return None
-    try:
-        frame = pd.read_csv(
-            io.BytesIO(data),
-            sep=r"\s+",
-            header=None,
-            dtype=str,
-            engine="c",
-            names=["q", "i", "d", "g"],
-            keep_default_na=False,
-            na_filter=False,
-            skip_blank_lines=True,
-            on_bad_lines="error",
+    fields = split_fields(data, path, 4, True, "qid iter docno grade", parse_qrels)
+    errors = fields.errors
+    qid, it, docno, grade = fields.columns
+    reserved = np.asarray(pc.equal(qid, RESERVED_QUERY), dtype=bool)
+    if reserved.any():
+        k = int(np.flatnonzero(reserved)[0])
+        errors.add(
+            fields.line[k],
+            f"query id {RESERVED_QUERY!r} is reserved for summary rows; rename the query",
         )
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError):
-        return None
-    if (frame == "").any().any():
-        return None
-    grades = pd.to_numeric(frame["g"], errors="coerce").to_numpy(dtype=float)
-    if np.isnan(grades).any():
-        return None
-    it = frame["i"].where(frame["i"] != "Q0", "0")
-    iters = pd.to_numeric(it, errors="coerce")
-    if iters.isna().any() or not np.all(iters.to_numpy() == np.floor(iters.to_numpy())):
-        return None
-    if not it.str.fullmatch(r"[+-]?\d+").all():
-        return None
-    iters = iters.to_numpy().astype(np.int64)
-    frame["i"] = iters
-    if frame.duplicated(["q", "i", "d"]).any() or (frame["q"] == RESERVED_QUERY).any():
-        return None
-    return QrelsRows(frame["q"].tolist(), iters, frame["d"].tolist(), grades)
+    plain = pc.is_in(it, value_set=pa.array(["0", "Q0"], it.type))
+    it_text = pc.if_else(plain, pa.scalar("0", it.type), it)
+    try:
+        iteration = np.asarray(pc.cast(it_text, pa.int64()), dtype=np.int64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        k = _first_uncastable(it_text, pa.int64())
+        errors.add(
+            fields.line[k],
+            f"iteration {it[k].as_py()!r} is neither 0, Q0 nor an integer subtopic id",
+        )
+        iteration = np.zeros(len(it), dtype=np.int64)
+        iteration[:k] = np.asarray(pc.cast(it_text.slice(0, k), pa.int64()), dtype=np.int64)
+        iteration[k:] = -np.arange(1, len(it) - k + 1)  # distinct: no false duplicates
+    relevance = _numbers(grade, fields, "grade", allow_inf=False)
+    qcode, _ = _codes(qid)
+    dcode, _ = _codes(docno)
+    _, icode = np.unique(iteration, return_inverse=True)
+    duplicate = first_duplicate(qcode, icode.reshape(-1), dcode)
+    if duplicate is not None:
+        row, earlier = duplicate
+        subtopic = int(iteration[row])
+        errors.add(
+            fields.line[row],
+            f"duplicate judgment of document {docno[row].as_py()!r} for query "
+            f"{qid[row].as_py()!r}"
+            + (f" subtopic {subtopic}" if subtopic else "")
+            + f" (first at line {int(fields.line[earlier])})",
+        )
+    errors.check()
+    return QrelsRows(qid.to_pylist(), iteration, docno.to_pylist(), relevance)
 
 
 def read_qrels(source, *, name: str | None = None):
@@ -231,8 +371,10 @@ def read_qrels(source, *, name: str | None = None):
 class RunColumns:
     """The three columns of a run that evaluation needs, in file order.
 
-    ``query_id`` and ``doc_id`` are pyarrow string arrays, ``score`` a float64
-    numpy array.  The rank and tag columns are not kept (trec_eval ignores ranks).
+    ``query_id`` and ``doc_id`` are pyarrow string arrays (``large_string`` beyond
+    2 GiB of text), ``score`` a float64 numpy array.  The rank and tag columns are not
+    kept (trec_eval ignores ranks).  ``doc_code``/``doc_values``: the docnos
+    dictionary-encoded (codes into the distinct docnos), when the reader has them.
     """
 
     name: str
@@ -240,168 +382,113 @@ class RunColumns:
     query_id: object
     doc_id: object
     score: np.ndarray
-    _doc_hash: np.ndarray | None = None
+    doc_code: np.ndarray | None = None
+    doc_values: object = None
 
     def __len__(self) -> int:
         return len(self.score)
 
-    @property
-    def doc_hash(self) -> np.ndarray:
-        """64-bit hash of every docno (:func:`string_hashes`), computed once."""
-        if self._doc_hash is None:
-            self._doc_hash = string_hashes(self.doc_id)
-        return self._doc_hash
+    def doc_codes(self) -> tuple[np.ndarray, object]:
+        """(code of every row's docno, the distinct docnos), computed once."""
+        if self.doc_code is None:
+            self.doc_code, self.doc_values = _codes(self.doc_id)
+        return self.doc_code, self.doc_values
 
 
-# byte sequences a single-space separated file never contains
-def _fast_columns(data: bytes):
-    """Columns by pyarrow.csv for regular single-space files, else None.
+def _duplicate_message(qid, docno, qcode, dcode, where) -> tuple[int, str] | None:
+    """(row, message) for the first row repeating an earlier (query, docno), or None."""
+    duplicate = first_duplicate(qcode, dcode)
+    if duplicate is None:
+        return None
+    row, earlier = duplicate
+    return row, (
+        f"document {docno[row].as_py()!r} appears twice for query {qid[row].as_py()!r} "
+        f"(first at {where(earlier)})"
+    )
 
-    Irregular spacing shows up as an empty field (repeated, leading or trailing
-    blanks shift or add fields) or as whitespace other than a space inside one;
-    single bytes are found with memchr-fast scans, empty fields from the parsed
-    columns, so no multi-byte pattern search over the whole file is needed.
+
+def _regular_columns(data: bytes):
+    """(qid, docno, score text) columns by Arrow's CSV reader (multi-threaded) when
+    every line is a regular single-space line of 5 or of 6 fields; None otherwise.
+
+    The conditions make the result exactly what :func:`split_fields` gives: no byte
+    that ``bytes.split()`` takes as whitespace other than the space and the line end
+    (CRLF included), no empty field (which a doubled, leading or trailing space makes),
+    no ``#`` line, and one column count throughout (else the reader fails).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    if b"\t" in data or b"\x0b" in data or b"\x0c" in data:
+    if b"\t" in data or b"\x0b" in data or b"\x0c" in data or b"\x00" in data:
         return None
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
-        return None  # a lone carriage return: the careful parser decides
-    first_end = data.find(b"\n")
-    first = data[: first_end if first_end >= 0 else len(data)].rstrip(b"\r")
-    if not first or b"\t" in first or b"  " in first or first[:1] == b" " or first[-1:] == b" ":
         return None
+    end = data.find(b"\n")
+    first = data[: end if end >= 0 else len(data)].rstrip(b"\r")
     ncols = first.count(b" ") + 1
     if ncols not in (5, 6):
         return None
+    names = [f"c{i}" for i in range(ncols)]
     try:
         table = pacsv.read_csv(
             pa.py_buffer(data),
-            read_options=pacsv.ReadOptions(
-                column_names=[f"c{i}" for i in range(ncols)], block_size=1 << 24
-            ),
+            read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
                 delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True
             ),
             convert_options=pacsv.ConvertOptions(
-                column_types={
-                    "c0": pa.string(),
-                    "c1": pa.string(),
-                    "c2": pa.string(),
-                    "c3": pa.string(),
-                    "c4": pa.float64(),
-                },
-                include_columns=["c0", "c1", "c2", "c3", "c4"],
+                column_types={**{name: pa.string() for name in names}, "c4": pa.float64()},
+                include_columns=names,
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 null_values=[],
+                check_utf8=True,
             ),
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
         return None
-    score = table.column("c4").to_numpy()
+    columns = [table.column(name).combine_chunks() for name in names]
+    for column in columns[:4] + columns[5:]:
+        if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
+            return None  # an empty field: irregular spacing
+    if len(columns[0]) and pc.any(pc.starts_with(columns[0], "#")).as_py():
+        return None
+    score = np.asarray(columns[4], dtype=np.float64)
     if np.isnan(score).any():
         return None
-    for name in ("c0", "c1", "c2", "c3"):
-        column = table.column(name)
-        if column.null_count or pc.min(pc.binary_length(column)).as_py() == 0:
-            return None  # an empty field: irregular spacing
-    qid = table.column("c0").combine_chunks()
-    docno = table.column("c2").combine_chunks()
-    doc_hash = string_hashes(docno)
-    if _has_duplicates(qid, doc_hash):
-        return None
-    return qid, docno, score, doc_hash
-
-
-def string_hashes(array) -> np.ndarray:
-    """64-bit hash of every string of a pyarrow string array, computed from its buffers
-    eight bytes at a time (no Python object per string)."""
-    n = len(array)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint64)
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + n + 1]
-    start = offsets[:-1].astype(np.int64)
-    length = np.diff(offsets).astype(np.int64)
-    data = array.buffers()[2]
-    padded = np.zeros(offsets[-1] + 8, dtype=np.uint8)
-    padded[: offsets[-1]] = np.frombuffer(data, dtype=np.uint8)[: offsets[-1]]
-    windows = np.lib.stride_tricks.as_strided(
-        padded, shape=(len(padded) - 7, 8), strides=(1, 1), writeable=False
-    )
-    h = np.full(n, 0xCBF29CE484222325, dtype=np.uint64) ^ length.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        for word in range(int((length.max() + 7) // 8)):
-            chunk = np.ascontiguousarray(windows[start + 8 * word]).view(np.uint64)[:, 0]
-            keep = np.clip(length - 8 * word, 0, 8)
-            mask = np.where(
-                keep >= 8,
-                np.uint64(0xFFFFFFFFFFFFFFFF),
-                (np.uint64(1) << (8 * keep).astype(np.uint64)) - np.uint64(1),
-            )
-            h = (h ^ (chunk & mask)) * np.uint64(0x100000001B3)
-            h ^= h >> np.uint64(29)
-    return h
-
-
-def _has_duplicates(qid, doc_hash) -> bool:
-    """Whether some (query, docno) pair may occur twice (hash-based, linear time).
-
-    A hash collision gives a false alarm only, which the careful parser then clears.
-    """
-    import pyarrow.compute as pc
-
-    if len(qid) < 2:
-        return False
-    qcode = pc.dictionary_encode(qid).indices.to_numpy().astype(np.uint64)
-    # query code (first-appearance order) in the high bits: a run grouped by query is
-    # then nearly sorted already, which the stable (merge-based) sort exploits
-    key = (qcode << np.uint64(40)) | (doc_hash >> np.uint64(24))
-    key.sort(kind="stable")
-    return bool((key[1:] == key[:-1]).any())
-
-
-def _slow_columns(data: bytes, path: str):
-    """Careful line-by-line parse; raises InputError at the first bad line."""
-    import pyarrow as pa
-
-    qids: list[str] = []
-    docs: list[str] = []
-    scores: list[float] = []
-    seen: dict[tuple[str, str], int] = {}
-    for number, fields in _lines(data):
-        if len(fields) not in (5, 6):
-            raise InputError(
-                path,
-                number,
-                f"expected 5 or 6 columns (qid iter docno rank score [tag]), found {len(fields)}",
-            )
-        qid = _decode(fields[0], path, number)
-        docno = _decode(fields[2], path, number)
-        score = _number(fields[4], "score", path, number)
-        key = (qid, docno)
-        if key in seen:
-            raise InputError(
-                path,
-                number,
-                f"document {docno!r} appears twice for query {qid!r} (first at line {seen[key]})",
-            )
-        seen[key] = number
-        qids.append(qid)
-        docs.append(docno)
-        scores.append(score)
-    return pa.array(qids, pa.string()), pa.array(docs, pa.string()), np.asarray(scores, float)
+    return columns[0], columns[2], score
 
 
 def parse_run(data: bytes, path: str, name: str | None = None) -> RunColumns:
-    """Parse run text ``qid iter docno rank score [tag]`` into :class:`RunColumns`."""
-    columns = _fast_columns(data)
-    if columns is None:
-        columns = _slow_columns(data, path)
-    return RunColumns(name or run_name(path), path, *columns)
+    """Parse run text ``qid iter docno rank score [tag ...]`` into :class:`RunColumns`.
+
+    Regular files are cut into fields by Arrow's CSV reader, anything else by
+    :func:`split_fields`; both give the same fields, and every later step (numbers,
+    duplicates) is shared.  Any problem is reported by the line-aware path.
+    """
+    regular = _regular_columns(strip_bom(data))
+    if regular is not None:
+        qid, docno, score = regular
+        qcode, _ = _codes(qid)
+        dcode, dvalues = _codes(docno)
+        if first_duplicate(qcode, dcode) is None:
+            return RunColumns(name or run_name(path), path, qid, docno, score, dcode, dvalues)
+    fields = split_fields(
+        data, path, 5, False, "qid iter docno rank score [tag]", lambda d, p: parse_run(d, p)
+    )
+    qid = _small_strings(fields.columns[0])
+    docno = _small_strings(fields.columns[2])
+    score = _numbers(fields.columns[4], fields, "score")
+    qcode, _ = _codes(qid)
+    dcode, dvalues = _codes(docno)
+    duplicate = _duplicate_message(
+        qid, docno, qcode, dcode, lambda row: f"line {int(fields.line[row])}"
+    )
+    if duplicate is not None:
+        fields.errors.add(fields.line[duplicate[0]], duplicate[1])
+    fields.errors.check()
+    return RunColumns(name or run_name(path), path, qid, docno, score, dcode, dvalues)
 
 
 def read_run(source, *, name: str | None = None) -> RunColumns:
@@ -417,26 +504,25 @@ def read_run(source, *, name: str | None = None) -> RunColumns:
 def _run_from_frame(frame, name: str) -> RunColumns:
     import pyarrow as pa
 
+    where = f"<run {name}>"
     missing = {"query_id", "doc_id", "score"} - set(frame.columns)
     if missing:
-        raise InputError(f"<run {name}>", None, f"missing columns {sorted(missing)}")
+        raise InputError(where, None, f"missing columns {sorted(missing)}")
     qid = pa.array(frame["query_id"].astype(str).tolist(), pa.string())
     docno = pa.array(frame["doc_id"].astype(str).tolist(), pa.string())
     try:
         score = np.asarray(frame["score"], dtype=float)
     except (TypeError, ValueError):
-        raise InputError(f"<run {name}>", None, "score column is not numeric") from None
-    where = f"<run {name}>"
+        raise InputError(where, None, "score column is not numeric") from None
     if np.isnan(score).any():
         row = int(np.flatnonzero(np.isnan(score))[0])
         raise InputError(where, None, f"row {row}: score is not a number")
-    if _has_duplicates(qid, string_hashes(docno)):
-        dup = np.flatnonzero(frame.duplicated(["query_id", "doc_id"]).to_numpy())
-        if len(dup):
-            raise InputError(
-                where, None, f"row {int(dup[0])}: document appears twice for its query"
-            )
-    return RunColumns(name, where, qid, docno, score)
+    qcode, _ = _codes(qid)
+    dcode, dvalues = _codes(docno)
+    duplicate = _duplicate_message(qid, docno, qcode, dcode, lambda row: f"row {row}")
+    if duplicate is not None:
+        raise InputError(where, None, f"row {duplicate[0]}: {duplicate[1]}")
+    return RunColumns(name, where, qid, docno, score, dcode, dvalues)
 
 
 def _is_frame(obj) -> bool:

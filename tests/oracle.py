@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 from itertools import combinations
 
 RPP_FAMILY = {"rpp": "uniform", "dcgrpp": "dcg", "invrpp": "inverse"}
@@ -340,25 +341,32 @@ class ParseError(Exception):
         self.line = line
 
 
-def _is_number(token: str):
-    try:
-        value = float(token)
-    except ValueError:
+# the number syntax prefeval documents: decimal floats and infinities (no NaN, no
+# hexadecimal, no digit separators)
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity)", re.IGNORECASE)
+
+
+def _is_number(token: str, finite: bool = False):
+    if not _NUMBER.fullmatch(token):
         return None
-    return None if math.isnan(value) else value
+    value = float(token)
+    return None if finite and math.isinf(value) else value
 
 
 def parse_run_strict(text: str) -> list[tuple[str, str, float]]:
-    """(qid, docno, score) rows; ParseError at the first malformed line: not 5 or 6
-    whitespace-separated fields, a score that is not a number (NaN included), or a
-    docno seen before for the same query."""
+    """(qid, docno, score) rows; ParseError at the first malformed line: fewer than 5
+    whitespace-separated fields (fields after the tag are ignored, as trec_eval does), a
+    score that is not a number (NaN included), or a docno seen before for the same
+    query.  Blank lines and lines starting with '#' are skipped; a leading BOM is not
+    part of the text."""
     rows = []
     seen = set()
+    text = text.removeprefix("\ufeff")
     for number, line in enumerate(text.split("\n"), start=1):
         parts = line.split()
-        if not parts:
+        if not parts or parts[0].startswith("#"):
             continue
-        if len(parts) not in (5, 6):
+        if len(parts) < 5:
             raise ParseError(number)
         score = _is_number(parts[4])
         if score is None:
@@ -377,6 +385,7 @@ def parse_qrels_strict(text: str) -> list[tuple[str, int, str, float]]:
     number, or a (qid, subtopic, docno) judged before."""
     rows = []
     seen = set()
+    text = text.removeprefix("\ufeff")
     for number, line in enumerate(text.split("\n"), start=1):
         parts = line.split()
         if not parts or parts[0].startswith("#"):
@@ -387,11 +396,10 @@ def parse_qrels_strict(text: str) -> list[tuple[str, int, str, float]]:
         if it in ("0", "Q0"):
             subtopic = 0
         else:
-            try:
-                subtopic = int(it)
-            except ValueError:
-                raise ParseError(number) from None
-        value = _is_number(grade)
+            if not re.fullmatch(r"-?[0-9]+", it) or abs(int(it)) >= 2**63:
+                raise ParseError(number)
+            subtopic = int(it)
+        value = _is_number(grade, finite=True)
         if value is None:
             raise ParseError(number)
         key = (qid, subtopic, docno)

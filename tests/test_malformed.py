@@ -81,8 +81,8 @@ def _write_lines(path: Path, lines, eol="\n", compress=False) -> Path:
 BAD_RUN_LINES = {
     "4 columns": "1 Q0 r9 1.5",
     "4 columns with tag": "1 Q0 r9 tag",
-    "7 columns": "1 Q0 r9 3 1.5 tag extra",
-    "7 columns, last separator a tab": "1 Q0 r9 3 1.5 tag\textra",
+    "NUL byte in docno": "1 Q0 r\x009 3 1.5 tag",
+    "infinite grade-like score text": "1 Q0 r9 3 1.5.5 tag",
     "3 columns": "1 Q0 r9",
     "non-numeric score": "1 Q0 r9 3 high tag",
     "NaN score": "1 Q0 r9 3 NaN tag",
