@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import ties
+
 METHODS = ("mc4", "borda", "winrate", "copeland")
 DEFAULT_METHOD = "mc4"
 DEFAULT_TELEPORT = 0.05
@@ -100,35 +102,33 @@ class Evidence:
 def win_rates(values: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
     """W_q(a) = sum_b Delta(a, b) (rpp-sigir2022 eq. 7) from pair values (pairs x queries).
 
-    Queries where any pair is undefined (NaN) are dropped.
+    Queries where any pair is undefined (NaN) are dropped.  Each sum is taken over its
+    sorted terms (:func:`prefeval.ties.ordered_sum`), so it does not depend on the order
+    of the runs.
     """
     keep = ~np.isnan(values).any(axis=0)
     v = values[:, keep]
-    w = np.zeros((v.shape[1], n_runs))
-    np.add.at(w.T, pairs[:, 0], v)
-    np.subtract.at(w.T, pairs[:, 1], v)
-    return w
-
-
-def _rank_points(scores: np.ndarray) -> np.ndarray:
-    """Per query, runs ranked strictly below plus half the other runs tied (Borda points;
-    scipy's average rank minus one)."""
-    below = (scores[:, None, :] < scores[:, :, None]).sum(axis=2)
-    tied = (scores[:, None, :] == scores[:, :, None]).sum(axis=2) - 1
-    return below + 0.5 * tied
+    full = np.zeros((v.shape[1], n_runs, n_runs))
+    full[:, pairs[:, 0], pairs[:, 1]] = v.T
+    full[:, pairs[:, 1], pairs[:, 0]] = -v.T
+    return ties.ordered_sum(full, axis=-1)
 
 
 def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     """Stationary distribution of the MC4 chain (Dwork et al. 2001) over per-query rankings.
 
-    b beats a when more queries rank b strictly above a than a above b.  From a the
-    chain moves to each run that beats it with probability 1/n and otherwise stays;
-    mixed with a uniform teleport of weight ``teleport``.  Solved exactly.
+    b beats a when more queries rank b strictly above a than a above b (scores that tie
+    under :mod:`prefeval.ties` rank equal).  From a the chain moves to each run that
+    beats it with probability 1/n and otherwise stays; mixed with a uniform teleport of
+    weight ``teleport``.  Solved as a linear system.
     """
     n = scores.shape[1]
     if n == 1:
         return np.ones(1)
-    above = (scores[:, :, None] > scores[:, None, :]).sum(axis=0)  # above[a, b]: a over b
+    g = ties.groups(scores)
+    above = np.zeros((n, n), dtype=np.int64)  # above[a, b]: queries ranking a over b
+    for a in range(n):
+        above[a] = (g[:, a, None] > g).sum(axis=0)
     beats = above.T > above  # beats[a, b]: b beats a
     move = beats / n
     np.fill_diagonal(move, 0.0)
@@ -143,13 +143,15 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
 
 
 def borda(scores: np.ndarray) -> np.ndarray:
-    return _rank_points(scores).sum(axis=0)
+    """Sum over queries of Borda points (tied runs share, :func:`prefeval.ties.rank_points`)."""
+    return ties.rank_points(scores).sum(axis=0)
 
 
 def copeland(pair_means: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
-    """Pairwise wins minus losses of the mean preference over queries."""
+    """Pairwise wins minus losses of the mean preference over queries (a mean that ties
+    with 0 counts for neither)."""
     score = np.zeros(n_runs)
-    sign = np.sign(pair_means)
+    sign = ties.sign(pair_means)
     np.add.at(score, pairs[:, 0], sign)
     np.subtract.at(score, pairs[:, 1], sign)
     return score
@@ -178,10 +180,8 @@ def run_scores(
 
 
 def competition_rank(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
-    """1 = best; equal scores (to 12 significant digits) share the smallest rank."""
-    rounded = np.array([float(f"{x:.12g}") for x in score])
-    key = -rounded if higher_is_better else rounded
-    return np.searchsorted(np.sort(key), key, side="left").astype(np.int64) + 1
+    """1 = best; scores that tie (:mod:`prefeval.ties`) share the best rank of their group."""
+    return ties.competition_ranks(np.asarray(score, dtype=np.float64), higher_is_better)
 
 
 def order(
@@ -204,11 +204,11 @@ def order(
 def orderings(
     evidence: Evidence, method: str = DEFAULT_METHOD, teleport: float = DEFAULT_TELEPORT
 ) -> dict[str, np.ndarray]:
-    """measure -> per-run score oriented so that higher is better (for Kendall's tau)."""
+    """measure -> per-run position in its ordering, higher is better (for Kendall's tau):
+    minus ``order``'s rank, so runs that share a rank in ``order`` tie here too."""
     out = {}
     for name in evidence.measures:
         used, score = run_scores(evidence, name, method, teleport)
-        if used == "mean" and not evidence.higher_is_better.get(name, True):
-            score = -score
-        out[name] = score
+        better = evidence.higher_is_better.get(name, True) if used == "mean" else True
+        out[name] = -competition_rank(score, better).astype(np.float64)
     return out

@@ -16,6 +16,7 @@ Location: ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``, else
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 import zlib
@@ -24,7 +25,7 @@ import numpy as np
 
 from .positions import RunPositions
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: exact uniform RPP, runs grouped by query
 _ENABLED = os.environ.get("PREFEVAL_CACHE", "1").lower() not in ("0", "no", "off", "false")
 
 
@@ -44,9 +45,10 @@ def relevant_digest(relevant) -> str:
     """Digest of the queries and relevant documents positions are matched against."""
     if getattr(relevant, "_digest", None) is None:
         h = hashlib.sha256()
-        h.update("\x1e".join(relevant.query_ids).encode())
+        # JSON quotes every string: no separator a query id or docno could contain
+        h.update(json.dumps(list(relevant.query_ids)).encode())
         h.update(np.asarray(relevant.offsets, dtype=np.int64).tobytes())
-        h.update("\x1e".join(relevant.doc_id).encode())
+        h.update(json.dumps(list(relevant.doc_id)).encode())
         relevant._digest = h.hexdigest()
     return relevant._digest
 
@@ -104,11 +106,17 @@ def cube_key(positions, relevant, measures, binary: bool) -> str:
     """Key of a preference cube: exactly the reduced runs it is computed from."""
     h = hashlib.sha256()
     h.update(f"{relevant_digest(relevant)}|{binary}|{FORMAT_VERSION}|".encode())
-    h.update("\x1e".join(m.name for m in measures).encode())
+    # the grades (graded populations) and subtopic assignments (subtopic populations)
+    h.update(np.asarray(relevant.grade, dtype=np.float64).tobytes())
+    if relevant.subtopics is not None:
+        for members, ids in zip(relevant.subtopics, relevant.subtopic_ids):
+            h.update(np.asarray(members.shape, dtype=np.int64).tobytes())
+            h.update(np.packbits(members).tobytes() + np.asarray(ids, np.int64).tobytes())
+    h.update(json.dumps([m.name for m in measures]).encode())
     for run in positions:
-        h.update(run.name.encode() + b"\x1e")
+        h.update(json.dumps(run.name).encode())
         for array in (run.doc, run.rank, run.retrieved):
-            h.update(np.ascontiguousarray(array).tobytes())
+            h.update(np.int64(len(array)).tobytes() + np.ascontiguousarray(array).tobytes())
     return "cube-" + h.hexdigest()
 
 

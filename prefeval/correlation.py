@@ -7,11 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import ties
 from .aggregation import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b (scipy.stats.kendalltau); NaN when an ordering is constant."""
+    """Kendall's tau-b (scipy.stats.kendalltau) of two orderings given as ranks (higher
+    is better, equal for tied runs: :func:`prefeval.aggregation.orderings`); NaN when an
+    ordering is constant."""
     from scipy.stats import kendalltau
 
     return float(kendalltau(x, y, variant="b").statistic)
@@ -55,16 +58,17 @@ def agreement_table(evidence: Evidence) -> pd.DataFrame:
 
     For each preference measure and baseline: among the (query, run pair)
     comparisons where the baseline's values differ, the share where the preference
-    has the same sign as the baseline difference (a tied preference disagrees).
+    has the same sign as the baseline difference (a tied preference disagrees; ties
+    and signs by :mod:`prefeval.ties`).
     """
     rows = []
     for name in evidence.preference_measures:
         delta = evidence.pair_differences(name)
         for base in evidence.metrics:
             diff = evidence.pair_differences(base)
-            ok = ~np.isnan(delta) & (diff != 0)
+            ok = ~np.isnan(delta) & ~np.isnan(diff) & ~ties.is_zero(diff)
             compared = int(ok.sum())
-            agree = int((np.sign(delta[ok]) == np.sign(diff[ok])).sum())
+            agree = int((ties.sign(delta[ok]) == ties.sign(diff[ok])).sum())
             rows.append((name, base, agree / compared if compared else np.nan, compared))
     return pd.DataFrame(rows, columns=["measure", "baseline", "agreement", "compared"])
 
@@ -77,6 +81,6 @@ def ties_table(evidence: Evidence) -> pd.DataFrame:
         delta = evidence.pair_differences(name)
         ok = ~np.isnan(delta)
         comparisons = int(ok.sum())
-        ties = int((delta[ok] == 0).sum())
-        rows.append((name, ties / comparisons if comparisons else np.nan, comparisons))
+        tied = int(ties.is_zero(delta[ok]).sum())
+        rows.append((name, tied / comparisons if comparisons else np.nan, comparisons))
     return pd.DataFrame(rows, columns=["measure", "ties", "comparisons"])

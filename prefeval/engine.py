@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import cache
+from . import cache, ties
 from .errors import InputError
 from .measures import Measure, parse_measures
 from .measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
@@ -54,11 +54,13 @@ class PreferenceCube:
     values: np.ndarray
 
     def summary(self) -> np.ndarray:
-        """Mean over evaluated queries, measures x pairs."""
+        """Mean over evaluated queries, measures x pairs (summed in query order, so the
+        same for any order of the runs; a mean that ties with 0 is 0.0)."""
         counts = np.sum(~np.isnan(self.values), axis=2)
         sums = np.nansum(self.values, axis=2)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+            means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return ties.snap_zero(means)  # an exact zero mean is 0.0 (the tie rule)
 
     def reindex(self, query_ids: list[str]) -> PreferenceCube:
         """The same preferences over ``query_ids`` (NaN for queries without values)."""
@@ -192,10 +194,18 @@ def load_runs(
 
 @dataclass
 class _Population:
+    """One pseudo-population of a query: its relevant documents and its place in each
+    family.  ``rpp``/``strpp``: the weight p(lambda) or p(t) (weighted RPP);
+    ``rpp_n``/``strpp_n``: how many populations of the family it stands for (the
+    integer form of uniform RPP, where eq. 5 and 6 reduce to a sum of signs over all
+    populations divided by the sum of their sizes)."""
+
     query: int
     docs: np.ndarray
-    rpp: float = 0.0  # weight in the rpp family (graded or binary)
-    strpp: float = 0.0  # weight in the subtopic family
+    rpp: float = 0.0
+    strpp: float = 0.0
+    rpp_n: int = 0
+    strpp_n: int = 0
     lexi: bool = False  # the binary population, where lexicographic measures are read
 
 
@@ -208,19 +218,21 @@ def _populations(relevant: RelevantSet, binary: bool, want: set[str]) -> list[_P
         pops.append(base)
         if "rpp" in want:
             if binary:
-                base.rpp = 1.0
+                base.rpp, base.rpp_n = 1.0, 1
             else:
                 for mask, weight in graded_populations(relevant.grade[lo:hi]):
                     if mask.all():
                         base.rpp += weight
+                        base.rpp_n += 1
                     else:
-                        pops.append(_Population(k, docs[mask], rpp=weight))
+                        pops.append(_Population(k, docs[mask], rpp=weight, rpp_n=1))
         if "strpp" in want and relevant.has_subtopics:
             for mask, weight in subtopic_populations(relevant.subtopics[k]):
                 if mask.all():
                     base.strpp += weight
+                    base.strpp_n += 1
                 else:
-                    pops.append(_Population(k, docs[mask], strpp=weight))
+                    pops.append(_Population(k, docs[mask], strpp=weight, strpp_n=1))
     return pops
 
 
@@ -255,12 +267,18 @@ def cube_from_matrix(
     ia, ja = np.triu_indices(n_runs, 1)
     n_p = len(ia)
     want = {m.family for m in measures}
-    rpp_acc = np.zeros((n_q, n_p, 3)) if "rpp" in want else None
-    st_acc = np.zeros((n_q, n_p, 3)) if "strpp" in want else None
-    st_seen = np.zeros(n_q, dtype=bool)
+    families = [f for f in ("rpp", "strpp") if f in want]
+    # uniform RPP exactly: integer sums of signs and, per query, the sum of population
+    # sizes; weighted RPP (DCG, inverse) in floating point, summed in a fixed order
+    signs = {f: np.zeros((n_q, n_p), dtype=np.int64) for f in families}
+    sizes = {f: np.zeros(n_q, dtype=np.int64) for f in families}
+    weighted = {f: np.zeros((n_q, n_p, 2)) for f in families}
     lexi_acc = np.zeros((n_q, n_p, 3)) if "lexi" in want else None
 
-    pops = [p for p in _populations(relevant, binary, want) if p.rpp or p.strpp or p.lexi]
+    pops = [p for p in _populations(relevant, binary, want) if p.rpp_n or p.strpp_n or p.lexi]
+    for pop in pops:
+        for family in families:
+            sizes[family][pop.query] += getattr(pop, f"{family}_n") * len(pop.docs)
     by_size: dict[int, list[_Population]] = {}
     for pop in pops:
         by_size.setdefault(len(pop.docs), []).append(pop)
@@ -277,10 +295,9 @@ def cube_from_matrix(
         def work(block):
             return _compare_block(block, matrix, ia, ja, want)
 
-        accumulators = {"rpp": rpp_acc, "strpp": st_acc}
         with ThreadPoolExecutor(max(1, min(len(blocks), os.cpu_count() or 1))) as pool:
             results = pool.map(work, blocks)
-            for block, parts in progress_bar(
+            for _block, parts in progress_bar(
                 zip(blocks, results),
                 desc="comparing",
                 unit="block",
@@ -291,19 +308,22 @@ def cube_from_matrix(
                     if family == "lexi":
                         lexi_acc[queries] = contribution
                     else:
-                        _accumulate(accumulators[family], queries, contribution)
-                for pop in block:
-                    if pop.strpp:
-                        st_seen[pop.query] = True
+                        count, weighted_part = contribution
+                        _accumulate(signs[family], queries, count)
+                        _accumulate(weighted[family], queries, weighted_part)
 
     values = np.full((len(measures), n_p, n_q), np.nan)
     for k, measure in enumerate(measures):
-        if measure.family == "rpp":
-            values[k] = rpp_acc[:, :, WEIGHTINGS.index(measure.weighting)].T
-        elif measure.family == "strpp":
-            values[k] = st_acc[:, :, WEIGHTINGS.index(measure.weighting)].T
-            values[k][:, ~st_seen] = np.nan
-        else:
+        if measure.family in families:
+            family = measure.family
+            defined = sizes[family] > 0
+            if measure.weighting == "uniform":
+                value = signs[family][defined] / sizes[family][defined, None]
+            else:
+                column = WEIGHTINGS.index(measure.weighting) - 1
+                value = ties.snap_zero(weighted[family][defined, :, column])
+            values[k][:, defined] = value.T
+        elif measure.family == "lexi":
             column = ["lexirecall", "lexiprecision", "rrlexiprecision"].index(measure.name)
             values[k] = lexi_acc[:, :, column].T
     return PreferenceCube(
@@ -325,9 +345,10 @@ def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) 
 def _compare_block(block, matrix, ia, ja, want: set[str]) -> list[tuple]:
     """Compare all run pairs on a block of equal-size populations.
 
-    Returns (family, queries, values) contributions: weighted RPP values (pairs x 3
-    weightings) per population for ``rpp``/``strpp``, and the three lexicographic
-    measures of the binary populations for ``lexi``.
+    Returns (family, queries, values) contributions: for ``rpp``/``strpp`` per
+    population the integer sum of signs times its multiplicity (pairs) and the weighted
+    DCG and inverse RPP times p(lambda) (pairs x 2); for ``lexi`` the three
+    lexicographic measures of the binary populations.
     """
     queries = np.array([p.query for p in block])
     docs = np.stack([p.docs for p in block])  # (B, m)
@@ -337,14 +358,14 @@ def _compare_block(block, matrix, ia, ja, want: set[str]) -> list[tuple]:
     pos_b = positions[:, ja, :]
     sign_diff = np.sign(pos_b - pos_a).astype(np.int8)  # sgn(f'_i - f_i): + when a is earlier
     out = []
-    weights = {"rpp": np.array([p.rpp for p in block]), "strpp": np.array([p.strpp for p in block])}
-    if any(weights[f].any() for f in ("rpp", "strpp") if f in want):
-        values = rpp_values(sign_diff)  # (B, pairs, 3)
-        for family in ("rpp", "strpp"):
-            w = weights[family]
-            if family in want and w.any():
-                sel = w > 0
-                out.append((family, queries[sel], values[sel] * w[sel, None, None]))
+    for family in ("rpp", "strpp"):
+        count = np.array([getattr(p, f"{family}_n") for p in block])
+        if family in want and count.any():
+            sel = count > 0
+            d = sign_diff[sel]
+            weight = np.array([getattr(p, family) for p in block])[sel]
+            uniform = d.sum(axis=-1, dtype=np.int64) * count[sel, None]
+            out.append((family, queries[sel], (uniform, rpp_values(d) * weight[:, None, None])))
     sel = np.array([p.lexi for p in block])
     if "lexi" in want and sel.any():
         d, a, b = sign_diff[sel], pos_a[sel], pos_b[sel]

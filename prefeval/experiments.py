@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import ties
 from .aggregation import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
 from .correlation import kendall_tau
 from .engine import cube_from_matrix
@@ -124,16 +125,16 @@ def label_robustness(
         for name in evidence.measures:
             diff = reduced.pair_differences(name)
             ok = ~np.isnan(diff)
-            ties = float((diff[ok] == 0).mean()) if ok.any() else np.nan
+            tied = float(ties.is_zero(diff[ok]).mean()) if ok.any() else np.nan
             ref = full_diff[name]
-            decided = ok & ~np.isnan(ref) & (ref != 0)
+            decided = ok & ~np.isnan(ref) & ~ties.is_zero(ref)
             agree = (
-                float((np.sign(diff[decided]) == np.sign(ref[decided])).mean())
+                float((ties.sign(diff[decided]) == ties.sign(ref[decided])).mean())
                 if decided.any()
                 else np.nan
             )
             tau = kendall_tau(full[name], scores[name])
-            results.setdefault((name, fraction), []).append((tau, ties, agree))
+            results.setdefault((name, fraction), []).append((tau, tied, agree))
     for name in evidence.measures:
         for fraction in fractions:
             values = np.array(results[(name, fraction)], dtype=float)

@@ -15,9 +15,12 @@ already control the family-wise error (correction reported as ``tukey``).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
+from . import ties
 from .aggregation import Evidence
 from .progress import progress_bar
 
@@ -36,8 +39,8 @@ def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
 
     For a preference, a one-sample t-test of Delta(a, b) against 0; for a metric, the
     paired t-test of a's and b's values, which is the same test on their differences.
-    A pair whose differences are all equal gets p = 1 when they are 0 and p = 0
-    otherwise (scipy would warn and divide by a zero variance).
+    A pair whose differences all tie (:mod:`prefeval.ties`) gets p = 1 when they are 0
+    and p = 0 otherwise (scipy would warn and divide by a zero variance).
     """
     from scipy import stats
 
@@ -45,11 +48,16 @@ def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     out = np.ones(len(diffs))
     if diffs.shape[1] < 2:
         return out
-    constant = np.all(diffs == diffs[:, :1], axis=1)
-    out[constant] = np.where(diffs[constant, 0] == 0, 1.0, 0.0)
+    # differences that all tie with the first (prefeval.ties) are constant
+    scale = np.maximum(1.0, np.maximum(np.abs(diffs), np.abs(diffs[:, :1])))
+    constant = np.all(np.abs(diffs - diffs[:, :1]) <= ties.TOLERANCE * scale, axis=1)
+    out[constant] = np.where(ties.is_zero(diffs[constant, 0]), 1.0, 0.0)
     varying = ~constant
     if varying.any():
-        out[varying] = stats.ttest_1samp(diffs[varying], 0.0, axis=1).pvalue
+        with warnings.catch_warnings():
+            # scipy's "precision loss" notice for nearly constant differences
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[varying] = stats.ttest_1samp(diffs[varying], 0.0, axis=1).pvalue
     return out
 
 
@@ -62,9 +70,9 @@ def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     """
     from scipy import stats
 
-    diffs = evidence.pair_differences(name)
-    wins = np.sum(diffs > 0, axis=1)
-    losses = np.sum(diffs < 0, axis=1)
+    signs = ties.sign(evidence.pair_differences(name))  # NaN (undefined) counts for neither
+    wins = np.sum(signs > 0, axis=1)
+    losses = np.sum(signs < 0, axis=1)
     n = wins + losses
     tail = stats.binom.cdf(np.minimum(wins, losses), np.maximum(n, 1), 0.5)
     return np.where(n > 0, np.minimum(1.0, 2.0 * tail), 1.0)
@@ -80,7 +88,10 @@ def hsd_pvalues(
     """Randomized Tukey HSD (Carterette 2012) on a queries x runs score matrix.
 
     Each trial permutes every query's row independently; p(a, b) = (1 + number of
-    trials whose max minus min column mean >= |mean_a - mean_b|) / (1 + trials).
+    trials whose max minus min column mean >= |mean_a - mean_b|) / (1 + trials), where
+    ">=" follows the tie rule of :mod:`prefeval.ties`.  The columns should come in a
+    canonical order (:func:`pair_tests` sorts them by run name) so that the random
+    permutations, and hence the p-values, do not depend on the order of the runs.
     """
     rng = np.random.default_rng(seed)
     q, n = scores.shape
@@ -95,8 +106,9 @@ def hsd_pvalues(
         col = block.mean(axis=1)
         ranges[start:stop] = col.max(axis=1) - col.min(axis=1)
     ranges.sort()
-    # trials with range >= observed; tolerance guards float noise on exact equality
-    at_least = trials - np.searchsorted(ranges, observed - 1e-12 * np.abs(observed), "left")
+    # trials with range >= observed, a range that ties with it included
+    threshold = observed - ties.TOLERANCE * np.maximum(1.0, observed)
+    at_least = trials - np.searchsorted(ranges, threshold, "left")
     return (1.0 + at_least) / (1.0 + trials)
 
 
@@ -138,7 +150,12 @@ def pair_tests(
             elif test == "sign":
                 p, adj = sign_pvalues(evidence, name), None
             elif test == "hsd":
-                p = hsd_pvalues(evidence.scores(name), pairs, trials, seed, progress)
+                # columns by run name: the same random permutations whatever the run order
+                canonical = np.argsort(np.asarray(evidence.runs, dtype=object), kind="stable")
+                where = np.empty_like(canonical)
+                where[canonical] = np.arange(len(canonical))
+                scores = evidence.scores(name)[:, canonical]
+                p = hsd_pvalues(scores, where[pairs], trials, seed, progress)
                 adj = p
             else:
                 raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")

@@ -312,9 +312,9 @@ def test_baselines_ordered_by_mean_respecting_direction():
     assert got[("ASL", "b")] == (1, 1.0, "mean")
     assert got[("ASL", "c")] == (2, 2.0, "mean")
     assert got[("ASL", "a")] == (3, 3.0, "mean")
-    # orderings for tau: oriented so that higher is better
+    # orderings for tau: minus order's ranks (higher is better, shared ranks tie)
     scores = orderings(ev)
-    assert scores["X"].tolist() == [0.5, 0.25, 0.5]
+    assert scores["X"].tolist() == [-1.0, -3.0, -1.0]
     assert scores["ASL"].tolist() == [-3.0, -1.0, -2.0]
 
 

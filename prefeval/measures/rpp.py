@@ -25,10 +25,18 @@ def recall_weights(m: int) -> np.ndarray:
 
 
 def rpp_values(sign_diff: np.ndarray) -> np.ndarray:
-    """RPP for every population and pair: ``sign_diff`` is (..., m) with entries
-    sgn(f'_i - f_i); returns (..., 3), one column per weighting (eq. 4)."""
+    """Weighted RPP (eq. 4) for every population and pair: ``sign_diff`` is (..., m) with
+    entries sgn(f'_i - f_i); returns (..., 2), DCG-like and inverse p(i).
+
+    Each value is an elementwise product summed along the recall levels, so it depends
+    only on its own sign vector (a matrix product could round differently with the
+    shape of the batch, i.e. with which other runs are compared).  Uniform RPP is
+    computed exactly from the integer sum of signs by the engine.
+    """
     m = sign_diff.shape[-1]
-    return sign_diff.astype(np.float64) @ recall_weights(m)
+    weights = recall_weights(m)
+    d = sign_diff.astype(np.float64)
+    return np.stack([(d * weights[:, 1]).sum(axis=-1), (d * weights[:, 2]).sum(axis=-1)], -1)
 
 
 def graded_populations(grades: np.ndarray):

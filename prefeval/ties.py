@@ -1,0 +1,91 @@
+"""The one tie rule of prefeval: every comparison of scores that decides something.
+
+Two scores x and y *tie* when ``|x - y| <= TOLERANCE * max(1, |x|, |y|)``; a value is
+*zero* when it ties with 0.  ``TOLERANCE`` (1e-12) lies far above the rounding error of
+any score prefeval computes (sums of at most millions of terms of magnitude <= n runs:
+below 1e-13 relative) and far below any difference two different exact scores can have
+in practice, so the rule decides as exact arithmetic would.  Sorted values are cut into
+tie groups where consecutive values do not tie (a chain of values each tying with the
+next is one group).
+
+The rule is applied to per-query win rates W_q (MC4 majorities, Borda points), to the
+run scores of ``order`` (shared ranks) and therefore ``tau`` and ``robustness``, to the
+signs of preferences and metric differences (agreement, sign test, ties, Copeland),
+to the HSD range comparison, and to the preference values themselves (a weighted RPP
+value that ties with 0 is written as 0.0).  Sums that feed these comparisons are also
+computed independently of the order of the runs (sorted before summing), so listing
+the runs in another order gives the same result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TOLERANCE = 1e-12
+
+
+def is_zero(values) -> np.ndarray:
+    """Whether each value ties with 0."""
+    return np.abs(np.asarray(values, dtype=np.float64)) <= TOLERANCE
+
+
+def sign(values) -> np.ndarray:
+    """-1, 0 or +1 per value, 0 where the value ties with 0 (NaN stays NaN)."""
+    values = np.asarray(values, dtype=np.float64)
+    out = np.sign(values)
+    out[is_zero(values)] = 0.0
+    return out
+
+
+def snap_zero(values: np.ndarray) -> np.ndarray:
+    """``values`` with every value that ties with 0 replaced by exactly 0.0."""
+    values = np.array(values, dtype=np.float64, copy=True)
+    values[is_zero(values)] = 0.0
+    return values
+
+
+def ordered_sum(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Sum along ``axis`` independent of the order of the terms (they are sorted first):
+    a permutation of the terms, e.g. of the runs on the command line, gives the same
+    float.  NaN terms propagate."""
+    return np.sort(np.asarray(values, dtype=np.float64), axis=axis).sum(axis=axis)
+
+
+def groups(scores: np.ndarray) -> np.ndarray:
+    """Tie group of every score along the last axis: an integer that is larger for a
+    larger score and equal for scores that tie (0 for the smallest group)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(scores, axis=-1, kind="stable")
+    ranked = np.take_along_axis(scores, order, axis=-1)
+    if ranked.shape[-1] == 0:
+        return np.zeros(scores.shape, dtype=np.int64)
+    step = np.abs(np.diff(ranked, axis=-1))
+    scale = np.maximum(1.0, np.maximum(np.abs(ranked[..., 1:]), np.abs(ranked[..., :-1])))
+    new_group = step > TOLERANCE * scale
+    sorted_groups = np.concatenate(
+        [np.zeros((*ranked.shape[:-1], 1), dtype=np.int64), np.cumsum(new_group, axis=-1)],
+        axis=-1,
+    )
+    out = np.empty(scores.shape, dtype=np.int64)
+    np.put_along_axis(out, order, sorted_groups, axis=-1)
+    return out
+
+
+def competition_ranks(scores: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
+    """Rank 1 = best along the last axis; scores that tie share the best rank of their
+    group (1, 2, 2, 4)."""
+    g = groups(scores)
+    if not higher_is_better:
+        g = g.max(axis=-1, keepdims=True) - g if g.size else g
+    # rank = 1 + number of scores in better groups
+    better = (g[..., None, :] > g[..., :, None]).sum(axis=-1)
+    return better.astype(np.int64) + 1
+
+
+def rank_points(scores: np.ndarray) -> np.ndarray:
+    """Borda points along the last axis: scores in lower groups plus half the other
+    scores of the same group (scipy's average rank minus one)."""
+    g = groups(scores)
+    below = (g[..., None, :] < g[..., :, None]).sum(axis=-1)
+    tied = (g[..., None, :] == g[..., :, None]).sum(axis=-1) - 1
+    return below + 0.5 * tied
