@@ -11,13 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import cache
 from .aggregation import Evidence
 from .engine import compute_cube, load_runs, relevant_with_notice, stderr_notice
 from .errors import InputError
 from .measures import parse_measure, parse_measures
 from .readers import read_qrels, run_name
-from .tables import METRIC_COLUMNS, PREF_COLUMNS, cube_from_table, metrics_from_table, read_table
+from .tables import (
+    METRIC_COLUMNS,
+    PREF_COLUMNS,
+    cube_from_table,
+    is_subtopic_measure,
+    metrics_from_table,
+    read_table,
+)
 
 
 @dataclass
@@ -64,6 +73,7 @@ def gather(
         max_docs=max_docs,
         binary=binary,
     )
+    metrics_table = None
     if prefs is not None:
         wanted = [
             parse_measure(m).name for spec in measures for m in str(spec).split(",") if m.strip()
@@ -72,15 +82,20 @@ def gather(
         # the evaluated queries are the qrels' (or the metrics table's), not only those with
         # rows: a subtopic measure has no rows for a query without subtopic judgments
         if judged is not None:
-            cube = _on_queries(
-                cube, relevant_with_notice(judged, relevance_level, None).query_ids, prefs, notify
-            )
+            relevant = relevant_with_notice(judged, relevance_level, None)
+            with_subtopics = None
+            if relevant.has_subtopics:
+                with_subtopics = {
+                    q for q, s in zip(relevant.query_ids, relevant.subtopics) if s.shape[1]
+                }
+            cube = _on_queries(cube, relevant.query_ids, prefs, notify, judged.name, with_subtopics)
         elif metrics is not None:
             from .qrels import query_sort_key
 
-            table = read_table(metrics, METRIC_COLUMNS)
-            queries = sorted(set(table["query_id"]) - {"all"}, key=query_sort_key)
-            cube = _on_queries(cube, queries, prefs, notify)
+            metrics_table = read_table(metrics, METRIC_COLUMNS)
+            names = metrics_table["query_id"].unique()
+            queries = sorted((q for q in names if q != "all"), key=query_sort_key)
+            cube = _on_queries(cube, queries, prefs, notify, metrics)
     else:
         if judged is None or len(sources) < 2:
             raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
@@ -106,9 +121,10 @@ def gather(
     if no_baselines:
         return inputs
     if metrics is not None:
-        table = read_table(metrics, METRIC_COLUMNS)
+        if metrics_table is None:
+            metrics_table = read_table(metrics, METRIC_COLUMNS)
         evidence.metrics = metrics_from_table(
-            table, evidence.runs, evidence.query_ids, metrics, list(baselines) or None
+            metrics_table, evidence.runs, evidence.query_ids, metrics, list(baselines) or None
         )
     elif judged is not None and sources:
         from .baselines import compute_metrics, default_baselines
@@ -141,8 +157,41 @@ def gather(
     return inputs
 
 
-def _on_queries(cube, query_ids, where, notify):
-    extra = set(cube.query_ids) - set(query_ids)
+def _on_queries(cube, query_ids, where, notify, source, with_subtopics=None):
+    """``cube`` (read from table ``where``) on the queries ``source`` evaluates.
+
+    Queries the table has and ``source`` does not are dropped (with a notice).  A
+    query ``source`` evaluates that the table has no row for, for a measure other
+    than a subtopic one, is an error: the engine gives those measures a value on
+    every evaluated query, so the table was written from other judgments or at
+    another relevance level and would be analysed on other queries than the
+    baselines.  A subtopic measure may lack a query, except one of
+    ``with_subtopics`` (the queries with a subtopic-relevant document, when the
+    qrels are known), where the engine gives it a value.
+    """
+    evaluated = set(query_ids)
+    extra = [q for q in cube.query_ids if q not in evaluated]
     if extra and notify is not None:
         notify(f"{where}: {len(extra)} queries are not evaluated here and are ignored")
-    return cube.reindex(list(query_ids))
+    cube = cube.reindex(list(query_ids))
+    absent = np.isnan(cube.values).all(axis=1)  # measures x queries: no row at all
+    for k, name in enumerate(cube.measures):
+        if is_subtopic_measure(name):
+            if with_subtopics is None:
+                continue
+            absent[k] &= np.array([q in with_subtopics for q in cube.query_ids], dtype=bool)
+        if absent[k].any():
+            lacking = np.flatnonzero(absent[k])
+            why = (
+                f"has subtopic-relevant documents in {source}"
+                if is_subtopic_measure(name)
+                else f"{source} evaluates"
+            )
+            raise InputError(
+                where,
+                None,
+                f"incomplete table: no rows for measure {name}, query "
+                f"{cube.query_ids[lacking[0]]} ({len(lacking)} such queries), which {why}: "
+                "was the table written from other judgments or at another relevance level?",
+            )
+    return cube

@@ -19,8 +19,14 @@ KEY_SEP = "\x1f"
 
 
 def query_sort_key(qid: str):
-    """Natural order of query ids: numeric ids by value first, then the others as strings."""
-    return (0, int(qid), "") if qid.isascii() and qid.isdigit() else (1, 0, qid)
+    """Natural order of query ids, a total order: ASCII-digit ids first, by numeric
+    value, equal values (``1``, ``01``, ``001``) by the string itself; then the other
+    ids as strings.  Distinct ids never compare equal, so a sorted order never depends
+    on the order (or the hash seed) the ids came in."""
+    if qid.isascii() and qid.isdigit():
+        digits = qid.lstrip("0")  # value order = (length, text) of the significant digits
+        return (0, len(digits), digits, qid)
+    return (1, 0, "", qid)
 
 
 def is_relevant(grade: np.ndarray, level: float | None) -> np.ndarray:

@@ -1,7 +1,17 @@
 """Reading back the tables prefeval writes: per-query preference tables
-(``compare -q``) and per-query metric tables (``metrics``), in tsv, csv or jsonl."""
+(``compare -q``) and per-query metric tables (``metrics``), in tsv, csv or jsonl.
+
+A preference table must hold the complete grid: for every measure, a row for every
+pair of the runs it names and every query it names (rows for both orders of one
+pair are one row too many).  The one exception is a subtopic measure (``strpp``,
+``stdcgrpp``, ``stinvrpp``): the engine gives it no value on a query without a
+subtopic-relevant document, so it may leave out whole queries, but not some pairs
+of a query.
+"""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -12,33 +22,45 @@ from .readers import read_bytes
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
 
+_BOM = b"\xef\xbb\xbf"
+_NON_SPACE = re.compile(rb"\S")
+
 
 def read_table(path: str, required: list[str]) -> pd.DataFrame:
-    """A tsv/csv/jsonl table (format sniffed from its first line); text columns as str."""
+    """A tsv/csv/jsonl table (format sniffed from its first line); text columns as str.
+
+    A leading UTF-8 byte-order mark is skipped.  tsv fields are taken verbatim (the
+    tsv writer does not quote, so a ``"`` is an ordinary character); csv fields may
+    be quoted (``"a,b"``, ``""`` for a quote), as the csv writer quotes them.
+    """
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
 
     data = read_bytes(path)
-    head = data.lstrip()[:1]
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    buffer = pa.py_buffer(data).slice(start)  # no copy of a large table
+    first = _NON_SPACE.search(data, start)
     text_types = {c: pa.string() for c in required if c != "value"}
     try:
-        if head == b"{":
+        if first is not None and first.group() == b"{":
             schema = pa.schema(
                 [(c, pa.string() if c != "value" else pa.float64()) for c in required]
             )
             table = pajson.read_json(
-                pa.py_buffer(data),
+                buffer,
                 parse_options=pajson.ParseOptions(
                     explicit_schema=schema, unexpected_field_behavior="ignore"
                 ),
             )
         else:
-            first = data.split(b"\n", 1)[0]
-            delimiter = "\t" if b"\t" in first else ","
+            end = data.find(b"\n", start)
+            tsv = b"\t" in data[start : len(data) if end < 0 else end]
             table = pacsv.read_csv(
-                pa.py_buffer(data),
-                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                buffer,
+                parse_options=pacsv.ParseOptions(
+                    delimiter="\t" if tsv else ",", quote_char=False if tsv else '"'
+                ),
                 convert_options=pacsv.ConvertOptions(
                     column_types={**text_types, "value": pa.float64()}
                 ),
@@ -55,59 +77,150 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
     return frame
 
 
-def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
-    """Rebuild a PreferenceCube from per-query rows (summary rows are ignored)."""
-    from .engine import SUMMARY_QUERY, PreferenceCube
+def is_subtopic_measure(name: str) -> bool:
+    """Whether ``name`` is a subtopic measure (no value on a query without subtopic
+    judgments); names prefeval does not know are not."""
+    from .measures import parse_measure
 
+    try:
+        return parse_measure(str(name)).needs_subtopics
+    except ValueError:
+        return False
+
+
+def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
+    """Rebuild a PreferenceCube from per-query rows (summary rows are ignored).
+
+    The whole table is checked (see the module docstring), then ``measures`` are
+    kept.  Runs and measures come in the order of their first row, queries in
+    :func:`~prefeval.qrels.query_sort_key` order: every query any row names, so a
+    subtopic measure is NaN on the queries it leaves out.  Row numbers in errors
+    count the rows of ``frame`` from 1 (the data rows of a file, header not counted).
+    """
+    from .engine import SUMMARY_QUERY, PreferenceCube
+    from .qrels import query_sort_key
+
+    frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != SUMMARY_QUERY]
     if frame.empty:
         raise InputError(path, None, "no per-query rows (write the table with compare -q)")
-    if measures:
-        wanted = [str(m) for m in measures]
-        unknown = [m for m in wanted if m not in set(frame["measure"])]
-        if unknown:
-            raise InputError(path, None, f"no rows for measure(s) {unknown}")
-        frame = frame[frame["measure"].isin(wanted)]
-    measure_names = list(dict.fromkeys(frame["measure"]))
-    runs = list(dict.fromkeys(np.ravel(frame[["run_a", "run_b"]].to_numpy())))
-    from .qrels import query_sort_key
-
-    query_ids = sorted(set(frame["query_id"]), key=query_sort_key)
+    rows = frame.index.to_numpy()
+    for column in ("measure", "run_a", "run_b", "query_id"):
+        if frame[column].isna().any():
+            row = rows[np.flatnonzero(frame[column].isna().to_numpy())[0]] + 1
+            raise InputError(path, None, f"row {row}: missing value")
+    # codes by factorizing each column once (fast on millions of rows)
+    m, measure_names = _first_seen(frame["measure"])
+    n_rows = len(frame)
+    both, runs = _first_seen(pd.concat([frame["run_a"], frame["run_b"]], ignore_index=True))
+    a, b = both[:n_rows], both[n_rows:]
+    # runs in the order they appear reading row by row, run_a before run_b
+    first = np.full(len(runs), 2 * n_rows, dtype=np.int64)
+    for codes, shift in ((a, 0), (b, 1)):
+        seen, where = np.unique(codes, return_index=True)
+        first[seen] = np.minimum(first[seen], 2 * where + shift)
+    a, b, runs = _reorder(a, b, runs, np.argsort(first, kind="stable"))
+    q, query_ids = _first_seen(frame["query_id"])
+    order = sorted(range(len(query_ids)), key=lambda i: query_sort_key(query_ids[i]))
+    q, _, query_ids = _reorder(q, q, query_ids, np.asarray(order, dtype=np.int64))
     n = len(runs)
     ia, ja = np.triu_indices(n, 1)
     pair_index = np.full((n, n), -1, dtype=np.int64)
     pair_index[ia, ja] = np.arange(len(ia))
     pair_index[ja, ia] = np.arange(len(ia))
-    r_index = {r: i for i, r in enumerate(runs)}
-    a = frame["run_a"].map(r_index).to_numpy()
-    b = frame["run_b"].map(r_index).to_numpy()
+    raw = frame["value"].to_numpy(dtype=float)
     if np.any(a == b):
-        raise InputError(path, None, "a row compares a run with itself")
-    m = pd.Categorical(frame["measure"], categories=measure_names).codes
-    q = pd.Categorical(frame["query_id"], categories=query_ids).codes
+        row = rows[np.flatnonzero(a == b)[0]] + 1
+        raise InputError(path, None, f"row {row}: a row compares a run with itself")
+    if np.isnan(raw).any():
+        raise InputError(path, None, f"row {rows[np.flatnonzero(np.isnan(raw))[0]] + 1}: no value")
     p = pair_index[a, b]
-    value = np.where(a < b, 1.0, -1.0) * frame["value"].to_numpy(dtype=float)
-    values = np.full((len(measure_names), len(ia), len(query_ids)), np.nan)
-    flat = (m.astype(np.int64) * len(ia) + p) * len(query_ids) + q
-    if len(np.unique(flat)) != len(flat):
-        raise InputError(path, None, "a measure, run pair and query appear more than once")
-    values.reshape(-1)[flat] = value
-    missing = np.isnan(values).all(axis=2)
-    if missing.any():
-        k, pp = np.argwhere(missing)[0]
+    shape = (len(measure_names), len(ia), len(query_ids))
+    flat = (m * shape[1] + p) * shape[2] + q
+    repeated = pd.Series(flat).duplicated().to_numpy()
+    if repeated.any():
+        second = int(np.flatnonzero(repeated)[0])
+        earlier = int(np.flatnonzero(flat == flat[second])[0])
+        k, pp, qq = np.unravel_index(flat[second], shape)
+        note = " (a pair in both orders counts twice)" if a[earlier] != a[second] else ""
         raise InputError(
             path,
             None,
-            f"measure {measure_names[k]} has no rows for runs {runs[ia[pp]]} and {runs[ja[pp]]}",
+            f"measure {measure_names[k]}, runs {runs[ia[pp]]} and {runs[ja[pp]]}, query "
+            f"{query_ids[qq]} appear more than once: rows {rows[earlier] + 1} and "
+            f"{rows[second] + 1}{note}",
         )
+    filled = np.zeros(shape, dtype=bool)
+    filled.reshape(-1)[flat] = True
+    subtopic = np.array([is_subtopic_measure(name) for name in measure_names])
+    # a query a subtopic measure has no row for is left out; any other gap is missing
+    needed = ~subtopic[:, None] | filled.any(axis=1)  # measures x queries
+    missing = needed[:, None, :] & ~filled
+    if missing.any():
+        k, pp, qq = np.unravel_index(int(np.argmax(missing)), shape)
+        name = measure_names[k]
+        count = int(missing.sum())
+        rule = (
+            "a subtopic measure may leave out a whole query, not some pairs of it"
+            if subtopic[k]
+            else "the table must hold every measure x run pair x query it names"
+        )
+        raise InputError(
+            path,
+            None,
+            f"incomplete table: no row for measure {name}, runs {runs[ia[pp]]} and "
+            f"{runs[ja[pp]]}, query {query_ids[qq]} ({count} missing in all; {rule})",
+        )
+    values = np.full(shape, np.nan)
+    values.reshape(-1)[flat] = np.where(a < b, 1.0, -1.0) * raw
+    if measures:
+        wanted = list(dict.fromkeys(str(name) for name in measures))
+        unknown = [name for name in wanted if name not in measure_names]
+        if unknown:
+            raise InputError(path, None, f"no rows for measure(s) {unknown}")
+        keep = [k for k, name in enumerate(measure_names) if name in wanted]
+        measure_names = [measure_names[k] for k in keep]
+        values = values[keep]
     return PreferenceCube(measure_names, runs, query_ids, np.stack([ia, ja], 1), values)
+
+
+def _first_seen(column: pd.Series) -> tuple[np.ndarray, list]:
+    """(codes, distinct values in order of first appearance) of a column."""
+    codes, uniques = pd.factorize(column, sort=False)
+    return codes.astype(np.int64), list(uniques)
+
+
+def _reorder(a: np.ndarray, b: np.ndarray, values: list, order: np.ndarray):
+    """Codes ``a``, ``b`` into ``values`` renumbered for ``values`` taken in ``order``."""
+    renumber = np.empty(len(order), dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    return renumber[a], renumber[b], [values[i] for i in order]
 
 
 def metrics_from_table(
     frame: pd.DataFrame, runs: list[str], query_ids: list[str], path: str = "<table>", measures=None
 ) -> dict[str, np.ndarray]:
-    """measure -> (queries x runs) matrix aligned on ``runs`` and ``query_ids``."""
+    """measure -> (queries x runs) matrix aligned on ``runs`` and ``query_ids``.
+
+    One row per (measure, run, query): a second one is an error, whichever value it
+    has.  Row numbers in errors count the rows of ``frame`` from 1."""
+    frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != "all"]
+    repeated = frame.duplicated(["measure", "run", "query_id"]).to_numpy()
+    if repeated.any():
+        second = frame.iloc[int(np.flatnonzero(repeated)[0])]
+        same = (
+            (frame["measure"] == second["measure"])
+            & (frame["run"] == second["run"])
+            & (frame["query_id"] == second["query_id"])
+        )
+        first = int(frame.index[same.to_numpy()][0])
+        raise InputError(
+            path,
+            None,
+            f"metric {second['measure']}, run {second['run']}, query {second['query_id']} "
+            f"appears more than once: rows {first + 1} and {int(second.name) + 1}",
+        )
     names = list(dict.fromkeys(frame["measure"]))
     if measures:
         unknown = [m for m in measures if m not in names]
@@ -117,7 +230,7 @@ def metrics_from_table(
     out = {}
     for name in names:
         part = frame[frame["measure"] == name]
-        table = part.pivot_table(index="query_id", columns="run", values="value", aggfunc="first")
+        table = part.pivot(index="query_id", columns="run", values="value")
         missing_runs = [r for r in runs if r not in table.columns]
         missing_q = [q for q in query_ids if q not in table.index]
         if missing_runs or missing_q:
