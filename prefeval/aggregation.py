@@ -166,7 +166,11 @@ def run_scores(
         mean = values.mean(axis=0)
         return "mean", mean
     if method == "mc4":
-        return method, mc4(evidence.scores(name), teleport)
+        # solve in run-name order: the same floats whatever the order of the runs
+        canonical = np.argsort(np.asarray(evidence.runs, dtype=object), kind="stable")
+        score = np.empty(len(canonical))
+        score[canonical] = mc4(evidence.scores(name)[:, canonical], teleport)
+        return method, score
     if method == "borda":
         return method, borda(evidence.scores(name))
     if method == "winrate":

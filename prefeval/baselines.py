@@ -35,10 +35,16 @@ run is then handed to evaluators built once for all runs, as a dict of dicts (tr
 measures) or an iterator of ``ScoredDoc`` (ndeval), the formats those providers consume
 without ir-measures' row-by-row DataFrame conversion.
 
-Ties: trec_eval (pytrec_eval) ranks equal scores by docno descending, as prefeval does.
-pyndeval re-sorts every ranking by score and breaks ties by docno *ascending*; the
-intent-aware values follow it, so they equal ir-measures' own (only the ``max_docs`` cut
-itself is made in trec order).
+Per-query slices of a run are always taken by query, whatever order its file lists the
+queries in (query blocks in any order, lines shuffled).
+
+Ties: trec_eval (pytrec_eval) ranks equal scores by docno descending, as prefeval does
+(preferences, TSE, ASL).  pyndeval re-sorts every ranking by score and breaks ties by
+docno *ascending*; the intent-aware values follow it, so they equal ir-measures' own
+(only the ``max_docs`` cut itself is made in trec order).
+
+A query a run did not answer is evaluated as ``trec_eval -c`` does, on an empty ranking:
+see :func:`_empty_ranking_values`.
 """
 
 from __future__ import annotations
@@ -310,7 +316,9 @@ def _run_items(runs) -> list[tuple[str, object]]:
 
 @dataclass
 class _Ranking:
-    """One run restricted to the evaluated queries, in trec order, cut at max_docs."""
+    """One run restricted to the evaluated queries, cut at max_docs: rows grouped by
+    query index (ascending, whatever the file's order of queries), in trec order within
+    each query."""
 
     q: np.ndarray  # index into the evaluated query list, ascending
     doc_id: object  # pyarrow string array
@@ -323,6 +331,8 @@ def _ranking(columns: RunColumns, qvals, max_docs: int | None) -> _Ranking:
     import pyarrow.compute as pc
 
     nq = len(qvals)
+    if qvals.type != columns.query_id.type:  # large_string columns of huge runs
+        qvals = qvals.cast(columns.query_id.type)
     qidx = np.asarray(pc.index_in(columns.query_id, value_set=qvals).fill_null(-1), np.int64)
     keep = np.flatnonzero(qidx >= 0)
     if len(keep) < len(qidx):
@@ -331,8 +341,16 @@ def _ranking(columns: RunColumns, qvals, max_docs: int | None) -> _Ranking:
     else:
         q, score, docno = qidx, columns.score, columns.doc_id
     order = _trec_order(q, score, docno)
+    # Rows must end up grouped by query *index*: bounds and the max_docs cut below slice
+    # per query.  A file grouped by query and ranked within each block can come back in
+    # the file's order of query blocks; a stable sort by query keeps the trec order
+    # within each query (a no-op check when the blocks are already in query order).
+    qs = q[order]
+    if len(qs) > 1 and bool(np.any(qs[1:] < qs[:-1])):
+        by_query = np.argsort(qs, kind="stable")
+        order, qs = order[by_query], qs[by_query]
     if len(order) and not np.array_equal(order, np.arange(len(order))):
-        q, score = q[order], score[order]
+        q, score = qs, score[order]
         docno = pc.take(docno, pa.array(order))
     counts = np.bincount(q, minlength=nq)
     if max_docs is not None and len(q) and counts.max() > max_docs:
@@ -404,10 +422,10 @@ class _Corpus:
         if not self.pending:
             return
         q = np.concatenate([part[0] for part in self.pending])
-        docno = pa.concat_arrays([part[1] for part in self.pending])
+        docno = pa.concat_arrays(_one_string_type([part[1] for part in self.pending]))
         self.pending, self.pending_rows = [], 0
         encoded = pc.dictionary_encode(docno)
-        values = encoded.dictionary
+        values, self.docs = _one_string_type([encoded.dictionary, self.docs])
         code = np.asarray(pc.index_in(values, value_set=self.docs).fill_null(-1), np.int64)
         new = np.flatnonzero(code < 0)
         if len(new):
@@ -419,6 +437,16 @@ class _Corpus:
     def sizes(self) -> np.ndarray:
         self._flush()
         return np.bincount(self.keys >> 32, minlength=self.n_queries)
+
+
+def _one_string_type(arrays: list) -> list:
+    """pyarrow string arrays of one type: all ``large_string`` when some are (the reader
+    keeps a huge run's columns large), so that they concatenate and compare."""
+    import pyarrow as pa
+
+    if all(a.type == arrays[0].type for a in arrays):
+        return arrays
+    return [a.cast(pa.large_string()) for a in arrays]
 
 
 # --------------------------------------------------------------------------- natives
@@ -505,6 +533,95 @@ def _evaluated_queries(qrels: Qrels, general: pd.DataFrame, level, relevant) -> 
     return [q for q in qrels.query_ids() if q in wanted]
 
 
+#: trec_eval's one-document ranking for a query missing from the results (``-c``)
+_BOGUS_DOCNO = "ceci_nest_pas_un_docno"
+
+
+def _level_target(baseline: Baseline, level):
+    """The measure evaluated for ``baseline`` at ``level`` (see :func:`_with_level`);
+    ValueError when no installed provider computes it at that level."""
+    measure = _with_level(baseline.measure, level)
+    if measure is not baseline.measure:
+        try:
+            _provider(measure, str(measure))
+        except ValueError:
+            raise ValueError(
+                f"baseline measure {baseline.name!r} at relevance level {level:g} is "
+                f"{measure}, which no installed ir-measures provider computes; give it an "
+                f"explicit rel (e.g. {baseline.name}(rel=1)) to keep its own threshold"
+            ) from None
+    return measure
+
+
+def _empty_ranking_values(targets: dict, qrels_input: dict, judged, nb: int, qpos) -> np.ndarray:
+    """Values, baselines x evaluated queries, of the measures in ``targets`` for a query
+    a run did not answer: their values on an empty ranking.
+
+    trec_eval measures (ir-measures' pytrec_eval provider) get them as ``trec_eval -c``
+    does: the query is evaluated on a ranking of one unjudged document (trec_eval's
+    "bogus ranking" ``ceci_nest_pas_un_docno``), then ``num_ret`` (``NumRet`` without
+    rel) is reset to 0; trec_eval's other clean-ups concern measures ir-measures lacks.
+    That gives 1 for ``NumQ``, the number of judged documents with grade >= rel for
+    ``NumRel``, and 0 for every other measure, the empty ranking's values.  (An empty
+    ranking itself is no substitute: pytrec_eval answers NaN for ``IPrec@0`` on it, and
+    other providers divide by its length.)  With ``judged_only`` the unjudged document is
+    dropped and pytrec_eval sees the empty ranking: ``IPrec(judged_only=True)`` is NaN
+    there, as for any ranking without a judged document.
+
+    Other providers keep ir-measures' fill ``Measure.DEFAULT`` = 0, also their value on
+    an empty ranking (ndeval's intent-aware measures are sums over the ranking).  Queries
+    absent from the qrels stay 0: trec_eval never evaluates them.
+    """
+    import ir_measures
+
+    out = np.zeros((nb, len(qpos)))
+    trec = [m for m in targets if _provider(m, str(m)).NAME == "pytrec_eval"]
+    if not trec or not qrels_input:
+        return out
+    docno = _BOGUS_DOCNO
+    while bool((judged == docno).any()):  # an unjudged document, whatever the qrels hold
+        docno += "_"
+    bogus = {q: {docno: 1.0} for q in qrels_input}
+    by_id = {id(m): targets[m] for m in trec}
+    for metric in ir_measures.evaluator(trec, qrels_input).iter_calc(bogus):
+        k = qpos.get(metric.query_id)
+        members = by_id.get(id(metric.measure)) or targets.get(metric.measure, ())
+        if k is None or not members:
+            continue
+        measure = metric.measure
+        value = metric.value
+        if measure.NAME == "NumRet" and "rel" not in measure.params:
+            value = 0.0  # num_ret: the bogus document was not retrieved
+        for i in members:
+            out[i, k] = value
+    return out
+
+
+@dataclass
+class _Group:
+    """One ir-measures evaluator, built once for all runs, and the baselines it computes."""
+
+    evaluator: object
+    targets: dict  # evaluated measure -> [baseline index]
+    ia: bool  # intent-aware: subtopic qrels, ndeval
+    qrels_input: object
+    judged: pd.Series  # docnos of the qrels rows
+    _empty: np.ndarray | None = None
+
+    @property
+    def members(self) -> list[int]:
+        return [i for indices in self.targets.values() for i in indices]
+
+    def empty_values(self, nb: int, qpos: dict) -> np.ndarray:
+        """:func:`_empty_ranking_values`, computed on first use (only runs that miss a
+        query need them)."""
+        if self._empty is None:
+            self._empty = _empty_ranking_values(
+                self.targets, self.qrels_input, self.judged, nb, qpos
+            )
+        return self._empty
+
+
 def compute_metrics(
     qrels,
     runs,
@@ -525,8 +642,12 @@ def compute_metrics(
     There is one row for every (baseline, run, query of ``query_ids``), in that order.
     ``query_ids`` defaults to the queries prefeval evaluates
     (``qrels.relevant(relevance_level).query_ids``); run lines for other queries are
-    ignored.  A query a run has no line for scores 0 on ir-measures measures (trec_eval
-    ``-c``); the native TSE and ASL impute its relevant documents at the bottom of the
+    ignored.  A query a run has no line for (or none left after ``max_docs``) gets each
+    ir-measures measure's value on an empty ranking, as ``trec_eval -c`` evaluates it
+    (:func:`_empty_ranking_values`): 0, except ``NumQ`` (1) and ``NumRel`` (the number of
+    judged documents with grade >= rel, from the qrels), the only measures of
+    ir-measures' pytrec_eval and pyndeval providers with a non-zero value on an empty
+    ranking.  The native TSE and ASL impute its relevant documents at the bottom of the
     corpus instead, and are NaN for a query with no relevant document.
 
     ``max_docs`` (trec_eval ``-M``) keeps each ranking's top K after sorting by score
@@ -570,7 +691,7 @@ def compute_metrics(
 
     values = np.zeros((nb, nr, nq))
     # ir-measures: one evaluator per qrels flavour, built once for all runs
-    evaluators = []  # (evaluator, {measure: [baseline index]}, intent-aware)
+    evaluators: list[_Group] = []
     groups = {False: [], True: []}
     for i, b in enumerate(parsed):
         if b.kind == "irm":
@@ -580,7 +701,7 @@ def compute_metrics(
             continue
         targets: dict = {}
         for i in members:
-            targets.setdefault(_with_level(parsed[i].measure, relevance_level), []).append(i)
+            targets.setdefault(_level_target(parsed[i], relevance_level), []).append(i)
         frame = qrels.subtopic_frame() if ia else general
         frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
         if ia:
@@ -598,7 +719,8 @@ def compute_metrics(
                 q: dict(zip(part["doc_id"].tolist(), part["relevance"].tolist()))
                 for q, part in frame.groupby("query_id", sort=False)
             }
-        evaluators.append((ir_measures.evaluator(list(targets), qrels_input), targets, ia))
+        evaluator = ir_measures.evaluator(list(targets), qrels_input)
+        evaluators.append(_Group(evaluator, targets, ia, qrels_input, frame["doc_id"]))
 
     corpus = rel_to_q = None
     if natives:
@@ -616,16 +738,24 @@ def compute_metrics(
     ):
         columns = read_run(source, name=name)
         ranking = _ranking(columns, qvals, max_docs)
-        for evaluator, targets, ia in evaluators:
+        missing = np.flatnonzero(np.diff(ranking.bounds) == 0)
+        for group in evaluators:
+            targets = group.targets
             # providers hand back the measure objects they were given: look up by id
             # first (hashing an ir-measures Measure formats its repr)
             by_id = {id(m): i for m, i in targets.items()}
-            for metric in evaluator.iter_calc(_run_input(ranking, qlist, ia)):
+            for metric in group.evaluator.iter_calc(_run_input(ranking, qlist, group.ia)):
                 k = qpos.get(metric.query_id)
                 if k is not None:
                     found = by_id.get(id(metric.measure))
                     for i in targets.get(metric.measure, ()) if found is None else found:
                         values[i, r, k] = metric.value
+            if len(missing) and not group.ia:
+                # queries the run did not answer: the empty ranking's values, not
+                # ir-measures' fill of 0 (NumQ, NumRel)
+                empty = group.empty_values(nb, qpos)
+                for i in group.members:
+                    values[i, r, missing] = empty[i, missing]
         if natives:
             corpus.add(ranking.q, ranking.doc_id)
             ordered = RunColumns(

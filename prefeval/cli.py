@@ -637,8 +637,9 @@ def robustness(
 def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
     """Per-query baseline metrics with ir-measures: rows `measure run query_id value`.
 
-    Every evaluated query appears for every run (a query a run did not answer
-    scores 0, as trec_eval -c). Analysis commands read it back with --metrics.
+    Every evaluated query appears for every run (a query a run did not answer is
+    evaluated as an empty ranking, as trec_eval -c: 0 for most measures, the qrels'
+    count for NumRel). Analysis commands read it back with --metrics.
 
     \b
     Example:

@@ -496,3 +496,342 @@ def test_web2012_diversity(web):
             assert got[(measure, name, q)] == pytest.approx(value, abs=1e-12), (measure, name, q)
         missing = {k for k in got if k[1] == name} - {(m, name, q) for m, q in direct}
         assert all(got[k] == 0.0 for k in missing)
+
+
+# --------------------------------------------------------------------------- query order
+#
+# Runs whose files list their queries in another order than prefeval's (query blocks in
+# random order, or lines shuffled) must give every query its own documents: per-query
+# values equal ir-measures' own evaluator on the run, with its trec_eval tie order.
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+CHECKED = ["AP", "nDCG", "nDCG@10", "RR", "P@10", "R@1000", "Rprec", "NumRel"]
+NATIVES = ["TSE", "ASL", "TSE(exposure=rr)"]
+
+
+def read_frame(path) -> pd.DataFrame:
+    return pd.DataFrame(ir_measures.read_trec_run(str(path)))[["query_id", "doc_id", "score"]]
+
+
+def shuffle_query_blocks(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The run's query blocks in a random order (not the sorted one), lines within a block
+    unchanged."""
+    rng = np.random.default_rng(seed)
+    qids = list(dict.fromkeys(frame["query_id"]))
+    shuffled = [qids[i] for i in rng.permutation(len(qids))]
+    while shuffled == sorted(shuffled, key=int) or shuffled == qids:
+        shuffled = [qids[i] for i in rng.permutation(len(qids))]
+    blocks = {q: part for q, part in frame.groupby("query_id", sort=False)}
+    return pd.concat([blocks[q] for q in shuffled], ignore_index=True)
+
+
+def shuffle_lines(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
+    return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+LAYOUTS = {"blocks": shuffle_query_blocks, "lines": shuffle_lines}
+
+
+def write_frame(path: Path, frame: pd.DataFrame) -> str:
+    from helpers import write_run
+
+    rows = zip(frame["query_id"], frame["doc_id"], frame["score"].astype(float))
+    write_run(path, rows, compress=str(path).endswith(".gz"))
+    return str(path)
+
+
+def judged_relevant(qrels: pd.DataFrame, level: int = 1) -> pd.Series:
+    """Judged documents with grade >= level per query (trec_eval's num_rel)."""
+    general = qrels.groupby(["query_id", "doc_id"], as_index=False)["relevance"].max()
+    return general[general["relevance"] >= level].groupby("query_id").size()
+
+
+def irm_expected(measures, qrels: pd.DataFrame, run: pd.DataFrame, query_ids, max_docs=None):
+    """{(measure, query_id): value} from ir-measures' own evaluator on ``run`` (cut at its
+    trec-sorted top ``max_docs``, computed independently); a query the run did not answer
+    gets the empty ranking's value: NumRel from the qrels, 0 otherwise."""
+    if max_docs is not None:
+        run = trec_sorted(run).groupby("query_id").head(max_docs)
+    parsed = [ir_measures.parse_measure(m) for m in measures]
+    direct = {
+        (str(m.measure), m.query_id): m.value for m in ir_measures.iter_calc(parsed, qrels, run)
+    }
+    answered = set(run["query_id"])
+    num_rel = judged_relevant(qrels)
+    out = {}
+    for measure in measures:
+        for q in query_ids:
+            if q in answered:
+                out[(measure, q)] = direct[(measure, q)]
+            else:
+                out[(measure, q)] = float(num_rel.get(q, 0)) if measure == "NumRel" else 0.0
+    return out
+
+
+def assert_equals_irm(got: dict, name: str, expected: dict) -> None:
+    for (measure, q), value in expected.items():
+        assert got[(measure, name, q)] == pytest.approx(value, abs=1e-12), (measure, name, q)
+
+
+@pytest.fixture(scope="module")
+def sample():
+    qrels_path = SAMPLE / "qrels.txt"
+    runs = sorted((SAMPLE / "runs").glob("input.*"))
+    assert len(runs) == 6
+    frames = {run_name(p): read_frame(p) for p in runs}
+    # sys04 answers 19 of the 20 queries: its missing one gets the empty ranking's values
+    assert [frame["query_id"].nunique() for frame in frames.values()] == [20, 20, 20, 19, 20, 20]
+    qrels = pd.DataFrame(ir_measures.read_trec_qrels(str(qrels_path)))
+    return str(qrels_path), qrels, frames
+
+
+@pytest.mark.parametrize("max_docs", [None, 5])
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_shuffled_queries_equal_ir_measures(sample, tmp_path, layout, max_docs):
+    qrels_path, qrels, frames = sample
+    paths = {}
+    for i, (name, frame) in enumerate(frames.items()):
+        shuffled = LAYOUTS[layout](frame, seed=i)
+        paths[name] = write_frame(tmp_path / f"{name}.run", shuffled)
+    table = compute_metrics(qrels_path, paths, CHECKED, max_docs=max_docs)
+    got = values(table)
+    query_ids = list(dict.fromkeys(table["query_id"]))
+    assert len(query_ids) == 20
+    for name, frame in frames.items():
+        assert_equals_irm(got, name, irm_expected(CHECKED, qrels, frame, query_ids, max_docs))
+    # the same table as for the files in query order, and as for DataFrames
+    original = {name: str(p) for name, p in zip(frames, sorted((SAMPLE / "runs").glob("*")))}
+    assert values(compute_metrics(qrels_path, original, CHECKED, max_docs=max_docs)) == got
+    assert values(compute_metrics(qrels_path, frames, CHECKED, max_docs=max_docs)) == got
+
+
+def test_shuffled_queries_mean_equals_ir_measures_aggregate(sample, tmp_path):
+    qrels_path, qrels, frames = sample
+    name, frame = next(iter(frames.items()))
+    path = write_frame(tmp_path / "run.gz", shuffle_query_blocks(frame, seed=7))
+    table = compute_metrics(qrels_path, {name: path}, ["AP", "nDCG@10", "P@10"])
+    means = table.groupby("measure")["value"].mean()
+    parsed = [ir_measures.parse_measure(m) for m in ["AP", "nDCG@10", "P@10"]]
+    for measure, value in ir_measures.calc_aggregate(parsed, qrels, frame).items():
+        assert means[str(measure)] == pytest.approx(value, abs=1e-12)
+
+
+def test_cli_metrics_shuffled_query_blocks(sample, tmp_path):
+    from helpers import invoke, read_tsv
+
+    qrels_path, qrels, frames = sample
+    paths = [
+        write_frame(tmp_path / f"input.{name}", shuffle_query_blocks(frame, seed=i))
+        for i, (name, frame) in enumerate(frames.items())
+    ]
+    options = [arg for measure in CHECKED for arg in ("-B", measure)]
+    for max_docs in (None, 5):
+        cut = [] if max_docs is None else ["-M", max_docs]
+        result = invoke("metrics", *options, *cut, qrels_path, *paths)
+        assert result.exit_code == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        table = read_tsv(result.stdout)
+        got = {
+            (m, r, q): float(v)
+            for m, r, q, v in table[["measure", "run", "query_id", "value"]].to_numpy()
+        }
+        query_ids = list(dict.fromkeys(table["query_id"]))
+        for name, frame in frames.items():
+            expected = irm_expected(CHECKED, qrels, frame, query_ids, max_docs)
+            assert_equals_irm(got, name, expected)
+
+
+def test_ranking_does_not_trust_the_query_order_of_trec_order(sample, monkeypatch):
+    """A trec order whose query blocks follow the file (ranked within each query, the
+    queries in the file's order) must still give each query its own documents."""
+    import prefeval.baselines as baselines
+
+    qrels_path, qrels, frames = sample
+    shuffled = {name: shuffle_query_blocks(f, seed=i) for i, (name, f) in enumerate(frames.items())}
+    expected = values(compute_metrics(qrels_path, frames, CHECKED + NATIVES, max_docs=5))
+    trec_order = baselines._trec_order
+
+    def file_block_order(q, score, docno):
+        order = trec_order(q, score, docno)
+        first = np.full(int(q.max()) + 1 if len(q) else 0, len(q))
+        np.minimum.at(first, q, np.arange(len(q)))
+        return order[np.argsort(first[q[order]], kind="stable")]
+
+    monkeypatch.setattr(baselines, "_trec_order", file_block_order)
+    got = values(compute_metrics(qrels_path, shuffled, CHECKED + NATIVES, max_docs=5))
+    assert got.keys() == expected.keys()
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("max_docs", [None, 5])
+def test_natives_unchanged_by_shuffled_query_blocks(sample, tmp_path, max_docs):
+    qrels_path, qrels, frames = sample
+    expected = values(compute_metrics(qrels_path, frames, NATIVES, max_docs=max_docs))
+    for layout, shuffle in LAYOUTS.items():
+        paths = {
+            name: write_frame(tmp_path / f"{layout}-{name}.run", shuffle(frame, seed=i + 3))
+            for i, (name, frame) in enumerate(frames.items())
+        }
+        got = values(compute_metrics(qrels_path, paths, NATIVES, max_docs=max_docs))
+        assert got.keys() == expected.keys()
+        assert got == pytest.approx(expected, abs=1e-12), layout
+
+
+def test_web2012_shuffled_query_blocks_equal_ir_measures(web2012, tmp_path):
+    qrels_path = str(web2012 / "qrels.adhoc.txt.gz")
+    qrels = pd.DataFrame(ir_measures.read_trec_qrels(qrels_path))
+    runs = sorted((web2012 / "runs").glob("*.run.gz"))
+    assert len(runs) == 8
+    frames = {run_name(p): read_frame(p) for p in runs}
+    paths = {
+        name: write_frame(tmp_path / f"{name}.run.gz", shuffle_query_blocks(frame, seed=i))
+        for i, (name, frame) in enumerate(frames.items())
+    }
+    for max_docs in (None, 5):
+        table = compute_metrics(qrels_path, paths, CHECKED + NATIVES, max_docs=max_docs)
+        got = values(table)
+        query_ids = list(dict.fromkeys(table["query_id"]))
+        assert len(query_ids) == 50
+        for name, frame in frames.items():
+            expected = irm_expected(CHECKED, qrels, frame, query_ids, max_docs)
+            assert_equals_irm(got, name, expected)
+        # TSE and ASL as for the files in query order
+        original = values(
+            compute_metrics(qrels_path, [str(p) for p in runs], NATIVES, max_docs=max_docs)
+        )
+        assert {k: v for k, v in got.items() if k[0] in NATIVES} == pytest.approx(original)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_web2012_diversity_shuffled_queries(web2012, tmp_path, layout):
+    qrels_path = str(web2012 / "qrels.diversity-ndeval.txt.gz")
+    div = pd.DataFrame(ir_measures.read_trec_qrels(qrels_path))
+    general = div.groupby(["query_id", "doc_id"], as_index=False)["relevance"].max()
+    runs = sorted((web2012 / "runs").glob("*.run.gz"))[:3]
+    frames = {run_name(p): read_frame(p) for p in runs}
+    paths = {
+        name: write_frame(tmp_path / f"{name}.run.gz", LAYOUTS[layout](frame, seed=i))
+        for i, (name, frame) in enumerate(frames.items())
+    }
+    # ir-measures is called on the runs in file order: its own pyndeval path groups
+    # consecutive rows by query, so it needs rows grouped by query (shuffled lines give
+    # it wrong intent-aware values)
+    standard, intent = ["AP", "nDCG@10", "NumRel"], DEFAULT_SUBTOPIC_BASELINES
+    for max_docs in (None, 5):
+        table = compute_metrics(qrels_path, paths, standard + intent, max_docs=max_docs)
+        got = values(table)
+        query_ids = list(dict.fromkeys(table["query_id"]))
+        for name, frame in frames.items():
+            assert_equals_irm(
+                got, name, irm_expected(standard, general, frame, query_ids, max_docs)
+            )
+            # ndeval: the max_docs cut in trec order, then its own tie order
+            cut = frame if max_docs is None else trec_sorted(frame).groupby("query_id").head(5)
+            direct = irm_direct(intent, div, cut)
+            for measure in intent:
+                for q in query_ids:
+                    assert got[(measure, name, q)] == pytest.approx(
+                        direct.get((measure, q), 0.0), abs=1e-12
+                    ), (measure, name, q)
+
+
+# --------------------------------------------------------------------------- empty rankings
+
+
+def test_unanswered_query_gets_empty_ranking_values():
+    # run A has no line for query 2 (judged e1 relevant, e2 not)
+    measures = ["NumRel", "NumQ", "NumRet", "NumRet(rel=1)", "IPrec@0.0", "Bpref", "SetP"]
+    got = values(compute_metrics(QRELS, RUNS, CHECKED + measures + ["TSE"]))
+    assert got[("NumRel", "A", "2")] == 1.0 == judged_relevant(QRELS)["2"]
+    assert got[("NumQ", "A", "2")] == 1.0
+    for measure in CHECKED + measures:
+        if measure not in ("NumRel", "NumQ"):
+            assert got[(measure, "A", "2")] == 0.0, measure
+    assert got[("TSE", "A", "2")] == pytest.approx(log_exposure(2))  # imputed, as before
+    # answered queries: ir-measures' own values
+    for name, run in RUNS.items():
+        direct = irm_direct(measures, QRELS, run)
+        for (measure, q), value in direct.items():
+            if q in set(run["query_id"]):
+                assert got[(measure, name, q)] == pytest.approx(value), (measure, name, q)
+    # NumRel counts the judged documents with grade >= rel, whatever the run retrieved
+    extra = pd.DataFrame({"query_id": ["2"] * 2, "doc_id": ["e3", "e4"], "relevance": [2, -2]})
+    qrels = pd.concat([QRELS, extra], ignore_index=True)
+    got = values(compute_metrics(qrels, RUNS, ["NumRel", "AP"]))
+    assert got[("NumRel", "A", "2")] == 2.0  # e1 (1) and e3 (2); e2 (0), e4 (-2) not
+    assert got[("NumRel", "B", "2")] == 2.0  # answered: pytrec_eval's own count
+
+
+def test_unanswered_query_with_subtopic_qrels():
+    # run y without its query-2 lines: NumRel from the general qrels, intent-aware 0
+    got = values(compute_metrics(DIV, {"y": DIV_RUNS["y"].iloc[:2]}, ["NumRel", "ERR_IA@20"]))
+    assert got[("NumRel", "y", "2")] == 2.0  # g and h, general grades 1 and 2
+    assert got[("ERR_IA@20", "y", "2")] == 0.0
+    assert got[("NumRel", "y", "1")] == 3.0
+
+
+def test_numrel_at_a_relevance_level():
+    # ir-measures computes NumRel at rel=1 only: a level needs an explicit rel
+    with pytest.raises(ValueError, match=r"explicit rel \(e\.g\. NumRel\(rel=1\)\)"):
+        compute_metrics(QRELS, RUNS, ["NumRel"], relevance_level=2)
+    got = values(compute_metrics(QRELS, RUNS, ["NumRel(rel=1)"], relevance_level=2))
+    assert got[("NumRel(rel=1)", "A", "1")] == 3.0
+
+
+def test_web2012_unanswered_query_numrel_from_qrels(web2012, tmp_path):
+    qrels_path = str(web2012 / "qrels.adhoc.txt.gz")
+    qrels = pd.DataFrame(ir_measures.read_trec_qrels(qrels_path))
+    path = sorted((web2012 / "runs").glob("*.run.gz"))[0]
+    frame = read_frame(path)
+    dropped = sorted(set(frame["query_id"]), key=int)[::7]
+    partial = shuffle_query_blocks(frame[~frame["query_id"].isin(dropped)], seed=11)
+    run = write_frame(tmp_path / "partial.run.gz", partial)
+    table = compute_metrics(qrels_path, {"partial": run}, CHECKED + ["NumQ"])
+    got = values(table)
+    num_rel = judged_relevant(qrels)
+    for q in dropped:
+        assert got[("NumRel", "partial", q)] == num_rel[q] > 0
+        assert got[("NumQ", "partial", q)] == 1.0
+        assert got[("AP", "partial", q)] == 0.0
+    query_ids = list(dict.fromkeys(table["query_id"]))
+    assert_equals_irm(got, "partial", irm_expected(CHECKED, qrels, partial, query_ids))
+
+
+def test_large_string_run_columns():
+    """A huge run's columns stay large_string (beyond 2 GiB of text): same values."""
+    import pyarrow as pa
+
+    from prefeval.readers import RunColumns
+
+    def columns(name, frame, kind):
+        return RunColumns(
+            name,
+            f"<run {name}>",
+            pa.array(frame["query_id"].tolist(), kind),
+            pa.array(frame["doc_id"].tolist(), kind),
+            frame["score"].to_numpy(dtype=float),
+        )
+
+    measures = ["AP", "NumRel", "TSE", "ASL"]
+    small = [columns(name, run, pa.string()) for name, run in RUNS.items()]
+    mixed = [columns(name, run, pa.large_string()) for name, run in RUNS.items()][:2] + small[2:]
+    expected = values(compute_metrics(QRELS, small, measures, max_docs=2))
+    assert values(compute_metrics(QRELS, mixed, measures, max_docs=2)) == expected
+
+
+def test_tie_orders_of_trec_eval_and_ndeval_measures():
+    # a (relevant to both subtopics) and z (judged non-relevant) tie on score
+    qrels = pd.DataFrame(
+        [("1", 1, "a", 1), ("1", 2, "a", 1), ("1", 1, "z", 0), ("1", 2, "z", 0)],
+        columns=["query_id", "iteration", "doc_id", "relevance"],
+    )
+    run = run_frame([("1", "a", 1.0), ("1", "z", 1.0)])
+    got = values(compute_metrics(qrels, {"r": run}, ["RR", "P@1", "ASL", "P_IA@1"]))
+    assert got[("RR", "r", "1")] == 0.5  # trec_eval: docno descending, z before a
+    assert got[("P@1", "r", "1")] == 0.0
+    assert got[("ASL", "r", "1")] == 2.0  # prefeval's own order: the same
+    assert got[("P_IA@1", "r", "1")] == 1.0  # pyndeval: docno ascending, a first
+    # the max_docs cut is made in trec order: only z is left, for every measure
+    got = values(compute_metrics(qrels, {"r": run}, ["RR", "P_IA@1"], max_docs=1))
+    assert got[("RR", "r", "1")] == 0.0
+    assert got[("P_IA@1", "r", "1")] == 0.0
