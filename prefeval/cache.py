@@ -61,6 +61,14 @@ def _key(raw: bytes, relevant, max_docs) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()
 
 
+def _discard(entry: str) -> None:
+    """Remove an unreadable cache entry (it is recomputed and stored again)."""
+    try:
+        os.unlink(entry)
+    except OSError:
+        pass
+
+
 def load(raw: bytes, name: str, relevant, max_docs) -> RunPositions | None:
     """The cached reduction of the run file whose bytes are ``raw``, or None."""
     if not _ENABLED:
@@ -68,11 +76,15 @@ def load(raw: bytes, name: str, relevant, max_docs) -> RunPositions | None:
     key = _key(raw, relevant, max_docs)
     entry = os.path.join(cache_dir(), key[:2], key + ".npz")
     try:
-        with np.load(entry) as data:
+        with np.load(entry, allow_pickle=False) as data:
             doc, rank, retrieved = data["doc"], data["rank"], data["retrieved"]
-    except (OSError, KeyError, ValueError):
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a corrupt entry (truncated, bit flip) is a miss
+        _discard(entry)
         return None
     if len(retrieved) != relevant.n_queries or len(doc) != len(rank):
+        _discard(entry)
         return None
     return RunPositions(name=name, doc=doc, rank=rank, retrieved=retrieved)
 
@@ -136,9 +148,16 @@ def load_cube(key: str):
                 pairs=data["pairs"],
                 values=data["values"],
             )
+        shape = (len(cube.measures), len(cube.pairs), len(cube.query_ids))
+        if cube.values.shape != shape or cube.pairs.shape != (shape[1], 2):
+            _discard(entry)
+            return None
         os.utime(entry)  # recently used: pruned last
         return cube
-    except (OSError, KeyError, ValueError):
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a corrupt entry (truncated, bit flip) is a miss
+        _discard(entry)
         return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -57,3 +58,52 @@ def test_disabled_cache_writes_nothing(tmp_path, _private_cache):
     finally:
         cache.set_enabled(True)
     assert _entries(_private_cache) == before
+
+
+def _corrupt(folder, how: str) -> int:
+    count = 0
+    for base, _, files in os.walk(folder):
+        for name in files:
+            if not name.endswith(".npz"):
+                continue
+            path = os.path.join(base, name)
+            data = bytearray(open(path, "rb").read())
+            if how == "flip":
+                data[len(data) // 2] ^= 0x10
+            elif how == "truncate":
+                data = data[: len(data) // 3]
+            else:
+                data = bytearray()
+            with open(path, "wb") as handle:
+                handle.write(bytes(data))
+            count += 1
+    return count
+
+
+def test_corrupt_entries_are_misses(tmp_path, monkeypatch):
+    """A flipped bit, a truncated or an empty entry (runs and cubes) is recomputed: the
+    output equals the one from a sound cache, and the entry is written again."""
+    from helpers import invoke
+
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    args = [
+        "order",
+        "--no-baselines",
+        sample / "qrels.txt",
+        *(sample / "runs" / f"input.sys0{i}" for i in (1, 2, 3)),
+    ]
+    first = invoke(*args)
+    assert first.exit_code == 0, first.stderr
+    entries = _entries(folder)
+    assert entries == 4  # three runs and one cube
+    for how in ("flip", "truncate", "empty"):
+        assert _corrupt(folder, how) == 4
+        again = invoke(*args)
+        assert again.exit_code == 0, again.stderr
+        assert "Traceback" not in again.stderr
+        assert again.stdout == first.stdout, how
+        assert _entries(folder) == entries
+        # every entry is sound again: a further run is served from the cache
+        assert invoke(*args).stdout == first.stdout
