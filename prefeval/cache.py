@@ -89,23 +89,42 @@ def load(raw: bytes, name: str, relevant, max_docs) -> RunPositions | None:
     return RunPositions(name=name, doc=doc, rank=rank, retrieved=retrieved)
 
 
+def _write_entry(path: str, **arrays) -> None:
+    """Write an .npz entry atomically (temporary file, fsync, rename); the temporary
+    file is removed on any failure or interruption.  OSError (read-only home, full
+    disk) is swallowed: the cache is an optimisation."""
+    folder = os.path.dirname(path)
+    tmp = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
 def store(raw: bytes, positions: RunPositions, relevant, max_docs) -> None:
     """Save a reduction; failures (read-only home, full disk) are silently skipped."""
     if not _ENABLED:
         return
     key = _key(raw, relevant, max_docs)
-    folder = os.path.join(cache_dir(), key[:2])
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, doc=positions.doc, rank=positions.rank, retrieved=positions.retrieved)
-        os.replace(tmp, os.path.join(folder, key + ".npz"))
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
-            pass
+    _write_entry(
+        os.path.join(cache_dir(), key[:2], key + ".npz"),
+        doc=positions.doc,
+        rank=positions.rank,
+        retrieved=positions.retrieved,
+    )
 
 
 # --------------------------------------------------------------------------- cubes
@@ -164,28 +183,15 @@ def load_cube(key: str):
 def store_cube(key: str, cube) -> None:
     if not _ENABLED:
         return
-    folder = os.path.join(cache_dir(), "cubes")
-    tmp = None
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(
-                handle,
-                measures=np.array(cube.measures, dtype=str),
-                runs=np.array(cube.runs, dtype=str),
-                query_ids=np.array(cube.query_ids, dtype=str),
-                pairs=cube.pairs,
-                values=cube.values,
-            )
-        os.replace(tmp, os.path.join(folder, key + ".npz"))
-        prune()
-    except OSError:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    _write_entry(
+        os.path.join(cache_dir(), "cubes", key + ".npz"),
+        measures=np.array(cube.measures, dtype=str),
+        runs=np.array(cube.runs, dtype=str),
+        query_ids=np.array(cube.query_ids, dtype=str),
+        pairs=cube.pairs,
+        values=cube.values,
+    )
+    prune()
 
 
 def prune(max_bytes: int | None = None) -> None:

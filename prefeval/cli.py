@@ -16,16 +16,50 @@ from ._version import __version__
 FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl"], case_sensitive=False)
 
 
+_INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
+
+
+class PrefevalCommand(click.Command):
+    """Checks ``-o`` before any computing: writable, and not one of the inputs."""
+
+    def invoke(self, ctx):
+        output = ctx.params.get("output")
+        if output is not None and output != "-":
+            import os
+
+            from .writers import check_output, output_target
+
+            target = output_target(output)
+            for name in _INPUT_PARAMS:
+                value = ctx.params.get(name)
+                for path in value if isinstance(value, (list, tuple)) else [value]:
+                    if path is None or path == "-" or not os.path.exists(path):
+                        continue
+                    if os.path.exists(target) and os.path.samefile(path, target):
+                        raise click.UsageError(
+                            f"-o {output} would overwrite the input {path}; choose another file"
+                        )
+            check_output(output)
+        return super().invoke(ctx)
+
+
 class PrefevalGroup(click.Group):
-    """Turns input errors into ``FILE:LINE: message`` on stderr and exit status 2."""
+    """Turns input errors into ``FILE:LINE: message`` on stderr and exit status 2, and
+    output failures into ``prefeval: cannot write FILE: reason`` (exit status 2)."""
+
+    command_class = PrefevalCommand
 
     def invoke(self, ctx):
         from .errors import InputError
+        from .writers import OutputError
 
         try:
             return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)
+            ctx.exit(2)
+        except OutputError as error:
+            click.echo(f"prefeval: {error}", err=True)
             ctx.exit(2)
 
 
@@ -675,8 +709,18 @@ def _plotting():
     return plotting
 
 
+def _terminate(signum, frame):
+    """SIGTERM/SIGHUP unwind like Ctrl-C, so temporary files are removed on the way out."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
     """Console-script entry point."""
+    import signal
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _terminate)
     cli.main(args=argv, prog_name="prefeval")
 
 

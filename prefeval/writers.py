@@ -146,46 +146,157 @@ def _string_data(array) -> bytes:
     return data.to_pybytes()[offsets[0] : offsets[-1]]
 
 
+class OutputError(OSError):
+    """The output could not be written; the CLI prints ``prefeval: cannot write FILE:
+    reason`` and exits with status 2."""
+
+    def __init__(self, path: str, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"cannot write {self.path}: {reason}")
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
+
+
+def _reason(error: BaseException) -> str:
+    return getattr(error, "strerror", None) or str(error) or type(error).__name__
+
+
 def write_table(frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv") -> None:
     """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout."""
     if output is None or output == "-":
-        out = sys.stdout.buffer
-        try:
-            for chunk in iter_chunks(frame, fmt):
-                out.write(chunk)
-            out.flush()
-        except BrokenPipeError:
-            # reader went away (e.g. `| head`): stop quietly, like other Unix tools
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+        write_stdout(iter_chunks(frame, fmt))
         return
     with atomic_output(output) as handle:
         for chunk in iter_chunks(frame, fmt):
             handle.write(chunk)
 
 
+def write_stdout(chunks) -> None:
+    """Write byte chunks to standard output; a reader that went away (``| head``) stops
+    the output quietly, like other Unix tools; any other failure is an OutputError."""
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:
+        raise OutputError("<stdout>", "standard output is closed")
+    try:
+        for chunk in chunks:
+            stream.write(chunk)
+        stream.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError) as error:
+        # the interpreter must not try (and fail) to flush it again at exit
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        raise OutputError("<stdout>", _reason(error)) from None
+
+
+def output_target(path: str) -> str:
+    """The file ``path`` writes to: a symbolic link's target, not the link."""
+    return os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
+
+
+def check_output(path: str) -> None:
+    """Raise OutputError unless ``path`` can be written: called before any computing.
+
+    A path that exists must not be a folder; a regular file (or a new one) needs a
+    writable folder, since it is replaced by a renamed temporary file; a device or a
+    FIFO is written through and needs to be writable itself."""
+    import stat
+
+    target = output_target(path)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise OutputError(path, _reason(error)) from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise OutputError(path, "is a directory")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if not os.access(target, os.W_OK):
+            raise OutputError(path, "permission denied")
+        return
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise OutputError(path, f"no such directory {folder!r}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(path, f"directory {folder!r} is not writable")
+
+
 class atomic_output:
-    """Context manager: a binary handle on a temporary file renamed to ``path`` on success."""
+    """Context manager: a binary handle on a temporary file in the target's folder,
+    flushed, fsynced and renamed to the target on success, removed on any failure or
+    interruption.  A symbolic link's target is written (the link stays); an existing
+    path that is not a regular file (a device such as /dev/null, a FIFO) is written
+    through directly, never replaced.  Failures raise :class:`OutputError`."""
 
     def __init__(self, path: str):
         self.path = os.fspath(path)
+        self.tmp = None
 
     def __enter__(self):
-        folder = os.path.dirname(os.path.abspath(self.path))
-        fd, self.tmp = tempfile.mkstemp(prefix=".prefeval-", suffix=".tmp", dir=folder)
-        self.handle = os.fdopen(fd, "wb")
+        import stat
+
+        check_output(self.path)
+        self.target = output_target(self.path)
+        try:
+            info = os.stat(self.target)
+        except FileNotFoundError:
+            info = None
+        except OSError as error:
+            raise OutputError(self.path, _reason(error)) from None
+        try:
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                self.handle = open(self.target, "wb")  # noqa: SIM115 - closed in __exit__
+                return self.handle
+            self.mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+            folder = os.path.dirname(self.target)
+            fd, self.tmp = tempfile.mkstemp(prefix=".prefeval-", suffix=".tmp", dir=folder)
+            self.handle = os.fdopen(fd, "wb")
+        except OSError as error:
+            self._remove_tmp()
+            raise OutputError(self.path, _reason(error)) from None
         return self.handle
 
-    def __exit__(self, exc_type, exc, tb):
-        self.handle.close()
-        if exc_type is None:
-            os.chmod(self.tmp, 0o666 & ~_umask())
-            os.replace(self.tmp, self.path)
-        else:
+    def _remove_tmp(self) -> None:
+        if self.tmp is not None:
             try:
                 os.unlink(self.tmp)
             except OSError:
                 pass
+            self.tmp = None
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.handle.flush()
+                if self.tmp is not None:
+                    os.fsync(self.handle.fileno())
+            self.handle.close()
+            if exc_type is None and self.tmp is not None:
+                os.chmod(self.tmp, self.mode)
+                os.replace(self.tmp, self.target)
+                self.tmp = None
+        except OSError as error:
+            self._remove_tmp()
+            raise OutputError(self.path, _reason(error)) from None
+        except BaseException:
+            self._remove_tmp()
+            raise
+        finally:
+            if exc_type is not None:
+                try:
+                    self.handle.close()
+                except OSError:
+                    pass
+                self._remove_tmp()
+        if exc_type is not None and issubclass(exc_type, OSError) and exc_type is not OutputError:
+            raise OutputError(self.path, _reason(exc)) from None
         return False
 
 
