@@ -23,6 +23,9 @@ class PrefevalCommand(click.Command):
     """Checks ``-o`` before any computing: writable, and not one of the inputs."""
 
     def invoke(self, ctx):
+        from . import cache
+
+        cache.max_bytes()  # a bad PREFEVAL_CACHE_MAX_GB is reported before any work
         output = ctx.params.get("output")
         if output is not None and output != "-":
             import os
@@ -50,6 +53,7 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
+        from .cache import CacheSettingError
         from .errors import InputError
         from .writers import OutputError
 
@@ -59,6 +63,9 @@ class PrefevalGroup(click.Group):
             click.echo(str(error), err=True)
             ctx.exit(2)
         except OutputError as error:
+            click.echo(f"prefeval: {error}", err=True)
+            ctx.exit(2)
+        except CacheSettingError as error:
             click.echo(f"prefeval: {error}", err=True)
             ctx.exit(2)
 

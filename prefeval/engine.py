@@ -159,12 +159,28 @@ def load_runs(
         if isinstance(source, (str, os.PathLike)):
             path = os.fspath(source)
             raw = read_raw(path)
-            cached = cache.load(raw, name, relevant, max_docs)
+            key = cache.run_key(raw, relevant, max_docs) if cache.enabled() else None
+            cached = cache.get("runs", key) if key else None
             if cached is not None:
-                return cached
+                try:
+                    positions = RunPositions(
+                        name, cached["doc"], cached["rank"], cached["retrieved"]
+                    )
+                    if positions.consistent(relevant):
+                        return positions
+                except KeyError:
+                    pass
+                cache.invalid("runs", key)
             columns = parse_run(decompress(raw, path), path, name)
             positions = run_positions(columns, relevant, max_docs)
-            cache.store(raw, positions, relevant, max_docs)
+            if key:
+                cache.put(
+                    "runs",
+                    key,
+                    doc=positions.doc,
+                    rank=positions.rank,
+                    retrieved=positions.retrieved,
+                )
             return positions
         return run_positions(read_run(source, name=name), relevant, max_docs)
 
@@ -179,6 +195,8 @@ def load_runs(
         out = list(
             progress_bar(results, desc="reading runs", unit="run", enable=progress, total=len(jobs))
         )
+    if cache.enabled():
+        cache.prune()
     for positions in out:
         missing = positions.missing_queries
         if missing and notify is not None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import cache
 from .aggregation import Evidence
-from .engine import compute_cube, load_runs, relevant_with_notice, stderr_notice
+from .engine import PreferenceCube, compute_cube, load_runs, relevant_with_notice, stderr_notice
 from .errors import InputError
 from .measures import parse_measure, parse_measures
 from .readers import read_qrels, run_name
@@ -106,7 +106,7 @@ def gather(
         )
         # analysis commands often run one after another on the same runs: reuse the cube
         key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
-        cube = cache.load_cube(key)
+        cube = _cached_cube(key)
         if cube is None:
             cube = compute_cube(
                 inputs.positions,
@@ -115,7 +115,16 @@ def gather(
                 binary=binary,
                 progress=progress,
             )
-            cache.store_cube(key, cube)
+            cache.put(
+                "cubes",
+                key,
+                measures=np.array(cube.measures, dtype=str),
+                runs=np.array(cube.runs, dtype=str),
+                query_ids=np.array(cube.query_ids, dtype=str),
+                pairs=cube.pairs,
+                values=cube.values,
+            )
+            cache.prune()
     evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     inputs.evidence = evidence
     if no_baselines:
@@ -155,6 +164,30 @@ def gather(
 
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
     return inputs
+
+
+def _cached_cube(key: str) -> PreferenceCube | None:
+    """The cube stored under ``key``, or None (an inconsistent entry is removed)."""
+    if not cache.enabled():
+        return None
+    arrays = cache.get("cubes", key)
+    if arrays is None:
+        return None
+    try:
+        cube = PreferenceCube(
+            measures=[str(x) for x in arrays["measures"]],
+            runs=[str(x) for x in arrays["runs"]],
+            query_ids=[str(x) for x in arrays["query_ids"]],
+            pairs=arrays["pairs"],
+            values=arrays["values"],
+        )
+        shape = (len(cube.measures), len(cube.pairs), len(cube.query_ids))
+        if cube.values.shape == shape and cube.pairs.shape == (shape[1], 2):
+            return cube
+    except (KeyError, ValueError, TypeError):
+        pass
+    cache.invalid("cubes", key)
+    return None
 
 
 def _on_queries(cube, query_ids, where, notify, source, with_subtopics=None):

@@ -39,6 +39,17 @@ class RunPositions:
     rank: np.ndarray
     retrieved: np.ndarray
 
+    def consistent(self, relevant: RelevantSet) -> bool:
+        """Whether the arrays fit ``relevant`` (a check on data read back from a cache)."""
+        n_docs = int(relevant.offsets[-1])
+        return (
+            self.doc.ndim == self.rank.ndim == self.retrieved.ndim == 1
+            and len(self.doc) == len(self.rank)
+            and len(self.retrieved) == relevant.n_queries
+            and (len(self.doc) == 0 or (0 <= self.doc.min() and self.doc.max() < n_docs))
+            and (len(self.rank) == 0 or self.rank.min() >= 1)
+        )
+
     @property
     def missing_queries(self) -> int:
         """Evaluated queries for which the run returned nothing."""

@@ -107,3 +107,75 @@ def test_corrupt_entries_are_misses(tmp_path, monkeypatch):
         assert _entries(folder) == entries
         # every entry is sound again: a further run is served from the cache
         assert invoke(*args).stdout == first.stdout
+
+
+def test_pruning_touches_only_its_own_entries(tmp_path, monkeypatch):
+    """A cache folder shared with the user's files and a tiny size limit: pruning removes
+    cache entries only, never files it did not write."""
+    from helpers import invoke
+
+    folder = tmp_path / "data"
+    (folder / "sub").mkdir(parents=True)
+    mine = {
+        folder / "old-results.tsv": "x\n",
+        folder / "sub" / "notes.npz": "y\n",
+        folder / "0123.npz": "z\n",
+    }
+    for path, text in mine.items():
+        path.write_text(text)
+        os.utime(path, (0, 0))  # the oldest files of all
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+    monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", "0.000001")  # about 1 kB
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
+    result = invoke("order", "--no-baselines", sample / "qrels.txt", *runs)
+    assert result.exit_code == 0, result.stderr
+    for path, text in mine.items():
+        assert path.read_text() == text
+    own = [p for p in folder.rglob("*.npz") if p not in mine]
+    assert all(p.parent.parent.parent.name.startswith("prefeval-cache-v") for p in own)
+    assert sum(p.stat().st_size for p in own) <= 1100 or len(own) <= 1
+
+
+def test_bad_cache_size_setting_is_one_line(monkeypatch):
+    from helpers import invoke
+
+    monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", "abc")
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    result = invoke(
+        "compare",
+        sample / "qrels.txt",
+        sample / "runs" / "input.sys01",
+        sample / "runs" / "input.sys02",
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "prefeval: PREFEVAL_CACHE_MAX_GB='abc': must be a number of gigabytes >= 0\n"
+    )
+
+
+def test_changed_grade_misses_the_cube_cache(tmp_path, monkeypatch):
+    """Two qrels that differ only in one grade: order must follow the grades (the cube
+    cache used to be keyed on the relevant set only)."""
+    from helpers import invoke
+
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    qrels = tmp_path / "qrels"
+    # query 1: a (grade g) and b (grade 1); run x finds a first, run y finds b first
+    runs = []
+    for name, order in (("x", "ab"), ("y", "ba"), ("z", "ab")):
+        run = tmp_path / name
+        run.write_text("".join(f"1 Q0 {d} {i + 1} {9 - i} r\n" for i, d in enumerate(order)))
+        runs.append(run)
+
+    def rpp_x_y(grade):
+        qrels.write_text(f"1 0 a {grade}\n1 0 b 1\n")
+        result = invoke("order", "--no-baselines", "-m", "rpp", "--method", "winrate", qrels, *runs)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout
+
+    graded = rpp_x_y(2)
+    flat = rpp_x_y(1)
+    assert graded != flat
+    # the cached results equal fresh ones
+    assert rpp_x_y(2) == graded and rpp_x_y(1) == flat
