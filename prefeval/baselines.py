@@ -90,6 +90,7 @@ _EXPOSURE_ALIASES = {"log2": "log2", "log": "log2", "dcg": "log2", "rr": "rr", "
 DEFAULT_GAMMA = 0.5
 # ndeval (pyndeval) computes cutoff measures up to rank 20 only
 _NDEVAL_MAX_CUTOFF = 20
+_MAX_CUTOFF = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,17 @@ def _parse_irm(measure, text: str) -> Baseline:
         raise ValueError(f"baseline measure {text!r}: {error}") from None
     except (KeyError, TypeError) as error:
         raise ValueError(f"baseline measure {text!r}: unsupported parameter {error}") from None
+    for key, value in measure.params.items():
+        # pytrec_eval and pyndeval take C ints: a cutoff must be a rank they can hold
+        if (
+            key == "cutoff"
+            and value is not None
+            and not (isinstance(value, int) and 1 <= value <= _MAX_CUTOFF)
+        ):
+            raise ValueError(
+                f"baseline measure {text!r}: cutoff @{value} must be an integer from 1 "
+                f"to {_MAX_CUTOFF}"
+            )
     provider = _provider(measure, text)
     intent_aware = provider.NAME == "pyndeval"
     if intent_aware and "cutoff" in measure.SUPPORTED_PARAMS:
@@ -512,6 +524,16 @@ def _with_level(measure, level):
 
 def _int_grades(frame: pd.DataFrame, qrels: Qrels) -> pd.DataFrame:
     grades = frame["relevance"].to_numpy(dtype=float)
+    huge = np.abs(grades) > _MAX_CUTOFF
+    if huge.any():
+        row = frame.iloc[int(np.flatnonzero(huge)[0])]
+        raise InputError(
+            qrels.name,
+            None,
+            f"grade {row['relevance']:g} of document {row['doc_id']!r} for query "
+            f"{row['query_id']!r} is beyond what the ir-measures baselines take "
+            f"(|grade| <= {_MAX_CUTOFF}); use --no-baselines or smaller grades",
+        )
     bad = grades != np.round(grades)
     if bad.any():
         raise InputError(

@@ -14,6 +14,33 @@ import click
 from ._version import __version__
 
 FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl"], case_sensitive=False)
+#: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
+MAX_RANK = 2**31 - 1
+SEED = click.IntRange(0, 2**63 - 1)
+
+
+class RankCut(click.IntRange):
+    """-M K: a positive integer; K beyond the largest possible rank cuts nothing."""
+
+    def __init__(self):
+        super().__init__(min=1)
+
+    def convert(self, value, param, ctx):
+        return min(super().convert(value, param, ctx), MAX_RANK)
+
+
+class FiniteFloat(click.FloatRange):
+    """A float range that also rejects NaN and infinities (click's range lets NaN through)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 _INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
@@ -104,7 +131,7 @@ def engine_options(func):
         click.option(
             "-l",
             "--relevance-level",
-            type=float,
+            type=FiniteFloat(),
             default=None,
             metavar="L",
             help="Relevant means grade >= L (default: grade > 0).",
@@ -112,7 +139,7 @@ def engine_options(func):
         click.option(
             "-M",
             "--max-docs",
-            type=click.IntRange(min=1),
+            type=RankCut(),
             default=None,
             metavar="K",
             help="Keep each ranking's top K documents (after sorting), as trec_eval -M.",
@@ -204,6 +231,8 @@ def compare(
 
     if len(runs) < 2:
         raise click.UsageError("need at least two runs to compare")
+    if no_summary and not per_query:
+        raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
     _one_stdin(qrels, *runs)
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
@@ -287,6 +316,26 @@ def _gather(
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     _one_stdin(*inputs)
+    if no_baselines and baselines:
+        raise click.UsageError("-B/--baseline and --no-baselines contradict each other")
+    if no_baselines and metrics_file is not None:
+        raise click.UsageError("--metrics and --no-baselines contradict each other")
+    if prefs is not None:
+        given = [
+            name
+            for name, value in (
+                ("--binary", binary),
+                ("-l/--relevance-level", relevance_level is not None and qrels is None),
+                ("-M/--max-docs", max_docs is not None),
+            )
+            if value
+        ]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} cannot change preferences read with --prefs (they "
+                "were computed when the table was written); drop "
+                + ("them" if len(given) > 1 else "it")
+            )
     if prefs is None and len(runs) < 2:
         raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
     with usage_errors():
@@ -304,11 +353,20 @@ def _gather(
         )
 
 
-def _float_list(text, kind=float):
+def _float_list(text, kind=float, option="--labels"):
+    import math
+
     try:
-        return [kind(x) for x in str(text).split(",") if x.strip()]
+        values = [kind(x) for x in str(text).split(",") if x.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected a comma-separated list of numbers: {text}") from None
+        raise click.BadParameter(
+            f"expected a comma-separated list of numbers: {text}", param_hint=option
+        ) from None
+    if not values:
+        raise click.BadParameter(f"empty list {text!r}", param_hint=option)
+    if any(not math.isfinite(v) for v in values):
+        raise click.BadParameter(f"{text!r}: not a finite number", param_hint=option)
+    return values
 
 
 @cli.command()
@@ -322,7 +380,7 @@ def _float_list(text, kind=float):
 )
 @click.option(
     "--teleport",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteFloat(0, 1, min_open=True),
     default=0.05,
     show_default=True,
     help="MC4 uniform teleport weight (keeps the chain ergodic).",
@@ -388,7 +446,7 @@ def order(
 )
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloat(0, 1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
 )
@@ -399,7 +457,7 @@ def order(
     show_default=True,
     help="Randomized HSD trials.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the HSD trials.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the HSD trials.")
 @click.option(
     "--pairs",
     "per_pair",
@@ -579,8 +637,8 @@ def agree(
     show_default=True,
     help="Which labels to remove: at random, or the documents retrieved by the most runs first.",
 )
-@click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--samples", type=click.IntRange(1, 10**6), default=10, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False),
@@ -618,8 +676,12 @@ def robustness(
     from .experiments import robustness as run_robustness
     from .writers import write_table
 
-    if not queries and not labels:
+    if queries is None and labels is None:
         raise click.UsageError("give --queries and/or --labels")
+    if queries is not None:
+        _float_list(queries, int, "--queries")
+    if labels is not None:
+        _float_list(labels, float, "--labels")
     plotting = _plotting() if plot else None
     got = _gather(
         inputs,
@@ -635,8 +697,8 @@ def robustness(
     with usage_errors():
         table = run_robustness(
             got,
-            queries=_float_list(queries, int) if queries else (),
-            labels=_float_list(labels) if labels else (),
+            queries=_float_list(queries, int, "--queries") if queries is not None else (),
+            labels=_float_list(labels, float, "--labels") if labels is not None else (),
             samples=samples,
             seed=seed,
             policy=policy,
@@ -669,7 +731,7 @@ def robustness(
 @click.option(
     "-M",
     "--max-docs",
-    type=click.IntRange(min=1),
+    type=RankCut(),
     default=None,
     metavar="K",
     help="Keep each ranking's top K documents, as trec_eval -M.",

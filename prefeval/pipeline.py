@@ -17,7 +17,7 @@ from . import cache
 from .aggregation import Evidence
 from .engine import PreferenceCube, compute_cube, load_runs, relevant_with_notice, stderr_notice
 from .errors import InputError
-from .measures import parse_measure, parse_measures
+from .measures import parse_measures
 from .readers import read_qrels, run_name
 from .tables import (
     METRIC_COLUMNS,
@@ -75,9 +75,7 @@ def gather(
     )
     metrics_table = None
     if prefs is not None:
-        wanted = [
-            parse_measure(m).name for spec in measures for m in str(spec).split(",") if m.strip()
-        ]
+        wanted = [m.name for m in parse_measures(measures, True)] if measures else []
         cube = cube_from_table(read_table(prefs, PREF_COLUMNS), prefs, wanted)
         # the evaluated queries are the qrels' (or the metrics table's), not only those with
         # rows: a subtopic measure has no rows for a query without subtopic judgments

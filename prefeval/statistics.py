@@ -97,18 +97,18 @@ def hsd_pvalues(
     q, n = scores.shape
     means = scores.mean(axis=0)
     observed = np.abs(means[pairs[:, 0]] - means[pairs[:, 1]])
-    ranges = np.empty(trials)
+    # trials with range >= observed, a range that ties with it included
+    threshold = observed - ties.TOLERANCE * np.maximum(1.0, observed)
+    at_least = np.zeros(len(pairs), dtype=np.int64)
+    # trials are drawn and counted chunk by chunk: memory does not grow with --trials
     chunk = max(1, min(trials, (1 << 22) // max(1, q * n)))
     starts = range(0, trials, chunk)
     for start in progress_bar(starts, desc="HSD trials", unit="chunk", enable=progress):
         stop = min(trials, start + chunk)
         block = rng.permuted(np.broadcast_to(scores, (stop - start, q, n)), axis=2)
         col = block.mean(axis=1)
-        ranges[start:stop] = col.max(axis=1) - col.min(axis=1)
-    ranges.sort()
-    # trials with range >= observed, a range that ties with it included
-    threshold = observed - ties.TOLERANCE * np.maximum(1.0, observed)
-    at_least = trials - np.searchsorted(ranges, threshold, "left")
+        ranges = np.sort(col.max(axis=1) - col.min(axis=1))
+        at_least += len(ranges) - np.searchsorted(ranges, threshold, "left")
     return (1.0 + at_least) / (1.0 + trials)
 
 

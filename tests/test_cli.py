@@ -230,11 +230,13 @@ def test_no_summary_with_per_query(collection):
     }
 
 
-def test_no_summary_without_per_query_has_no_rows(collection):
+def test_no_summary_without_per_query_is_a_usage_error(collection):
+    """-n alone would leave no rows at all: a usage error, not a header-only table."""
     qrels, runs = collection
     result = invoke("compare", "-n", qrels, *runs)
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() in ("", "\t".join(COLUMNS))  # at most the header line
+    assert result.exit_code == 2
+    assert "-n/--no-summary without -q" in result.stderr
+    assert result.stdout == ""
 
 
 def test_pairs_in_command_line_order(collection):

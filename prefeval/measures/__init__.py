@@ -91,7 +91,10 @@ def parse_measures(specs, has_subtopics: bool = False) -> list[Measure]:
     """
     names: list[str] = []
     for spec in specs or []:
-        names.extend(part for part in str(spec).split(",") if part.strip())
+        parts = [part for part in str(spec).split(",") if part.strip()]
+        if not parts:
+            raise ValueError(f"empty measure list {str(spec)!r}")
+        names.extend(parts)
     if not names:
         return default_measures(has_subtopics)
     out: list[Measure] = []
