@@ -95,6 +95,13 @@ class PrefevalGroup(click.Group):
         except CacheSettingError as error:
             click.echo(f"prefeval: {error}", err=True)
             ctx.exit(2)
+        except MemoryError:
+            click.echo(
+                "prefeval: out of memory: the inputs are too large for this machine "
+                "(fewer runs or queries at once, or -M, reduce what is held)",
+                err=True,
+            )
+            ctx.exit(2)
 
 
 @click.group(cls=PrefevalGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,7 +12,6 @@ byte order mark is dropped; ``-`` reads standard input.  Problems are reported a
 
 from __future__ import annotations
 
-import gzip
 import math
 import os
 import zlib
@@ -53,14 +52,50 @@ def read_raw(path: str | os.PathLike) -> bytes:
         raise InputError(path, None, f"cannot read file: {error.strerror or error}") from None
 
 
+def memory_limit() -> int:
+    """Bytes a decompressed input may take: half of the machine's physical memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 1 << 34
+
+
 def decompress(data: bytes, path: str) -> bytes:
-    """``data`` gunzipped when it starts with the gzip magic bytes."""
-    if data[:2] == GZIP_MAGIC:
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise InputError(path, None, f"corrupt gzip data: {error}") from None
-    return data
+    """``data`` gunzipped when it starts with the gzip magic bytes (every member of a
+    multi-member file), streamed so that a file that would not fit in memory (a gzip
+    bomb) is an error, not a crash."""
+    if data[:2] != GZIP_MAGIC:
+        return data
+    limit = memory_limit()
+    parts: list[bytes] = []
+    total = 0
+    rest = data
+    try:
+        while rest:
+            inflater = zlib.decompressobj(wbits=31)
+            pending = rest
+            while pending:
+                chunk = inflater.decompress(pending, 1 << 26)
+                total += len(chunk)
+                if total > limit:
+                    raise InputError(
+                        path,
+                        None,
+                        f"decompresses to more than {limit >> 20} MiB, half of this "
+                        "machine's memory; decompress it elsewhere or split it",
+                    )
+                parts.append(chunk)
+                pending = inflater.unconsumed_tail
+                if inflater.eof:
+                    break
+            if not inflater.eof:
+                raise InputError(path, None, "corrupt gzip data: truncated file")
+            rest = inflater.unused_data
+            if rest and rest[:2] != GZIP_MAGIC:
+                break  # trailing garbage after the last member, as gzip -d tolerates
+    except zlib.error as error:
+        raise InputError(path, None, f"corrupt gzip data: {error}") from None
+    return b"".join(parts)
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:

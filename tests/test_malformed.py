@@ -264,3 +264,35 @@ def test_same_document_in_two_subtopics_is_fine(files):
     again = write_run(tmp_path / "input.again", _good_run_rows())
     result = invoke("compare", "-m", "strpp", path, other, again)
     assert result.exit_code == 0, result.stderr
+
+
+def test_gzip_bomb_is_a_clear_error(files, monkeypatch):
+    """A run that decompresses beyond the memory limit fails with one line naming it
+    (the limit is lowered here instead of writing gigabytes)."""
+    from prefeval import readers
+
+    tmp_path, qrels, other = files
+    path = tmp_path / "input.bomb.gz"
+    path.write_bytes(gzip.compress(b"1 Q0 d 1 1.0 t\n" * 100_000))
+    monkeypatch.setattr(readers, "memory_limit", lambda: 1 << 20)
+    result = invoke("compare", qrels, other, path)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"{path}: decompresses to more than 1 MiB")
+    assert "Traceback" not in result.stderr
+
+
+def test_multi_member_gzip_is_read_whole(files):
+    """Concatenated gzip members (as `cat a.gz b.gz` makes) are one file, as gzip -d reads it."""
+    tmp_path, qrels, other = files
+    rows = _good_run_rows()
+    lines = run_lines(rows)
+    half = len(lines) // 2
+    joined = tmp_path / "input.joined.gz"
+    joined.write_bytes(
+        gzip.compress("".join(x + "\n" for x in lines[:half]).encode())
+        + gzip.compress("".join(x + "\n" for x in lines[half:]).encode())
+    )
+    plain = write_run(tmp_path / "input.joined", rows)
+    a = invoke("compare", "-q", qrels, other, joined)
+    b = invoke("compare", "-q", qrels, other, plain)
+    assert a.exit_code == 0 and a.stdout == b.stdout
