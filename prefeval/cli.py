@@ -80,12 +80,18 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
+        import warnings
+
         from .cache import CacheSettingError
         from .errors import InputError
         from .writers import OutputError
 
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                # numpy's RuntimeWarnings (empty slices, NaN casts) are not messages for
+                # a user of the command: the cases they flag are handled where they arise
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)
             ctx.exit(2)
