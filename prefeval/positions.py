@@ -121,8 +121,10 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
 
     nq = relevant.n_queries
     qvals = pa.array(relevant.query_ids, pa.string())
-    qidx = pc.index_in(columns.query_id, value_set=_value_set(qvals, columns.query_id))
-    qidx = np.asarray(qidx.fill_null(-1), dtype=np.int64)
+    # evaluated-query index of every distinct query id of the run, then of every row
+    query_code, query_values = columns.query_codes()
+    value_q = pc.index_in(query_values, value_set=_value_set(qvals, query_values))
+    qidx = np.asarray(value_q.fill_null(-1), dtype=np.int64)[query_code]
     doc_code, doc_values = columns.doc_codes()
     # relevant-docno code of every distinct docno of the run, then of every row
     value_code = pc.index_in(doc_values, value_set=_value_set(relevant.docnos(), doc_values))

@@ -290,11 +290,12 @@ def first_duplicate(*codes: np.ndarray) -> tuple[int, int] | None:
     else:  # too many distinct values to pack into one integer: rank the tuples instead
         _, key = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
         key = key.reshape(-1)
-    order = np.argsort(key, kind="stable")
+    ranked = np.sort(key)
+    if not (ranked[1:] == ranked[:-1]).any():
+        return None
+    order = np.argsort(key, kind="stable")  # only on the error path: which rows
     ranked = key[order]
     same = np.flatnonzero(ranked[1:] == ranked[:-1])
-    if not len(same):
-        return None
     later = order[same + 1]
     k = int(np.argmin(later))
     earlier = int(order[np.searchsorted(ranked, ranked[same[k]], side="left")])
@@ -419,6 +420,8 @@ class RunColumns:
     score: np.ndarray
     doc_code: np.ndarray | None = None
     doc_values: object = None
+    query_code: np.ndarray | None = None
+    query_values: object = None
 
     def __len__(self) -> int:
         return len(self.score)
@@ -428,6 +431,12 @@ class RunColumns:
         if self.doc_code is None:
             self.doc_code, self.doc_values = _codes(self.doc_id)
         return self.doc_code, self.doc_values
+
+    def query_codes(self) -> tuple[np.ndarray, object]:
+        """(code of every row's query id, the distinct query ids), computed once."""
+        if self.query_code is None:
+            self.query_code, self.query_values = _codes(self.query_id)
+        return self.query_code, self.query_values
 
 
 def _duplicate_message(qid, docno, qcode, dcode, where) -> tuple[int, str] | None:
@@ -505,17 +514,19 @@ def parse_run(data: bytes, path: str, name: str | None = None) -> RunColumns:
     regular = _regular_columns(strip_bom(data))
     if regular is not None:
         qid, docno, score = regular
-        qcode, _ = _codes(qid)
+        qcode, qvalues = _codes(qid)
         dcode, dvalues = _codes(docno)
         if first_duplicate(qcode, dcode) is None:
-            return RunColumns(name or run_name(path), path, qid, docno, score, dcode, dvalues)
+            return RunColumns(
+                name or run_name(path), path, qid, docno, score, dcode, dvalues, qcode, qvalues
+            )
     fields = split_fields(
         data, path, 5, False, "qid iter docno rank score [tag]", lambda d, p: parse_run(d, p)
     )
     qid = _small_strings(fields.columns[0])
     docno = _small_strings(fields.columns[2])
     score = _numbers(fields.columns[4], fields, "score")
-    qcode, _ = _codes(qid)
+    qcode, qvalues = _codes(qid)
     dcode, dvalues = _codes(docno)
     duplicate = _duplicate_message(
         qid, docno, qcode, dcode, lambda row: f"line {int(fields.line[row])}"
@@ -523,7 +534,9 @@ def parse_run(data: bytes, path: str, name: str | None = None) -> RunColumns:
     if duplicate is not None:
         fields.errors.add(fields.line[duplicate[0]], duplicate[1])
     fields.errors.check()
-    return RunColumns(name or run_name(path), path, qid, docno, score, dcode, dvalues)
+    return RunColumns(
+        name or run_name(path), path, qid, docno, score, dcode, dvalues, qcode, qvalues
+    )
 
 
 def read_run(source, *, name: str | None = None) -> RunColumns:
