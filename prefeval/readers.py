@@ -468,6 +468,8 @@ def _regular_columns(data: bytes):
         return None
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None
+    if not data.isascii() and _text_problem(data) is not None:
+        return None  # invalid UTF-8 anywhere (the tag column is not converted)
     end = data.find(b"\n")
     first = data[: end if end >= 0 else len(data)].rstrip(b"\r")
     ncols = first.count(b" ") + 1
@@ -483,7 +485,8 @@ def _regular_columns(data: bytes):
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types={**{name: pa.string() for name in names}, "c4": pa.float64()},
-                include_columns=names,
+                # an empty tag (a trailing blank) changes nothing: fields 0-4 are kept
+                include_columns=names[:5],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
                 null_values=[],
@@ -492,8 +495,8 @@ def _regular_columns(data: bytes):
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
         return None
-    columns = [table.column(name).combine_chunks() for name in names]
-    for column in columns[:4] + columns[5:]:
+    columns = [table.column(name).combine_chunks() for name in names[:5]]
+    for column in columns[:4]:
         if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
             return None  # an empty field: irregular spacing
     if len(columns[0]) and pc.any(pc.starts_with(columns[0], "#")).as_py():
