@@ -749,6 +749,14 @@ def robustness(
     metavar="K",
     help="Keep each ranking's top K documents, as trec_eval -M.",
 )
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    expose_value=False,
+    callback=_no_cache,
+    help="Accepted like the other commands; metrics reads the runs itself and "
+    "neither reads nor writes the cache.",
+)
 @output_options
 def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
     """Per-query baseline metrics with ir-measures: rows `measure run query_id value`.

@@ -179,3 +179,34 @@ def test_changed_grade_misses_the_cube_cache(tmp_path, monkeypatch):
     assert graded != flat
     # the cached results equal fresh ones
     assert rpp_x_y(2) == graded and rpp_x_y(1) == flat
+
+
+def test_concurrent_processes_share_one_cache(tmp_path):
+    """Three processes fill one empty cache at the same time: every output equals the
+    one computed without the cache, and no temporary file is left."""
+    import subprocess
+    import sys
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    args = [
+        sys.executable,
+        "-m",
+        "prefeval",
+        "order",
+        "--no-baselines",
+        str(sample / "qrels.txt"),
+        *(str(p) for p in sorted((sample / "runs").iterdir())),
+    ]
+    env = {**os.environ, "PREFEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    reference = subprocess.run([*args, "--no-cache"], capture_output=True, env=env, check=True)
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all(out == reference.stdout for out in outputs)
+    assert not [p for p in (tmp_path / "cache").rglob(".tmp-*")]
+    # and served from the now warm cache
+    warm = subprocess.run(args, capture_output=True, env=env, check=True)
+    assert warm.stdout == reference.stdout
