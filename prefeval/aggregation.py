@@ -169,7 +169,7 @@ def run_scores(
         # solve in run-name order: the same floats whatever the order of the runs
         canonical = np.argsort(np.asarray(evidence.runs, dtype=object), kind="stable")
         score = np.empty(len(canonical))
-        score[canonical] = mc4(evidence.scores(name)[:, canonical], teleport)
+        score[canonical] = ties.group_means(mc4(evidence.scores(name)[:, canonical], teleport))
         return method, score
     if method == "borda":
         return method, borda(evidence.scores(name))

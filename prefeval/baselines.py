@@ -726,6 +726,10 @@ def compute_metrics(
             targets.setdefault(_level_target(parsed[i], relevance_level), []).append(i)
         frame = qrels.subtopic_frame() if ia else general
         frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
+        # judgments in one canonical order: ndeval sums over them in the order given,
+        # so the qrels file's line order must not reach the last bits of AP_IA & co
+        keys = ["query_id", "iteration", "doc_id"] if ia else ["query_id", "doc_id"]
+        frame = frame.sort_values(keys, kind="stable", ignore_index=True)
         if ia:
             qrels_input = list(
                 map(

@@ -171,7 +171,7 @@ def load_runs(
                 except KeyError:
                     pass
                 cache.invalid("runs", key)
-            columns = parse_run(decompress(raw, path), path, name)
+            columns = parse_run(decompress(raw, path), path, name, known=relevant.docnos())
             positions = run_positions(columns, relevant, max_docs)
             if key:
                 cache.put(

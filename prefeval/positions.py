@@ -125,19 +125,24 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     query_code, query_values = columns.query_codes()
     value_q = pc.index_in(query_values, value_set=_value_set(qvals, query_values))
     qidx = np.asarray(value_q.fill_null(-1), dtype=np.int64)[query_code]
-    doc_code, doc_values = columns.doc_codes()
-    # relevant-docno code of every distinct docno of the run, then of every row
-    value_code = pc.index_in(doc_values, value_set=_value_set(relevant.docnos(), doc_values))
-    value_code = np.asarray(value_code.fill_null(-1), dtype=np.int64)
+    known = getattr(columns, "known", None)
+    if known is not None and known[0] is relevant.docnos():
+        row_code = known[1]  # located in the reader's hash pass
+    else:
+        # relevant-docno code of every distinct docno of the run, then of every row
+        doc_code, doc_values = columns.doc_codes()
+        value_set = _value_set(relevant.docnos(), doc_values)
+        value_code = pc.index_in(doc_values, value_set=value_set)
+        row_code = np.asarray(value_code.fill_null(-1), dtype=np.int64)[doc_code]
     keep = np.flatnonzero(qidx >= 0)
     if len(keep) < len(qidx):
         q = qidx[keep]
         score = columns.score[keep]
         docno = pc.take(columns.doc_id, pa.array(keep))
-        code = value_code[doc_code[keep]]
+        code = row_code[keep]
     else:
         q, score, docno = qidx, columns.score, columns.doc_id
-        code = value_code[doc_code]
+        code = row_code
     n = len(q)
     order = _trec_order(q, score, docno)
     qs = q[order]

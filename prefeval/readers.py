@@ -268,6 +268,22 @@ def _numbers(column, fields: Fields, what: str, allow_inf: bool = True) -> np.nd
     return values
 
 
+def _codes_with(column, known) -> tuple[np.ndarray, object, np.ndarray | None]:
+    """:func:`_codes` of ``column`` in one hash pass with ``known`` (distinct strings,
+    e.g. the relevant docnos) encoded first: also returns each row's index in
+    ``known`` (-1 when absent), so matching a run against the judgments needs no
+    second pass over its docnos."""
+    import pyarrow as pa
+
+    if known is None:
+        code, values = _codes(column)
+        return code, values, None
+    known = known if known.type == column.type else known.cast(column.type)
+    code, values = _codes(pa.concat_arrays([known, column]))
+    code = code[len(known) :]
+    return code, values, np.where(code < len(known), code, -1)
+
+
 def _codes(column) -> tuple[np.ndarray, object]:
     """(int64 code of every string, the distinct strings) by Arrow's hash table."""
     import pyarrow.compute as pc
@@ -422,6 +438,8 @@ class RunColumns:
     doc_values: object = None
     query_code: np.ndarray | None = None
     query_values: object = None
+    #: (the ``known`` array given to :func:`parse_run`, each row's index in it or -1)
+    known: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.score)
@@ -507,22 +525,23 @@ def _regular_columns(data: bytes):
     return columns[0], columns[2], score
 
 
-def parse_run(data: bytes, path: str, name: str | None = None) -> RunColumns:
+def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> RunColumns:
     """Parse run text ``qid iter docno rank score [tag ...]`` into :class:`RunColumns`.
 
     Regular files are cut into fields by Arrow's CSV reader, anything else by
     :func:`split_fields`; both give the same fields, and every later step (numbers,
     duplicates) is shared.  Any problem is reported by the line-aware path.
+    ``known``: distinct docnos (the relevant ones) to locate in the same hash pass.
     """
+    name = name or run_name(path)
     regular = _regular_columns(strip_bom(data))
     if regular is not None:
         qid, docno, score = regular
         qcode, qvalues = _codes(qid)
-        dcode, dvalues = _codes(docno)
+        dcode, dvalues, kcode = _codes_with(docno, known)
         if first_duplicate(qcode, dcode) is None:
-            return RunColumns(
-                name or run_name(path), path, qid, docno, score, dcode, dvalues, qcode, qvalues
-            )
+            found = None if kcode is None else (known, kcode)
+            return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
     fields = split_fields(
         data, path, 5, False, "qid iter docno rank score [tag]", lambda d, p: parse_run(d, p)
     )
@@ -530,16 +549,15 @@ def parse_run(data: bytes, path: str, name: str | None = None) -> RunColumns:
     docno = _small_strings(fields.columns[2])
     score = _numbers(fields.columns[4], fields, "score")
     qcode, qvalues = _codes(qid)
-    dcode, dvalues = _codes(docno)
+    dcode, dvalues, kcode = _codes_with(docno, known)
     duplicate = _duplicate_message(
         qid, docno, qcode, dcode, lambda row: f"line {int(fields.line[row])}"
     )
     if duplicate is not None:
         fields.errors.add(fields.line[duplicate[0]], duplicate[1])
     fields.errors.check()
-    return RunColumns(
-        name or run_name(path), path, qid, docno, score, dcode, dvalues, qcode, qvalues
-    )
+    found = None if kcode is None else (known, kcode)
+    return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
 
 
 def read_run(source, *, name: str | None = None) -> RunColumns:

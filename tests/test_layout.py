@@ -622,6 +622,80 @@ def test_command_line_run_order(c, options, reverse, rnd):
         check_commands("run order", ALL_COMMANDS, c, ref, var, options, normalise)
 
 
+@st.composite
+def with_copy(draw):
+    """A collection plus an exact copy of one of its runs under an unused name (which may
+    sort before or after the original's)."""
+    c = draw(collections(max_runs=4))
+    original = draw(st.sampled_from(c.names))
+    name = draw(st.sampled_from([n for n in RUN_NAMES if n not in c.runs]))
+    runs = dict(c.runs)
+    runs[name] = list(runs[original])
+    names = draw(st.permutations(list(runs)))
+    return Collection(c.qrels, {n: runs[n] for n in names}), original, name
+
+
+@examples(15)
+@given(with_copy(), st.sampled_from(OPTIONS))
+def test_copies_are_indistinguishable(case, options):
+    """Two runs with the same content mean the same: compare gives Delta(orig, copy) = 0
+    and Delta(orig, x) = Delta(copy, x) for every other run x; metrics the same values;
+    order (every method) the same rank and the same score, bit for bit; discpower --pairs
+    the same p-values against every other run.  (Numbers that differ in the last bits
+    between two copies are decided by floating-point noise, not by the inputs.)"""
+    c, original, copy = case
+    note(f"{copy} is a copy of {original}")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = write_files(Path(tmp), c)
+        for label in ("compare", "metrics", *ANALYSIS[:4], "discpower-pairs"):
+            args = [*command(label, c, options), *files]
+            text = output(args)
+            bad = copy_mismatches(label, text, original, copy)
+            if bad:
+                pytest.fail(
+                    f"{label}: a run and its copy get different numbers\n"
+                    f"$ prefeval {' '.join(args)}\n" + "\n".join(bad[:12])
+                )
+
+
+NUMBERS = ("value", "score", "rank", "p_value", "p_adjusted")
+
+
+def copy_mismatches(label: str, text: str, original: str, copy: str) -> list[str]:
+    """Rows of ``text`` about ``original`` whose numbers differ from the same row about
+    ``copy`` (pairs matched in either direction; compare's value negated when reversed),
+    and compare rows between the two that are not 0."""
+    header, rows = table(text)
+    col = {h: i for i, h in enumerate(header)}
+    numbers = [col[h] for h in NUMBERS if h in col]
+    keyed = [i for i in range(len(header)) if i not in numbers]
+    run_cols = [col[h] for h in ("run", "run_a", "run_b") if h in col]
+    swap = {original: copy, copy: original}
+    by_key = {tuple(r[i] for i in keyed): r for r in rows}
+    bad = []
+    for r in rows:
+        mentioned = {r[i] for i in run_cols}
+        if mentioned == {original, copy}:
+            if label == "compare" and r[col["value"]] != "0.0":
+                bad.append("not 0 between copies: " + "\t".join(r))
+            continue
+        if original not in mentioned:
+            continue
+        twin = [swap.get(r[i], r[i]) if i in run_cols else r[i] for i in range(len(r))]
+        reverse = tuple(twin[i] for i in keyed) not in by_key
+        if reverse:  # the copy's pair is written the other way round
+            a, b = col["run_a"], col["run_b"]
+            twin[a], twin[b] = twin[b], twin[a]
+        other = by_key[tuple(twin[i] for i in keyed)]
+        mine = [r[i] for i in numbers]
+        theirs = [other[i] for i in numbers]
+        if reverse and label == "compare":
+            theirs = [negated(t) for t in theirs]
+        if mine != theirs:
+            bad.append("\t".join(r) + "\n" + "\t".join(other) + ("  (reversed)" if reverse else ""))
+    return bad
+
+
 # --------------------------------------------------------------------------- text style
 
 
@@ -794,7 +868,7 @@ def test_hash_inside_ids_is_data(c, options):
 
 # --------------------------------------------------------------------------- cache
 
-CACHED_COMMANDS = ("compare", *ANALYSIS)
+CACHED_COMMANDS = ("compare", "metrics", *ANALYSIS)
 
 
 @examples(15)
