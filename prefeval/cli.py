@@ -82,10 +82,12 @@ class PrefevalGroup(click.Group):
     def invoke(self, ctx):
         import warnings
 
+        from . import cache
         from .cache import CacheSettingError
         from .errors import InputError
         from .writers import OutputError
 
+        was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
             with warnings.catch_warnings():
                 # numpy's RuntimeWarnings (empty slices, NaN casts) are not messages for
@@ -108,6 +110,8 @@ class PrefevalGroup(click.Group):
                 err=True,
             )
             ctx.exit(2)
+        finally:
+            cache.set_enabled(was_enabled)
 
 
 @click.group(cls=PrefevalGroup, context_settings={"help_option_names": ["-h", "--help"]})

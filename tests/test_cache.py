@@ -210,3 +210,15 @@ def test_concurrent_processes_share_one_cache(tmp_path):
     # and served from the now warm cache
     warm = subprocess.run(args, capture_output=True, env=env, check=True)
     assert warm.stdout == reference.stdout
+
+
+def test_no_cache_holds_for_one_command_only():
+    """--no-cache in one in-process call (a notebook, a test) does not switch the cache
+    off for later calls."""
+    from helpers import invoke
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2)]
+    assert cache.enabled()
+    assert invoke("compare", "--no-cache", sample / "qrels.txt", *runs).exit_code == 0
+    assert cache.enabled()
