@@ -47,12 +47,21 @@ _INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
 
 
 class PrefevalCommand(click.Command):
-    """Checks ``-o`` before any computing: writable, and not one of the inputs."""
+    """Checks before any computing: ``-`` (standard input) stands for one input only, as
+    in trec_eval; ``-o`` is writable and not one of the inputs."""
 
     def invoke(self, ctx):
         from . import cache
 
         cache.max_bytes()  # a bad PREFEVAL_CACHE_MAX_GB is reported before any work
+        inputs = [
+            path
+            for name in _INPUT_PARAMS
+            for value in [ctx.params.get(name)]
+            for path in (value if isinstance(value, (list, tuple)) else [value])
+        ]
+        if sum(1 for path in inputs if path == "-") > 1:
+            raise click.UsageError("'-' (standard input) may be given for one input only")
         output = ctx.params.get("output")
         if output is not None and output != "-":
             import os
@@ -60,15 +69,13 @@ class PrefevalCommand(click.Command):
             from .writers import check_output, output_target
 
             target = output_target(output)
-            for name in _INPUT_PARAMS:
-                value = ctx.params.get(name)
-                for path in value if isinstance(value, (list, tuple)) else [value]:
-                    if path is None or path == "-" or not os.path.exists(path):
-                        continue
-                    if os.path.exists(target) and os.path.samefile(path, target):
-                        raise click.UsageError(
-                            f"-o {output} would overwrite the input {path}; choose another file"
-                        )
+            for path in inputs:
+                if path is None or path == "-" or not os.path.exists(path):
+                    continue
+                if os.path.exists(target) and os.path.samefile(path, target):
+                    raise click.UsageError(
+                        f"-o {output} would overwrite the input {path}; choose another file"
+                    )
             check_output(output)
         return super().invoke(ctx)
 
@@ -194,12 +201,6 @@ def usage_errors():
         raise click.UsageError(str(error)) from None
 
 
-def _one_stdin(*paths) -> None:
-    """``-`` (standard input) may stand for one input file only, as in trec_eval."""
-    if sum(1 for path in paths if path == "-") > 1:
-        raise click.UsageError("'-' (standard input) may be given for one input only")
-
-
 def _parse_measures(measures, has_subtopics):
     from .measures import parse_measures
 
@@ -250,7 +251,6 @@ def compare(
         raise click.UsageError("need at least two runs to compare")
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
-    _one_stdin(qrels, *runs)
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     relevant = relevant_with_notice(judged, relevance_level)
@@ -332,7 +332,6 @@ def _gather(
     from .pipeline import gather
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
-    _one_stdin(*inputs)
     if no_baselines and baselines:
         raise click.UsageError("-B/--baseline and --no-baselines contradict each other")
     if no_baselines and metrics_file is not None:
@@ -695,10 +694,8 @@ def robustness(
 
     if queries is None and labels is None:
         raise click.UsageError("give --queries and/or --labels")
-    if queries is not None:
-        _float_list(queries, int, "--queries")
-    if labels is not None:
-        _float_list(labels, float, "--labels")
+    query_sizes = _float_list(queries, int, "--queries") if queries is not None else ()
+    label_fractions = _float_list(labels, float, "--labels") if labels is not None else ()
     plotting = _plotting() if plot else None
     got = _gather(
         inputs,
@@ -714,8 +711,8 @@ def robustness(
     with usage_errors():
         table = run_robustness(
             got,
-            queries=_float_list(queries, int, "--queries") if queries is not None else (),
-            labels=_float_list(labels, float, "--labels") if labels is not None else (),
+            queries=query_sizes,
+            labels=label_fractions,
             samples=samples,
             seed=seed,
             policy=policy,
@@ -778,7 +775,6 @@ def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
     from .readers import read_qrels
     from .writers import write_table
 
-    _one_stdin(qrels, *runs)
     judged = read_qrels(qrels)
     relevant = relevant_with_notice(judged, relevance_level)
     with usage_errors():

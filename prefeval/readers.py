@@ -1,9 +1,11 @@
 """Readers for TREC qrels and run files (plain or gzip, detected by magic bytes).
 
-One code path reads every file: the text is cut into lines and whitespace-separated
-fields by Arrow's string kernels (``ascii_trim_whitespace``/``ascii_split_whitespace``
-over all lines at once, the same fields ``bytes.split()`` gives), numbers are parsed
-by Arrow's cast, and duplicates found from Arrow's hash-table dictionary codes.  The
+Every file is cut into lines and whitespace-separated fields by Arrow's string
+kernels (``ascii_trim_whitespace``/``ascii_split_whitespace`` over all lines at once,
+the same fields ``bytes.split()`` gives); a run file of regular single-space lines is
+read by Arrow's CSV reader instead, under conditions that make its fields the same.
+Numbers are parsed by Arrow's cast, duplicates found from Arrow's hash-table
+dictionary codes, in one shared step after either path.  The
 conventions are trec_eval's: blank lines and lines starting with ``#`` are skipped,
 fields after a run's tag are ignored, quotes are ordinary characters, a leading UTF-8
 byte order mark is dropped; ``-`` reads standard input.  Problems are reported as
@@ -470,7 +472,7 @@ def _duplicate_message(qid, docno, qcode, dcode, where) -> tuple[int, str] | Non
 
 
 def _regular_columns(data: bytes):
-    """(qid, docno, score text) columns by Arrow's CSV reader (multi-threaded) when
+    """(qid, docno, score) columns by Arrow's CSV reader (multi-threaded) when
     every line is a regular single-space line of 5 or of 6 fields; None otherwise.
 
     The conditions make the result exactly what :func:`split_fields` gives: no byte
@@ -513,7 +515,10 @@ def _regular_columns(data: bytes):
         )
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
         return None
-    columns = [table.column(name).combine_chunks() for name in names[:5]]
+    try:
+        columns = [table.column(name).combine_chunks() for name in names[:5]]
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return None  # a column beyond 2 GiB: split_fields reads it as large strings
     for column in columns[:4]:
         if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
             return None  # an empty field: irregular spacing
@@ -586,12 +591,12 @@ def _run_from_frame(frame, name: str) -> RunColumns:
     if np.isnan(score).any():
         row = int(np.flatnonzero(np.isnan(score))[0])
         raise InputError(where, None, f"row {row}: score is not a number")
-    qcode, _ = _codes(qid)
+    qcode, qvalues = _codes(qid)
     dcode, dvalues = _codes(docno)
     duplicate = _duplicate_message(qid, docno, qcode, dcode, lambda row: f"row {row}")
     if duplicate is not None:
         raise InputError(where, None, f"row {duplicate[0]}: {duplicate[1]}")
-    return RunColumns(name, where, qid, docno, score, dcode, dvalues)
+    return RunColumns(name, where, qid, docno, score, dcode, dvalues, qcode, qvalues)
 
 
 def _is_frame(obj) -> bool:

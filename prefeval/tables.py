@@ -17,12 +17,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .readers import read_bytes
+from .readers import BOM, read_bytes
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
 
-_BOM = b"\xef\xbb\xbf"
 _NON_SPACE = re.compile(rb"\S")
 
 
@@ -38,7 +37,7 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
     import pyarrow.json as pajson
 
     data = read_bytes(path)
-    start = len(_BOM) if data.startswith(_BOM) else 0
+    start = len(BOM) if data.startswith(BOM) else 0
     buffer = pa.py_buffer(data).slice(start)  # no copy of a large table
     first = _NON_SPACE.search(data, start)
     text_types = {c: pa.string() for c in required if c != "value"}
