@@ -49,6 +49,12 @@ class Evidence:
         """(pairs x queries) Delta values of a preference measure (NaN: not evaluated)."""
         return self.cube.values[self.cube.measures.index(name)]
 
+    def name_order(self) -> np.ndarray:
+        """The run indices sorted by run name: a canonical order of the runs, for the
+        computations whose floats or random draws would otherwise follow the order the
+        runs were given in (the MC4 solve, the HSD permutations)."""
+        return np.argsort(np.asarray(self.runs, dtype=object), kind="stable")
+
     def pairs(self) -> np.ndarray:
         if self.cube is not None:
             return self.cube.pairs
@@ -167,7 +173,7 @@ def run_scores(
         return "mean", mean
     if method == "mc4":
         # solve in run-name order: the same floats whatever the order of the runs
-        canonical = np.argsort(np.asarray(evidence.runs, dtype=object), kind="stable")
+        canonical = evidence.name_order()
         score = np.empty(len(canonical))
         score[canonical] = ties.group_means(mc4(evidence.scores(name)[:, canonical], teleport))
         return method, score

@@ -49,8 +49,7 @@ def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     if diffs.shape[1] < 2:
         return out
     # differences that all tie with the first (prefeval.ties) are constant
-    scale = np.maximum(1.0, np.maximum(np.abs(diffs), np.abs(diffs[:, :1])))
-    constant = np.all(np.abs(diffs - diffs[:, :1]) <= ties.TOLERANCE * scale, axis=1)
+    constant = np.all(ties.tie(diffs, diffs[:, :1]), axis=1)
     out[constant] = np.where(ties.is_zero(diffs[constant, 0]), 1.0, 0.0)
     varying = ~constant
     if varying.any():
@@ -151,7 +150,7 @@ def pair_tests(
                 p, adj = sign_pvalues(evidence, name), None
             elif test == "hsd":
                 # columns by run name: the same random permutations whatever the run order
-                canonical = np.argsort(np.asarray(evidence.runs, dtype=object), kind="stable")
+                canonical = evidence.name_order()
                 where = np.empty_like(canonical)
                 where[canonical] = np.arange(len(canonical))
                 scores = evidence.scores(name)[:, canonical]

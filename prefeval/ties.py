@@ -24,6 +24,13 @@ import numpy as np
 TOLERANCE = 1e-12
 
 
+def tie(x, y) -> np.ndarray:
+    """Whether x and y tie, elementwise (broadcasting)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    scale = np.maximum(1.0, np.maximum(np.abs(x), np.abs(y)))
+    return np.abs(x - y) <= TOLERANCE * scale
+
+
 def is_zero(values) -> np.ndarray:
     """Whether each value ties with 0."""
     return np.abs(np.asarray(values, dtype=np.float64)) <= TOLERANCE
@@ -59,9 +66,7 @@ def groups(scores: np.ndarray) -> np.ndarray:
     ranked = np.take_along_axis(scores, order, axis=-1)
     if ranked.shape[-1] == 0:
         return np.zeros(scores.shape, dtype=np.int64)
-    step = np.abs(np.diff(ranked, axis=-1))
-    scale = np.maximum(1.0, np.maximum(np.abs(ranked[..., 1:]), np.abs(ranked[..., :-1])))
-    new_group = step > TOLERANCE * scale
+    new_group = ~tie(ranked[..., 1:], ranked[..., :-1])
     sorted_groups = np.concatenate(
         [np.zeros((*ranked.shape[:-1], 1), dtype=np.int64), np.cumsum(new_group, axis=-1)],
         axis=-1,
