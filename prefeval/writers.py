@@ -200,8 +200,9 @@ def output_target(path: str) -> str:
     return os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
 
 
-def check_output(path: str) -> None:
+def check_output(path: str):
     """Raise OutputError unless ``path`` can be written: called before any computing.
+    Returns (the file written, its ``os.stat`` or None when it does not exist yet).
 
     A path that exists must not be a folder; a regular file (or a new one) needs a
     writable folder, since it is replaced by a renamed temporary file; a device or a
@@ -220,12 +221,13 @@ def check_output(path: str) -> None:
     if info is not None and not stat.S_ISREG(info.st_mode):
         if not os.access(target, os.W_OK):
             raise OutputError(path, "permission denied")
-        return
+        return target, info
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise OutputError(path, f"no such directory {folder!r}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(path, f"directory {folder!r} is not writable")
+    return target, info
 
 
 class atomic_output:
@@ -238,18 +240,12 @@ class atomic_output:
     def __init__(self, path: str):
         self.path = os.fspath(path)
         self.tmp = None
+        self.handle = None
 
     def __enter__(self):
         import stat
 
-        check_output(self.path)
-        self.target = output_target(self.path)
-        try:
-            info = os.stat(self.target)
-        except FileNotFoundError:
-            info = None
-        except OSError as error:
-            raise OutputError(self.path, _reason(error)) from None
+        self.target, info = check_output(self.path)
         try:
             if info is not None and not stat.S_ISREG(info.st_mode):
                 self.handle = open(self.target, "wb")  # noqa: SIM115 - closed in __exit__
@@ -259,11 +255,17 @@ class atomic_output:
             fd, self.tmp = tempfile.mkstemp(prefix=".prefeval-", suffix=".tmp", dir=folder)
             self.handle = os.fdopen(fd, "wb")
         except OSError as error:
-            self._remove_tmp()
+            self._abandon()
             raise OutputError(self.path, _reason(error)) from None
         return self.handle
 
-    def _remove_tmp(self) -> None:
+    def _abandon(self) -> None:
+        """Close the handle and remove the temporary file, whatever state they are in."""
+        if self.handle is not None:
+            try:
+                self.handle.close()
+            except OSError:
+                pass
         if self.tmp is not None:
             try:
                 os.unlink(self.tmp)
@@ -272,31 +274,26 @@ class atomic_output:
             self.tmp = None
 
     def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self._abandon()
+            if issubclass(exc_type, OSError) and not isinstance(exc, OutputError):
+                raise OutputError(self.path, _reason(exc)) from None
+            return False
         try:
-            if exc_type is None:
-                self.handle.flush()
-                if self.tmp is not None:
-                    os.fsync(self.handle.fileno())
+            self.handle.flush()
+            if self.tmp is not None:
+                os.fsync(self.handle.fileno())
             self.handle.close()
-            if exc_type is None and self.tmp is not None:
+            if self.tmp is not None:
                 os.chmod(self.tmp, self.mode)
                 os.replace(self.tmp, self.target)
                 self.tmp = None
         except OSError as error:
-            self._remove_tmp()
+            self._abandon()
             raise OutputError(self.path, _reason(error)) from None
         except BaseException:
-            self._remove_tmp()
+            self._abandon()
             raise
-        finally:
-            if exc_type is not None:
-                try:
-                    self.handle.close()
-                except OSError:
-                    pass
-                self._remove_tmp()
-        if exc_type is not None and issubclass(exc_type, OSError) and exc_type is not OutputError:
-            raise OutputError(self.path, _reason(exc)) from None
         return False
 
 
