@@ -62,6 +62,34 @@ class PreferenceCube:
             means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
         return ties.snap_zero(means)  # an exact zero mean is 0.0 (the tie rule)
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The cube as named numpy arrays (what the cache stores)."""
+        return {
+            "measures": np.array(self.measures, dtype=str),
+            "runs": np.array(self.runs, dtype=str),
+            "query_ids": np.array(self.query_ids, dtype=str),
+            "pairs": self.pairs,
+            "values": self.values,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict) -> PreferenceCube | None:
+        """The cube of :meth:`arrays`, or None when they are missing or inconsistent."""
+        try:
+            cube = cls(
+                measures=[str(x) for x in arrays["measures"]],
+                runs=[str(x) for x in arrays["runs"]],
+                query_ids=[str(x) for x in arrays["query_ids"]],
+                pairs=arrays["pairs"],
+                values=arrays["values"],
+            )
+        except (KeyError, ValueError, TypeError):
+            return None
+        shape = (len(cube.measures), len(cube.pairs), len(cube.query_ids))
+        if cube.values.shape != shape or cube.pairs.shape != (shape[1], 2):
+            return None
+        return cube
+
     def reindex(self, query_ids: list[str]) -> PreferenceCube:
         """The same preferences over ``query_ids`` (NaN for queries without values)."""
         where = {q: i for i, q in enumerate(self.query_ids)}

@@ -113,15 +113,7 @@ def gather(
                 binary=binary,
                 progress=progress,
             )
-            cache.put(
-                "cubes",
-                key,
-                measures=np.array(cube.measures, dtype=str),
-                runs=np.array(cube.runs, dtype=str),
-                query_ids=np.array(cube.query_ids, dtype=str),
-                pairs=cube.pairs,
-                values=cube.values,
-            )
+            cache.put("cubes", key, **cube.arrays())
             cache.prune()
     evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     inputs.evidence = evidence
@@ -166,26 +158,13 @@ def gather(
 
 def _cached_cube(key: str) -> PreferenceCube | None:
     """The cube stored under ``key``, or None (an inconsistent entry is removed)."""
-    if not cache.enabled():
-        return None
-    arrays = cache.get("cubes", key)
+    arrays = cache.get("cubes", key) if cache.enabled() else None
     if arrays is None:
         return None
-    try:
-        cube = PreferenceCube(
-            measures=[str(x) for x in arrays["measures"]],
-            runs=[str(x) for x in arrays["runs"]],
-            query_ids=[str(x) for x in arrays["query_ids"]],
-            pairs=arrays["pairs"],
-            values=arrays["values"],
-        )
-        shape = (len(cube.measures), len(cube.pairs), len(cube.query_ids))
-        if cube.values.shape == shape and cube.pairs.shape == (shape[1], 2):
-            return cube
-    except (KeyError, ValueError, TypeError):
-        pass
-    cache.invalid("cubes", key)
-    return None
+    cube = PreferenceCube.from_arrays(arrays)
+    if cube is None:
+        cache.invalid("cubes", key)
+    return cube
 
 
 def _on_queries(cube, query_ids, where, notify, source, with_subtopics=None):
