@@ -34,6 +34,12 @@ class FiniteFloat(click.FloatRange):
 
     name = "float"
 
+    def _describe_range(self) -> str:
+        # no bounds (-l): say nothing rather than click's "x<=None"
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value, param, ctx):
         import math
 

@@ -95,4 +95,5 @@ def test_help_never_fails(command):
     proc = subprocess.run(args, capture_output=True, text=True)
     assert proc.returncode == 0
     assert "Usage:" in proc.stdout
+    assert "None]" not in proc.stdout  # no empty range shown as [x<=None]
     assert "Traceback" not in proc.stderr
