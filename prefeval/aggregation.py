@@ -182,9 +182,7 @@ def run_scores(
     if method == "winrate":
         return method, evidence.scores(name).mean(axis=0)
     if method == "copeland":
-        values = evidence.preferences(name)
-        with np.errstate(invalid="ignore"):
-            means = np.nanmean(values, axis=1)
+        means = ties.defined_mean(evidence.preferences(name), axis=1)
         return method, copeland(means, evidence.cube.pairs, len(evidence.runs))
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
 

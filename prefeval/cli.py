@@ -93,8 +93,6 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
-        import warnings
-
         from . import cache
         from .cache import CacheSettingError
         from .errors import InputError
@@ -102,11 +100,7 @@ class PrefevalGroup(click.Group):
 
         was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
-            with warnings.catch_warnings():
-                # numpy's RuntimeWarnings (empty slices, NaN casts) are not messages for
-                # a user of the command: the cases they flag are handled where they arise
-                warnings.simplefilter("ignore", RuntimeWarning)
-                return super().invoke(ctx)
+            return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)
             ctx.exit(2)
@@ -813,7 +807,12 @@ def _terminate(signum, frame):
 def main(argv=None):
     """Console-script entry point."""
     import signal
+    import warnings
 
+    if not sys.warnoptions:
+        # a safety net only: the cases numpy warns about (empty slices, NaN casts) are
+        # handled where they arise, and the tests turn these warnings into errors
+        warnings.simplefilter("ignore", RuntimeWarning)
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _terminate)

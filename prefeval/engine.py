@@ -56,11 +56,7 @@ class PreferenceCube:
     def summary(self) -> np.ndarray:
         """Mean over evaluated queries, measures x pairs (summed in query order, so the
         same for any order of the runs; a mean that ties with 0 is 0.0)."""
-        counts = np.sum(~np.isnan(self.values), axis=2)
-        sums = np.nansum(self.values, axis=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        return ties.snap_zero(means)  # an exact zero mean is 0.0 (the tie rule)
+        return ties.snap_zero(ties.defined_mean(self.values, axis=2))
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The cube as named numpy arrays (what the cache stores)."""

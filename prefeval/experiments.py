@@ -147,8 +147,8 @@ def label_robustness(
                     samples,
                     tau_mean,
                     tau_std,
-                    float(np.nanmean(values[:, 1])),
-                    float(np.nanmean(values[:, 2])),
+                    float(ties.defined_mean(values[:, 1])),
+                    float(ties.defined_mean(values[:, 2])),
                 )
             )
     return rows

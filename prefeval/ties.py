@@ -87,6 +87,15 @@ def group_means(scores: np.ndarray) -> np.ndarray:
     return (sums / np.maximum(counts, 1))[g]
 
 
+def defined_mean(values, axis: int = -1) -> np.ndarray:
+    """Mean over the defined (non-NaN) entries along ``axis``; NaN where there are none
+    (a measure undefined on every query: numpy's "Mean of empty slice" case)."""
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.sum(~np.isnan(values), axis=axis)
+    sums = np.nansum(values, axis=axis)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
 def competition_ranks(scores: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
     """Rank 1 = best along the last axis; scores that tie share the best rank of their
     group (1, 2, 2, 4)."""

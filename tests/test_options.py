@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from helpers import invoke
 
+from prefeval.cli import cli
+
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 RUNS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]
-COMMANDS = ["compare", "metrics", "order", "discpower", "tau", "agree", "robustness"]
+COMMANDS = sorted(cli.commands)  # a new command is covered too
 
 
 @pytest.mark.parametrize(

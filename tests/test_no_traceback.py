@@ -1,0 +1,138 @@
+"""Every command, fed bad input or a bad -o, answers with one message and exit status 2:
+never a Python traceback, never a warning from numpy, never an output file.
+
+The commands are taken from the click group, so a new command is swept too; its extra
+required options go in EXTRA.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import invoke
+
+from prefeval.cli import cli
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+QRELS = SAMPLE / "qrels.txt"
+RUNS = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
+COMMANDS = sorted(cli.commands)
+#: options a command needs besides its inputs (kept cheap: these runs are many)
+EXTRA = {
+    "robustness": ["--queries", "5", "--samples", "2"],
+    "discpower": ["--trials", "50"],
+}
+
+
+def _bad_inputs(folder: Path) -> dict[str, tuple[list, str]]:
+    """name -> (QRELS RUN... arguments, a fragment of the expected message)."""
+    good_run = RUNS[0].read_text()
+    last = len(good_run.splitlines()) + 1
+    files = {  # the message starts FILE:LINE:
+        "qrels-3-fields": ("1 0 d1\n", "qrels-3-fields:1:"),
+        "qrels-bad-grade": ("1 0 d1 1\n1 0 d2 x\n", "qrels-bad-grade:2:"),
+        "run-bad-score": ("1 Q0 d1 1 high tag\n", "run-bad-score:1:"),
+        "run-short-line": (good_run + "1 Q0 d9\n", f"run-short-line:{last}:"),
+        "run-duplicate": ("1 Q0 d1 1 2.0 t\n1 Q0 d1 2 1.0 t\n", "run-duplicate:2:"),
+        "run-nul": ("1 Q0 d\x001 1 2.0 t\n", "run-nul:1:"),
+    }
+    for name, (text, _) in files.items():
+        (folder / name).write_text(text)
+    (folder / "not-utf8").write_bytes(b"1 Q0 \xff\xfe 1 2.0 t\n")
+    (folder / "truncated.gz").write_bytes(gzip.compress(good_run.encode())[:-12])
+    (folder / "empty").write_bytes(b"")
+    (folder / "adir").mkdir()
+    q, r1, r2 = str(QRELS), str(RUNS[1]), str(RUNS[2])
+    cases = {
+        name: (
+            [folder / name, r1, r2] if name.startswith("qrels") else [q, folder / name, r2],
+            fragment,
+        )
+        for name, (_, fragment) in files.items()
+    }
+    cases["not-utf8"] = ([q, folder / "not-utf8", r2], "not-utf8:1:")
+    cases["truncated-gzip"] = ([q, folder / "truncated.gz", r2], "truncated.gz")
+    cases["empty-qrels"] = ([folder / "empty", r1, r2], "empty")
+    cases["missing-run"] = ([q, folder / "no-such-run", r2], "no-such-run")
+    cases["directory-run"] = ([q, folder / "adir", r2], "adir")
+    return cases
+
+
+def _message_lines(stderr: str) -> list[str]:
+    """stderr without click's usage preamble (``Usage:``, ``Try ...``, blank lines)."""
+    return [
+        line
+        for line in stderr.splitlines()
+        if line.strip() and not line.startswith(("Usage:", "Try "))
+    ]
+
+
+def _no_trace(result) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    # an uncaught exception would be kept here by click's test runner
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.stderr
+    assert "Warning" not in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bad_input_is_one_message(command, tmp_path):
+    out = tmp_path / "out.tsv"
+    for name, (args, fragment) in _bad_inputs(tmp_path).items():
+        result = invoke(command, *EXTRA.get(command, []), "-o", out, *args)
+        _no_trace(result)
+        assert fragment.lower() in result.stderr.lower(), (name, result.stderr)
+        assert len(_message_lines(result.stderr)) == 1, (name, result.stderr)
+        assert not out.exists(), name
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bad_output_is_one_message_before_any_work(command, tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    targets = [tmp_path / "missing" / "out.tsv", tmp_path, QRELS]
+    if os.geteuid() != 0:  # root writes anywhere
+        targets.append(folder / "out.tsv")
+    for target in targets:
+        result = invoke(command, *EXTRA.get(command, []), "-o", target, QRELS, *RUNS)
+        _no_trace(result)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ro"]
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_full_device_is_one_message(command):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    args = [sys.executable, "-m", "prefeval", command, *EXTRA.get(command, [])]
+    proc = subprocess.run(
+        [*args, "-o", "/dev/full", str(QRELS), *map(str, RUNS)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == "prefeval: cannot write /dev/full: No space left on device"
+    assert proc.stdout == ""
+
+
+def test_undefined_mean_is_empty_not_a_warning(tmp_path):
+    """Two copies of one run: every reference difference ties with 0, so label sampling
+    has no decided comparison to agree with, in any sample. The mean of those undefined
+    agreements is undefined (an empty field), not numpy's "Mean of empty slice"
+    (pytest turns RuntimeWarnings into errors, see pyproject.toml)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(RUNS[0].read_bytes())
+    b.write_bytes(RUNS[0].read_bytes())
+    result = invoke("robustness", "--labels", "0.5", "--samples", "2", "-B", "AP", QRELS, a, b)
+    assert result.exit_code == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()[1:]]
+    assert rows and all(row[6] == "1.0" and row[7] == "" for row in rows), rows
