@@ -760,7 +760,7 @@ def compute_metrics(
     positions = []
 
     for r, (name, source) in enumerate(
-        progress_bar(items, desc="baselines", unit="run", enable=progress)
+        progress_bar(items, desc="baselines (ir-measures)", unit="run", enable=progress)
     ):
         columns = read_run(source, name=name)
         ranking = _ranking(columns, qvals, max_docs)

@@ -93,14 +93,15 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
-        from . import cache
+        from . import cache, progress
         from .cache import CacheSettingError
         from .errors import InputError
         from .writers import OutputError
 
         was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
-            return super().invoke(ctx)
+            with progress.command():  # one bar for the command, on a terminal only
+                return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)
             ctx.exit(2)

@@ -328,6 +328,14 @@ def cube_from_matrix(
     for m, group in sorted(by_size.items()):
         step = max(1, _BLOCK // max(1, n_p * m))
         blocks.extend(group[i : i + step] for i in range(0, len(group), step))
+    # progress in queries: a query counts when the first block holding one of its
+    # populations is done
+    seen: set[int] = set()
+    new_queries = []
+    for block in blocks:
+        fresh = {int(p.query) for p in block} - seen
+        seen |= fresh
+        new_queries.append(len(fresh))
 
     if n_p:
         # blocks are independent: compare on all cores (numpy releases the GIL in the
@@ -339,12 +347,13 @@ def cube_from_matrix(
 
         with ThreadPoolExecutor(max(1, min(len(blocks), os.cpu_count() or 1))) as pool:
             results = pool.map(work, blocks)
-            for _block, parts in progress_bar(
-                zip(blocks, results),
-                desc="comparing",
-                unit="block",
+            for _fresh, parts in progress_bar(
+                zip(new_queries, results),
+                desc="comparing runs",
+                unit="query",
                 enable=progress,
-                total=len(blocks),
+                total=len(seen),
+                count=lambda item: item[0],
             ):
                 for family, queries, contribution in parts:
                     if family == "lexi":

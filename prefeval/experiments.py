@@ -42,7 +42,15 @@ def query_robustness(
     full = orderings(evidence, method, teleport)
     n_q = len(evidence.query_ids)
     rows = []
-    for k in progress_bar(list(sizes), desc="query samples", unit="level", enable=progress):
+    sizes = list(sizes)
+    for k in progress_bar(
+        sizes,
+        desc="query samples",
+        unit="sample",
+        enable=progress,
+        total=len(sizes) * samples,
+        count=lambda _: samples,
+    ):
         if not 1 <= k <= n_q:
             raise ValueError(f"--queries {k}: must be between 1 and {n_q} (evaluated queries)")
         taus = {name: [] for name in full}

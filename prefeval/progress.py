@@ -1,25 +1,119 @@
-"""Progress bars on stderr, only when stderr is a terminal and the work is long."""
+"""Progress on stderr: one bar per command, shown only on a terminal and for long work.
+
+A command (or an API call) opens :func:`command`; each stage of its work (reading
+runs, comparing, baselines, HSD trials of one measure, robustness samples) wraps its
+loop in :func:`progress_bar`, which relabels and restarts the command's one bar rather
+than opening a bar of its own. The bar appears once the command has worked for
+:data:`DELAY` seconds in all, whatever the stage, so any command running over about
+two seconds shows progress and quick ones print nothing. A stage started inside
+another (the comparisons of one robustness sample) counts in the outer stage only.
+Bars come from ``tqdm.auto``: a widget in Jupyter, text on a terminal.
+"""
 
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 
-# seconds before a bar appears: short work stays silent
+# seconds of a command's work before its bar appears: short work stays silent
 DELAY = 1.0
 
 
-def progress_bar(iterable, *, desc: str, unit: str = "it", enable: bool | None = None, total=None):
-    """Wrap ``iterable`` in a tqdm bar on stderr.
+class CommandProgress:
+    """The one bar of a command; stages relabel it and restart its count."""
 
-    ``enable=None`` means: only when stderr is a terminal; the bar then appears
-    after :data:`DELAY` seconds, so quick work prints nothing.
-    """
+    def __init__(self, enable: bool):
+        self.enable = enable
+        self.started = time.monotonic()
+        self.bar = None
+        self.depth = 0  # stages under way (nested ones do not touch the bar)
+
+    def _shown(self) -> bool:
+        bar = self.bar
+        return bar is not None and bar.last_print_t >= bar.start_t + bar.delay
+
+    def _open(self, desc: str, unit: str, total) -> object:
+        delay = max(0.0, DELAY - (time.monotonic() - self.started))
+        if self.bar is not None and self._shown():
+            self.bar.unit = unit
+            self.bar.set_description_str(desc, refresh=False)
+            self.bar.reset(total=total)
+            return self.bar
+        self.close()
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(
+            total=total, desc=desc, unit=unit, file=sys.stderr, delay=delay, leave=False
+        )
+        return self.bar
+
+    def stage(self, iterable: Iterable, desc: str, unit: str, total=None, count=None):
+        """Yield ``iterable``'s items, advancing the bar by ``count(item)`` (default 1)
+        after each."""
+        if not self.enable or self.depth:
+            yield from iterable
+            return
+        if total is None and count is None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        self.depth += 1
+        try:
+            bar = self._open(desc, unit, total)
+            for item in iterable:
+                yield item
+                bar.update(count(item) if count is not None else 1)
+        finally:
+            self.depth -= 1
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+_current: CommandProgress | None = None
+
+
+def _terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+@contextmanager
+def command(enable: bool | None = None):
+    """The progress of one command: ``enable=None`` means when stderr is a terminal."""
+    global _current
     if enable is None:
-        enable = sys.stderr.isatty()
-    if not enable:
-        return iterable
-    from tqdm.auto import tqdm
+        enable = _terminal()
+    outer, _current = _current, CommandProgress(bool(enable))
+    try:
+        yield _current
+    finally:
+        _current.close()
+        _current = outer
 
-    return tqdm(
-        iterable, desc=desc, unit=unit, total=total, file=sys.stderr, delay=DELAY, leave=False
-    )
+
+def progress_bar(
+    iterable: Iterable,
+    *,
+    desc: str,
+    unit: str = "it",
+    enable: bool | None = None,
+    total=None,
+    count: Callable | None = None,
+):
+    """``iterable`` as a stage of the current command's bar (see the module docstring).
+
+    ``enable=False`` turns progress off for this stage; outside any :func:`command`, the
+    stage gets a bar of its own (``enable=None``: when stderr is a terminal).
+    """
+    if enable is False:
+        return iterable
+    if _current is not None:
+        return _current.stage(iterable, desc, unit, total, count)
+    return _standalone(iterable, desc, unit, enable, total, count)
+
+
+def _standalone(iterable, desc, unit, enable, total, count):
+    with command(enable) as progress:
+        yield from progress.stage(iterable, desc, unit, total, count)

@@ -83,6 +83,7 @@ def hsd_pvalues(
     trials: int = DEFAULT_TRIALS,
     seed: int | None = 0,
     progress: bool | None = None,
+    label: str = "",
 ) -> np.ndarray:
     """Randomized Tukey HSD (Carterette 2012) on a queries x runs score matrix.
 
@@ -102,7 +103,14 @@ def hsd_pvalues(
     # trials are drawn and counted chunk by chunk: memory does not grow with --trials
     chunk = max(1, min(trials, (1 << 22) // max(1, q * n)))
     starts = range(0, trials, chunk)
-    for start in progress_bar(starts, desc="HSD trials", unit="chunk", enable=progress):
+    for start in progress_bar(
+        starts,
+        desc=f"HSD trials {label}".rstrip(),
+        unit="trial",
+        enable=progress,
+        total=trials,
+        count=lambda start: min(trials, start + chunk) - start,
+    ):
         stop = min(trials, start + chunk)
         block = rng.permuted(np.broadcast_to(scores, (stop - start, q, n)), axis=2)
         col = block.mean(axis=1)
@@ -154,7 +162,7 @@ def pair_tests(
                 where = np.empty_like(canonical)
                 where[canonical] = np.arange(len(canonical))
                 scores = evidence.scores(name)[:, canonical]
-                p = hsd_pvalues(scores, where[pairs], trials, seed, progress)
+                p = hsd_pvalues(scores, where[pairs], trials, seed, progress, label=name)
                 adj = p
             else:
                 raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")

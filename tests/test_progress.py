@@ -1,0 +1,97 @@
+"""One progress bar per command, relabelled by stage, only after DELAY seconds of work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tqdm.auto
+from helpers import invoke
+
+from prefeval import progress
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+INPUTS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]
+
+
+class Recorder(tqdm.auto.tqdm):
+    """A tqdm that records its instances and every (label, unit, count) it showed."""
+
+    instances: list = []
+    stages: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        Recorder.instances.append(self)
+        self._note()
+
+    def _note(self):
+        Recorder.stages.append([self.desc, self.unit, self.total, 0])
+
+    def reset(self, total=None):
+        super().reset(total)
+        self._note()
+
+    def update(self, n=1):
+        Recorder.stages[-1][3] += n
+        return super().update(n)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    Recorder.instances, Recorder.stages = [], []
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    monkeypatch.setattr(progress, "_terminal", lambda: True)  # as if stderr were a tty
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    return Recorder
+
+
+def test_one_bar_across_the_stages_of_a_command(recorded):
+    result = invoke(
+        "discpower", "--no-cache", "--test", "hsd", "--trials", "1500", "-m", "rpp,lexirecall",
+        "-B", "AP", *INPUTS,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert len(recorded.instances) == 1  # one bar, relabelled
+    assert [stage[0] for stage in recorded.stages] == [
+        "reading runs",
+        "comparing runs",
+        "baselines (ir-measures)",
+        "HSD trials rpp",
+        "HSD trials lexirecall",
+        "HSD trials AP",
+    ]
+    units = {desc: (unit, total, done) for desc, unit, total, done in recorded.stages}
+    assert units["reading runs"] == ("run", 3, 3)
+    assert units["baselines (ir-measures)"] == ("run", 3, 3)
+    assert units["HSD trials AP"] == ("trial", 1500, 1500)  # trials, not chunks
+    unit, total, done = units["comparing runs"]
+    assert unit == "query" and total == done == 20  # the sample has 20 queries
+    assert "HSD trials AP" in result.stderr  # the bar went to stderr, not stdout
+    assert "trial" not in result.stdout
+
+
+def test_inner_stages_count_in_the_outer_one(recorded):
+    result = invoke(
+        "robustness", "--no-cache", "--no-baselines", "--labels", "0.5,0.8", "--samples", "3",
+        "-m", "rpp", *INPUTS,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    labels = [stage[0] for stage in recorded.stages]
+    assert labels[-1] == "label samples"  # each sample's comparisons do not relabel it
+    assert recorded.stages[-1][1:] == ["sample", 6, 6]
+
+
+def test_quick_work_shows_nothing(monkeypatch):
+    monkeypatch.setattr(progress, "_terminal", lambda: True)
+    monkeypatch.setattr(progress, "DELAY", 60.0)  # far more than this command takes
+    result = invoke("compare", "--no-cache", *INPUTS)
+    assert result.exit_code == 0
+    assert result.stderr == ""
+
+
+def test_no_bar_off_a_terminal(monkeypatch):
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    result = invoke("compare", "--no-cache", *INPUTS)  # the runner's stderr is no tty
+    assert result.exit_code == 0
+    assert result.stderr == ""
