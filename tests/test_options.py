@@ -12,7 +12,7 @@ from helpers import invoke
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 RUNS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]
-COMMANDS = ["compare", "metrics", "order", "discpower", "tau", "agree", "robustness"]
+COMMANDS = ["compare", "metrics", "order", "discpower", "tau", "agree", "robustness", "pairs"]
 
 
 @pytest.mark.parametrize(
