@@ -426,8 +426,8 @@ def build_commands(d: Path, shape: str, out: Path, quick: bool) -> tuple[list[Cm
         Cmd("tau", "`tau` (default baselines)", pref("tau", "-o", o("tau.tsv"))),
         Cmd(
             "metrics",
-            "`metrics -B AP -B nDCG -B RR`",
-            [*pf, "metrics", "-B", "AP", "-B", "nDCG", "-B", "RR", "-o", o("metrics.tsv")]
+            "`metrics -q -B AP -B nDCG -B RR`",
+            [*pf, "metrics", "-q", "-B", "AP", "-B", "nDCG", "-B", "RR", "-o", o("metrics.tsv")]
             + [qrels_plain, *runs],
         ),
     ]

@@ -72,7 +72,9 @@ __all__ = [
     "compute_metrics",
     "default_baselines",
     "higher_is_better",
+    "metrics_summary",
     "parse_baseline",
+    "parse_baselines",
 ]
 
 DEFAULT_BASELINES = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
@@ -203,8 +205,8 @@ def _parse_irm(measure, text: str) -> Baseline:
     import ir_measures
 
     hint = (
-        "use an ir-measures measure (e.g. AP, nDCG@10, RR, R@1000, P@10, ERR_IA@20) "
-        f"or one of {', '.join(NATIVE_BASELINES)}"
+        "use an ir-measures measure (e.g. AP, nDCG@10, RR, R@1000, P@10, ERR_IA@20), "
+        f"a trec_eval name (map, ndcg_cut_10, P_10, recip_rank) or {' or '.join(NATIVE_BASELINES)}"
     )
     if measure is None:
         try:
@@ -282,17 +284,80 @@ def _irm_name(measure) -> str:
     return name
 
 
-def _parse_all(baselines) -> list[Baseline]:
-    if isinstance(baselines, (str, Baseline)):
-        baselines = [baselines]
-    out: list[Baseline] = []
-    seen: set[str] = set()
-    for text in baselines:
-        baseline = parse_baseline(text)
-        if baseline.name not in seen:
-            seen.add(baseline.name)
-            out.append(baseline)
-    return out
+def parse_baselines(texts) -> list[Baseline]:
+    """Every baseline that ``texts`` (one string or several) name, in order, each once
+    (``map`` and ``AP`` are one measure).
+
+    A string is one measure (:func:`parse_baseline`, e.g. ``TSE(exposure=rbp,gamma=0.5)``),
+    else a trec_eval name (``map``, ``ndcg_cut_10``, ``P_10``, ``recip_rank``, ``P``:
+    P@5..P@1000, ``official``; ir-measures' ``parse_trec_measure``), else a list of
+    either separated by commas or blanks outside parentheses (``'AP nDCG@10'``,
+    ``AP,nDCG@10``).  ValueError names the first measure neither understands.
+    """
+    if isinstance(texts, (str, Baseline)):
+        texts = [texts]
+    out: dict[str, Baseline] = {}
+    for text in texts:
+        for baseline in _expand(text):
+            out.setdefault(baseline.name, baseline)
+    return list(out.values())
+
+
+_parse_all = parse_baselines
+
+
+def _expand(text) -> list[Baseline]:
+    if not isinstance(text, str):
+        return [parse_baseline(text)]
+    text = text.strip()
+    try:
+        return [parse_baseline(text)]
+    except ValueError as error:
+        first = error
+    trec = _parse_trec(text)
+    if trec:
+        return trec
+    pieces = _split_list(text)
+    if len(pieces) > 1:
+        return [b for piece in pieces for b in _expand(piece)]
+    if not pieces:
+        raise ValueError(f"empty baseline measure {text!r}")
+    raise first
+
+
+def _split_list(text: str) -> list[str]:
+    """``text`` cut at commas and blanks outside parentheses."""
+    pieces, depth, current = [], 0, []
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and (ch == "," or ch.isspace()):
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    pieces.append("".join(current))
+    return [p for p in pieces if p]
+
+
+_TREC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[._][0-9.,]+)?")
+
+
+def _parse_trec(text: str) -> list[Baseline] | None:
+    """The measures of a trec_eval name, or None when it is not one."""
+    import contextlib
+    import io
+
+    import ir_measures
+
+    if not _TREC_NAME.fullmatch(text):
+        return None
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):  # nicknames print what they skip
+            measures = ir_measures.parse_trec_measure(text)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return [_parse_irm(m, text) for m in measures] or None
 
 
 # --------------------------------------------------------------------------- runs
@@ -804,6 +869,32 @@ def compute_metrics(
             "run": np.array([name for name, _ in items], dtype=object)[r_idx],
             "query_id": np.array(qlist, dtype=object)[q_idx],
             "value": values.reshape(-1),
+        },
+        columns=COLUMNS,
+    )
+
+
+def metrics_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Summary rows ``measure, run, 'all', value`` of a :func:`compute_metrics` table, one
+    per (measure, run) in the table's order, as trec_eval prints them: the mean over the
+    queries with a value, except that ir-measures' count measures (``NumQ``, ``NumRel``,
+    ``NumRet``, ``NumRelRet``, whose aggregator sums) are summed."""
+    from ir_measures.measures.base import SumAgg
+
+    summed = {}
+    for name in table["measure"].unique():
+        baseline = parse_baseline(str(name))
+        summed[name] = baseline.kind == "irm" and isinstance(baseline.measure.aggregator(), SumAgg)
+    groups = table.groupby(["measure", "run"], sort=False)["value"]
+    means, sums = groups.mean(), groups.sum()  # NaN (no value) skipped
+    keys = means.index
+    use_sum = np.array([summed[m] for m in keys.get_level_values(0)], dtype=bool)
+    return pd.DataFrame(
+        {
+            "measure": keys.get_level_values(0).to_numpy(dtype=object),
+            "run": keys.get_level_values(1).to_numpy(dtype=object),
+            "query_id": "all",
+            "value": np.where(use_sum, sums.to_numpy(dtype=float), means.to_numpy(dtype=float)),
         },
         columns=COLUMNS,
     )

@@ -188,6 +188,30 @@ def engine_options(func):
     return func
 
 
+PRECISION = click.IntRange(0, 17)
+
+
+def precision_option(func):
+    return click.option(
+        "-p",
+        "--precision",
+        type=PRECISION,
+        default=None,
+        metavar="N",
+        help="Write values rounded to N decimals (0..17, as %.Nf). Default: full precision "
+        "(shortest round-trip form).",
+    )(func)
+
+
+def against_option(func):
+    return click.option(
+        "--against",
+        multiple=True,
+        metavar="RUN",
+        help="Only the pairs with RUN (repeatable), oriented with RUN as run_b.",
+    )(func)
+
+
 @contextmanager
 def usage_errors():
     """Library ValueErrors about arguments (unknown measure, bad level...) become usage
@@ -215,6 +239,13 @@ def _parse_measures(measures, has_subtopics):
 @engine_options
 @click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
 @click.option("-n", "--no-summary", is_flag=True, help="Drop the summary rows (query_id all).")
+@against_option
+@click.option(
+    "--both-directions",
+    is_flag=True,
+    help="Also write each pair reversed (Delta(b, a) = -Delta(a, b)): a runs x runs matrix.",
+)
+@precision_option
 @click.option(
     "-f",
     "--format",
@@ -232,7 +263,19 @@ def _parse_measures(measures, has_subtopics):
     help="Write to FILE atomically (default: stdout).",
 )
 def compare(
-    qrels, runs, measures, relevance_level, max_docs, binary, per_query, no_summary, fmt, output
+    qrels,
+    runs,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    per_query,
+    no_summary,
+    against,
+    both_directions,
+    precision,
+    fmt,
+    output,
 ):
     """Preference of every pair of RUNs on QRELS.
 
@@ -240,12 +283,21 @@ def compare(
     line order; value > 0 means run_a is preferred. Without -q only the summary
     rows (query_id `all`: mean over evaluated queries) are written.
 
+    --against RUN keeps the pairs (a, RUN); --both-directions writes each pair,
+    then the same pair reversed.
+
     \b
     Example:
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
-    from .engine import compute_cube, load_runs, relevant_with_notice, stderr_notice
-    from .readers import read_qrels
+    from .engine import (
+        against_pairs,
+        compute_cube,
+        load_runs,
+        relevant_with_notice,
+        stderr_notice,
+    )
+    from .readers import read_qrels, run_name
     from .writers import write_table
 
     if len(runs) < 2:
@@ -255,14 +307,31 @@ def compare(
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     relevant = relevant_with_notice(judged, relevance_level)
+    pairs = None
+    if against:
+        with usage_errors():
+            pairs = against_pairs([run_name(r) for r in runs], against)
     positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
-    cube = compute_cube(positions, relevant, measure_list, binary=binary)
+    cube = compute_cube(positions, relevant, measure_list, binary=binary, pairs=pairs)
+    if both_directions:
+        cube = cube.both_directions()
     frame = cube.to_frame(per_query=per_query, summary=not no_summary)
-    write_table(frame, output, fmt.lower())
+    write_table(frame, output, fmt.lower(), precision)
 
 
-def analysis_options(func):
-    """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines."""
+BASELINE_HELP = (
+    "Baseline metric(s): ir-measures strings (AP, nDCG@10, RR, ERR_IA@20), trec_eval "
+    "names (map, ndcg_cut_10, P_10, recip_rank), or native TSE, ASL; repeatable, lists "
+    "separated by commas or blanks. Default: AP nDCG RR R@1000 Rprec [+ ERR_IA@20 "
+    "alpha_nDCG@20 StRecall@20 AP_IA]."
+)
+
+
+def analysis_options(func=None, *, against=True):
+    """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
+    ``against=False``: a command that needs every pair (--against is a usage error)."""
+    if func is None:
+        return lambda f: analysis_options(f, against=against)
     options = [
         click.argument(
             "inputs", nargs=-1, type=click.Path(dir_okay=False), metavar="[QRELS RUN...]"
@@ -288,12 +357,14 @@ def analysis_options(func):
             "baselines",
             multiple=True,
             metavar="MEASURE",
-            help="Baseline metric (ir-measures syntax, e.g. AP, nDCG@10, RR, "
-            "ERR_IA@20; or native TSE, ASL); repeatable. Default: AP nDCG RR "
-            "R@1000 Rprec [+ ERR_IA@20 alpha_nDCG@20 StRecall@20 AP_IA].",
+            help=BASELINE_HELP,
         ),
         click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
     ]
+    if against:
+        options.append(against_option)
+    else:  # the command needs every pair: --against is refused with a reason
+        options.append(click.option("--against", multiple=True, hidden=True))
     func = engine_options(func)
     for option in reversed(options):
         func = option(func)
@@ -301,6 +372,7 @@ def analysis_options(func):
 
 
 def output_options(func):
+    func = precision_option(func)
     func = click.option(
         "-o",
         "--output",
@@ -319,6 +391,21 @@ def output_options(func):
     )(func)
 
 
+def _no_against(against, command, why):
+    if against:
+        raise click.UsageError(
+            f"--against: {command} {why}, so it needs every pair of runs; drop --against"
+        )
+
+
+def _baseline_names(baselines):
+    """Canonical names of the -B/-m values (map -> AP), each once; usage error otherwise."""
+    from .baselines import parse_baselines
+
+    with usage_errors():
+        return [b.name for b in parse_baselines(baselines)]
+
+
 def _gather(
     inputs,
     prefs,
@@ -329,6 +416,7 @@ def _gather(
     relevance_level,
     max_docs,
     binary,
+    against=(),
 ):
     from .pipeline import gather
 
@@ -355,6 +443,13 @@ def _gather(
             )
     if prefs is None and len(runs) < 2:
         raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
+    baselines = _baseline_names(baselines) if baselines else ()
+    if against and prefs is None:  # unknown names before any run is read
+        from .engine import against_pairs
+        from .readers import run_name
+
+        with usage_errors():
+            against_pairs([run_name(r) for r in runs], against)
     with usage_errors():
         return gather(
             qrels,
@@ -367,6 +462,7 @@ def _gather(
             relevance_level=relevance_level,
             max_docs=max_docs,
             binary=binary,
+            against=against,
         )
 
 
@@ -387,7 +483,7 @@ def _float_list(text, kind=float, option="--labels"):
 
 
 @cli.command()
-@analysis_options
+@analysis_options(against=False)
 @click.option(
     "--method",
     type=click.Choice(["mc4", "borda", "winrate", "copeland"]),
@@ -414,6 +510,8 @@ def order(
     binary,
     method,
     teleport,
+    against,
+    precision,
     fmt,
     output,
 ):
@@ -431,6 +529,7 @@ def order(
     from .aggregation import order as order_table
     from .writers import write_table
 
+    _no_against(against, "order", "ranks all runs")
     got = _gather(
         inputs,
         prefs,
@@ -442,7 +541,8 @@ def order(
         max_docs,
         binary,
     )
-    write_table(order_table(got.evidence, method=method, teleport=teleport), output, fmt)
+    table = order_table(got.evidence, method=method, teleport=teleport)
+    write_table(table, output, fmt, precision)
 
 
 @cli.command()
@@ -504,12 +604,16 @@ def discpower(
     seed,
     per_pair,
     plot,
+    against,
+    precision,
     fmt,
     output,
 ):
     """Discriminative power: share of run pairs significantly different.
 
-    Rows `measure test correction alpha significant pairs percent`.
+    Rows `measure test correction alpha significant pairs percent`. With --against
+    only the pairs with those runs are tested (and corrected for); the default tests
+    are then ttest and sign (hsd needs every pair of a preference).
 
     \b
     Example:
@@ -518,6 +622,11 @@ def discpower(
     from .statistics import discriminative_power, pair_tests
     from .writers import write_table
 
+    if against and "hsd" in tests:
+        raise click.UsageError(
+            "--test hsd with --against: the HSD ranks every run by its win rate over all "
+            "pairs; drop one of them"
+        )
     plotting = _plotting() if plot else None
     got = _gather(
         inputs,
@@ -529,15 +638,18 @@ def discpower(
         relevance_level,
         max_docs,
         binary,
+        against,
     )
-    table = pair_tests(got.evidence, tests or ("ttest", "sign", "hsd"), correction, trials, seed)
+    default = ("ttest", "sign") if against else ("ttest", "sign", "hsd")
+    table = pair_tests(got.evidence, tests or default, correction, trials, seed)
     if plot:
         plotting.discpower_curves(table, plot)
-    write_table(table if per_pair else discriminative_power(table, alpha), output, fmt)
+    result = table if per_pair else discriminative_power(table, alpha)
+    write_table(result, output, fmt, precision)
 
 
 @cli.command()
-@analysis_options
+@analysis_options(against=False)
 @click.option(
     "--method",
     type=click.Choice(["mc4", "borda", "winrate", "copeland"]),
@@ -556,6 +668,8 @@ def tau(
     max_docs,
     binary,
     method,
+    against,
+    precision,
     fmt,
     output,
 ):
@@ -571,6 +685,7 @@ def tau(
     from .correlation import tau_matrix_text, tau_table
     from .writers import write_table
 
+    _no_against(against, "tau", "correlates orderings of all runs")
     got = _gather(
         inputs,
         prefs,
@@ -585,7 +700,7 @@ def tau(
     table = tau_table(got.evidence, method=method)
     if fmt == "tsv" and sys.stderr.isatty():
         click.echo(tau_matrix_text(table), err=True, nl=False)
-    write_table(table, output, fmt)
+    write_table(table, output, fmt, precision)
 
 
 @cli.command()
@@ -607,6 +722,8 @@ def agree(
     max_docs,
     binary,
     ties,
+    against,
+    precision,
     fmt,
     output,
 ):
@@ -629,12 +746,14 @@ def agree(
         relevance_level,
         max_docs,
         binary,
+        against,
     )
-    write_table(ties_table(got.evidence) if ties else agreement_table(got.evidence), output, fmt)
+    table = ties_table(got.evidence) if ties else agreement_table(got.evidence)
+    write_table(table, output, fmt, precision)
 
 
 @cli.command()
-@analysis_options
+@analysis_options(against=False)
 @click.option(
     "--queries",
     default=None,
@@ -678,6 +797,8 @@ def robustness(
     samples,
     seed,
     plot,
+    against,
+    precision,
     fmt,
     output,
 ):
@@ -693,6 +814,7 @@ def robustness(
     from .experiments import robustness as run_robustness
     from .writers import write_table
 
+    _no_against(against, "robustness", "correlates orderings of all runs")
     if queries is None and labels is None:
         raise click.UsageError("give --queries and/or --labels")
     query_sizes = _float_list(queries, int, "--queries") if queries is not None else ()
@@ -720,20 +842,21 @@ def robustness(
         )
     if plot:
         plotting.robustness_plot(table, plot)
-    write_table(table, output, fmt)
+    write_table(table, output, fmt, precision)
 
 
 @cli.command()
 @click.argument("qrels", type=click.Path(dir_okay=False))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
+    "-m",
+    "--measure",
     "-B",
     "--baseline",
     "baselines",
     multiple=True,
     metavar="MEASURE",
-    help="Metric (ir-measures syntax, or TSE / ASL); repeatable. Default: AP nDCG "
-    "RR R@1000 Rprec [+ ERR_IA@20 alpha_nDCG@20 StRecall@20 AP_IA].",
+    help=BASELINE_HELP.replace("Baseline metric(s)", "Metric(s)"),
 )
 @click.option(
     "-l",
@@ -759,35 +882,114 @@ def robustness(
     help="Accepted like the other commands; metrics reads the runs itself and "
     "neither reads nor writes the cache.",
 )
+@click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
+@click.option("-n", "--no-summary", is_flag=True, help="Drop the summary rows (query_id all).")
 @output_options
-def metrics(qrels, runs, baselines, relevance_level, max_docs, fmt, output):
-    """Per-query baseline metrics with ir-measures: rows `measure run query_id value`.
+def metrics(
+    qrels,
+    runs,
+    baselines,
+    relevance_level,
+    max_docs,
+    per_query,
+    no_summary,
+    precision,
+    fmt,
+    output,
+):
+    """Baseline metrics with ir-measures: rows `measure run query_id value`.
 
-    Every evaluated query appears for every run (a query a run did not answer is
-    evaluated as an empty ranking, as trec_eval -c: 0 for most measures, the qrels'
-    count for NumRel). Analysis commands read it back with --metrics.
+    As trec_eval: without -q only summary rows (query_id `all`: the mean over the
+    evaluated queries; the sum for NumQ, NumRel, NumRet, NumRelRet); -q per-query
+    rows, then the summary rows; -n drops the summary. Every evaluated query
+    appears for every run (a query a run did not answer is evaluated as an empty
+    ranking, as trec_eval -c). Analysis commands read `metrics -q` back with
+    --metrics. The measure column holds ir-measures' name (map is written AP).
 
     \b
     Example:
-      prefeval metrics -o metrics.tsv qrels.txt runs/input.*
+      prefeval metrics -q -o metrics.tsv qrels.txt runs/input.*
+      prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
     """
-    from .baselines import compute_metrics, default_baselines
+    import pandas as pd
+
+    from .baselines import compute_metrics, default_baselines, metrics_summary
     from .engine import relevant_with_notice
     from .readers import read_qrels
     from .writers import write_table
 
+    if no_summary and not per_query:
+        raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
+    names = _baseline_names(baselines) if baselines else None
     judged = read_qrels(qrels)
     relevant = relevant_with_notice(judged, relevance_level)
     with usage_errors():
         table = compute_metrics(
             judged,
             list(runs),
-            list(baselines) or default_baselines(judged.has_subtopics),
+            names or default_baselines(judged.has_subtopics),
             query_ids=relevant.query_ids,
             relevance_level=relevance_level,
             max_docs=max_docs,
         )
-    write_table(table, output, fmt)
+    parts = [table] if per_query else []
+    if not no_summary:
+        parts.append(metrics_summary(table))
+    write_table(pd.concat(parts, ignore_index=True), output, fmt, precision)
+
+
+@cli.command()
+@analysis_options
+@click.option(
+    "--ci",
+    "confidence",
+    type=FiniteFloat(0, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the t interval of the mean difference.",
+)
+def pairs(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    confidence,
+    against,
+    precision,
+    fmt,
+    output,
+):
+    """Per run pair: mean difference, t confidence interval, wins, ties, losses.
+
+    Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses`: per
+    query Delta(a, b) for a preference, value(a) - value(b) for a metric (b - a when
+    lower is better, ASL), so positive always favours run_a.
+
+    \b
+    Example:
+      prefeval pairs --against sys01 qrels.txt runs/input.*
+    """
+    from .statistics import pair_summary
+    from .writers import write_table
+
+    got = _gather(
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+        against,
+    )
+    write_table(pair_summary(got.evidence, confidence), output, fmt, precision)
 
 
 def _plotting():

@@ -43,8 +43,9 @@ class PreferenceCube:
     """Preferences Delta(run_a, run_b) for every measure, run pair and query.
 
     ``values[k, p, q]`` is measure ``measures[k]`` for pair ``pairs[p]`` (indices
-    into ``runs``, run_a before run_b in input order) on query ``query_ids[q]``;
-    NaN where the measure does not apply to the query.
+    into ``runs``; every unordered pair with run_a before run_b in input order, unless
+    chosen otherwise: :func:`against_pairs`, :meth:`select_pairs`) on query
+    ``query_ids[q]``; NaN where the measure does not apply to the query.
     """
 
     measures: list[str]
@@ -85,6 +86,28 @@ class PreferenceCube:
         if cube.values.shape != shape or cube.pairs.shape != (shape[1], 2):
             return None
         return cube
+
+    def select_pairs(self, pairs: np.ndarray) -> PreferenceCube:
+        """The preferences of ``pairs`` (run index pairs, either orientation of pairs of
+        this cube): a reversed pair's values negated, exactly (0.0 stays 0.0)."""
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        n = len(self.runs)
+        where = np.full((n, n), -1, dtype=np.int64)
+        where[self.pairs[:, 0], self.pairs[:, 1]] = np.arange(len(self.pairs))
+        forward = where[pairs[:, 0], pairs[:, 1]]
+        backward = where[pairs[:, 1], pairs[:, 0]]
+        if np.any((forward < 0) & (backward < 0)):
+            raise ValueError("select_pairs: a pair this cube does not hold")
+        values = self.values[:, np.where(forward >= 0, forward, backward), :]
+        flip = forward < 0
+        values[:, flip, :] = 0.0 - values[:, flip, :]
+        return PreferenceCube(self.measures, self.runs, self.query_ids, pairs, values)
+
+    def both_directions(self) -> PreferenceCube:
+        """Every pair followed by its reverse, Delta(b, a) = -Delta(a, b) exactly."""
+        pairs = np.empty((2 * len(self.pairs), 2), dtype=np.int64)
+        pairs[0::2], pairs[1::2] = self.pairs, self.pairs[:, ::-1]
+        return self.select_pairs(pairs)
 
     def reindex(self, query_ids: list[str]) -> PreferenceCube:
         """The same preferences over ``query_ids`` (NaN for queries without values)."""
@@ -128,6 +151,23 @@ class PreferenceCube:
                 "value": v,
             }
         )
+
+
+def against_pairs(runs: Sequence[str], against: Sequence[str]) -> np.ndarray:
+    """Run index pairs (a, R) for every run R of ``against`` (in that order) and every
+    other run a (in ``runs`` order), R as run_b; the pair of two runs of ``against`` once,
+    run_a the one listed first in ``runs``.  ValueError for a name not in ``runs``."""
+    where = {name: i for i, name in enumerate(runs)}
+    unknown = [name for name in against if name not in where]
+    if unknown:
+        raise ValueError(
+            f"--against {unknown[0]}: no such run; the runs are {', '.join(map(str, runs))}"
+        )
+    chosen = [where[name] for name in dict.fromkeys(against)]
+    pairs = [
+        (a, r) for r in chosen for a in range(len(runs)) if a != r and not (a in chosen and a > r)
+    ]
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 
 # --------------------------------------------------------------------------- loading
@@ -284,8 +324,10 @@ def compute_cube(
     measures: Sequence[Measure],
     binary: bool = False,
     progress: bool | None = None,
+    pairs: np.ndarray | None = None,
 ) -> PreferenceCube:
-    """All measures for all run pairs and queries (vectorized over pairs and populations)."""
+    """All measures for all run pairs (or only ``pairs``, run index pairs (a, b)) and
+    queries (vectorized over pairs and populations)."""
     return cube_from_matrix(
         position_matrix(runs, relevant),
         [r.name for r in runs],
@@ -293,6 +335,7 @@ def compute_cube(
         measures,
         binary=binary,
         progress=progress,
+        pairs=pairs,
     )
 
 
@@ -303,10 +346,14 @@ def cube_from_matrix(
     measures: Sequence[Measure],
     binary: bool = False,
     progress: bool | None = None,
+    pairs: np.ndarray | None = None,
 ) -> PreferenceCube:
     """:func:`compute_cube` on a position matrix (runs x relevant documents of ``relevant``)."""
     n_runs, n_q = len(run_names), relevant.n_queries
-    ia, ja = np.triu_indices(n_runs, 1)
+    if pairs is None:
+        ia, ja = np.triu_indices(n_runs, 1)
+    else:
+        ia, ja = (np.asarray(c, dtype=np.int64) for c in np.asarray(pairs).reshape(-1, 2).T)
     n_p = len(ia)
     want = {m.family for m in measures}
     families = [f for f in ("rpp", "strpp") if f in want]

@@ -15,12 +15,20 @@ import numpy as np
 
 from . import cache
 from .aggregation import Evidence
-from .engine import PreferenceCube, compute_cube, load_runs, relevant_with_notice, stderr_notice
+from .engine import (
+    PreferenceCube,
+    against_pairs,
+    compute_cube,
+    load_runs,
+    relevant_with_notice,
+    stderr_notice,
+)
 from .errors import InputError
 from .measures import parse_measures
 from .readers import read_qrels, run_name
 from .tables import (
     METRIC_COLUMNS,
+    NO_METRIC_ROWS,
     PREF_COLUMNS,
     cube_from_table,
     is_subtopic_measure,
@@ -59,8 +67,12 @@ def gather(
     binary: bool = False,
     notify: Callable[[str], None] | None = stderr_notice,
     progress: bool | None = None,
+    against=(),
 ) -> Inputs:
-    """Preferences and baselines aligned on runs and queries (see module docstring)."""
+    """Preferences and baselines aligned on runs and queries (see module docstring).
+
+    ``against``: run names; only the pairs with them (:func:`~prefeval.engine.against_pairs`)
+    are kept, and only those computed when the full cube is not cached."""
     judged = read_qrels(qrels) if qrels is not None else None
     sources = {run_name(r) if isinstance(r, str) else f"run{i + 1}": r for i, r in enumerate(runs)}
     if runs and len(sources) < len(runs):
@@ -93,7 +105,11 @@ def gather(
             metrics_table = read_table(metrics, METRIC_COLUMNS)
             names = metrics_table["query_id"].unique()
             queries = sorted((q for q in names if q != "all"), key=query_sort_key)
+            if not queries:
+                raise InputError(metrics, None, NO_METRIC_ROWS)
             cube = _on_queries(cube, queries, prefs, notify, metrics)
+        if against:
+            cube = cube.select_pairs(against_pairs(cube.runs, against))
     else:
         if judged is None or len(sources) < 2:
             raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
@@ -105,6 +121,20 @@ def gather(
         # analysis commands often run one after another on the same runs: reuse the cube
         key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
         cube = _cached_cube(key)
+        chosen = None
+        if against:
+            chosen = against_pairs([p.name for p in inputs.positions], against)
+            if cube is not None:
+                cube = cube.select_pairs(chosen)
+            else:  # only the chosen pairs: not the cube the cache keeps
+                cube = compute_cube(
+                    inputs.positions,
+                    inputs.relevant,
+                    inputs.measures,
+                    binary=binary,
+                    progress=progress,
+                    pairs=chosen,
+                )
         if cube is None:
             cube = compute_cube(
                 inputs.positions,

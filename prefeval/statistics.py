@@ -184,6 +184,69 @@ def pair_tests(
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+PAIR_COLUMNS = [
+    "measure",
+    "run_a",
+    "run_b",
+    "queries",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "wins",
+    "ties",
+    "losses",
+]
+
+
+def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
+    """Rows ``measure, run_a, run_b, queries, mean, ci_low, ci_high, wins, ties, losses``.
+
+    Per measure and run pair, over the queries where the measure is defined: the mean
+    per-query difference (Delta(a, b); a metric's value(a) - value(b), b - a when lower
+    is better), its two-sided t confidence interval (mean -/+ t_{(1+c)/2, n-1} s/sqrt(n),
+    ``scipy.stats.t``; zero width when the differences all tie, NaN below two queries)
+    and the queries a wins, ties and loses (signs by :mod:`prefeval.ties`).
+    """
+    from scipy import stats
+
+    pairs = evidence.pairs()
+    frames = []
+    for name in evidence.measures:
+        diffs = evidence.pair_differences(name)
+        defined = ~np.isnan(diffs)
+        n = defined.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.nansum(diffs, axis=1) / np.maximum(n, 1), np.nan)
+            mean = ties.snap_zero(mean)
+            spread = np.nanstd(np.where(n[:, None] > 1, diffs, 0.0), axis=1, ddof=1)
+            half = stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)) * spread / np.sqrt(n)
+        first = np.zeros(len(diffs))
+        if diffs.shape[1]:
+            first = diffs[np.arange(len(diffs)), np.argmax(defined, axis=1)]
+        constant = np.all(~defined | ties.tie(diffs, first[:, None]), axis=1)
+        half = np.where(constant, 0.0, half)
+        half = np.where(n > 1, half, np.nan)
+        signs = ties.sign(diffs)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "measure": name,
+                    "run_a": [evidence.runs[i] for i in pairs[:, 0]],
+                    "run_b": [evidence.runs[i] for i in pairs[:, 1]],
+                    "queries": n.astype(np.int64),
+                    "mean": mean,
+                    "ci_low": mean - half,
+                    "ci_high": mean + half,
+                    "wins": np.sum(signs > 0, axis=1),
+                    "ties": np.sum(signs == 0, axis=1),
+                    "losses": np.sum(signs < 0, axis=1),
+                },
+                columns=PAIR_COLUMNS,
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PAIR_COLUMNS)
+
+
 def discriminative_power(pair_table: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Rows ``measure, test, correction, alpha, significant, pairs, percent``."""
     rows = []

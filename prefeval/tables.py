@@ -23,6 +23,7 @@ PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
 
 _NON_SPACE = re.compile(rb"\S")
+NO_METRIC_ROWS = "no per-query rows (summary rows only: write the table with metrics -q)"
 
 
 def read_table(path: str, required: list[str]) -> pd.DataFrame:
@@ -201,10 +202,13 @@ def metrics_from_table(
 ) -> dict[str, np.ndarray]:
     """measure -> (queries x runs) matrix aligned on ``runs`` and ``query_ids``.
 
-    One row per (measure, run, query): a second one is an error, whichever value it
+    Summary rows (query_id ``all``) are ignored; a table of summary rows only is an
+    error.  One row per (measure, run, query): a second one is an error, whichever value it
     has.  Row numbers in errors count the rows of ``frame`` from 1."""
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != "all"]
+    if frame.empty:
+        raise InputError(path, None, NO_METRIC_ROWS)
     repeated = frame.duplicated(["measure", "run", "query_id"]).to_numpy()
     if repeated.any():
         second = frame.iloc[int(np.flatnonzero(repeated)[0])]

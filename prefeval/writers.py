@@ -1,9 +1,10 @@
 """Table writers: tsv (with header), csv and jsonl, to stdout or atomically to a file.
 
-Floats are written in their shortest round-trip form (Python's ``repr``); they are
-never rounded.  Lines are assembled column-wise with pyarrow so that millions of
-rows are written at the speed of the disk.  A file is written to a temporary
-name in its folder and renamed into place only when complete.
+Floats are written in their shortest round-trip form (Python's ``repr``), or with
+``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  Lines are
+assembled column-wise with pyarrow so that millions of rows are written at the speed
+of the disk.  A file is written to a temporary name in its folder and renamed into
+place only when complete.
 """
 
 from __future__ import annotations
@@ -18,12 +19,35 @@ import numpy as np
 import pandas as pd
 
 FORMATS = ("tsv", "csv", "jsonl")
+#: float columns that echo a parameter (discpower's alpha, robustness' level): never rounded
+EXACT_COLUMNS = ("alpha", "level")
 _CHUNK = 1 << 20  # rows per formatting chunk
 
 
 def _csv_quote(text: str) -> str:
     if any(ch in text for ch in ',"\n\r'):
         return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def fixed_text(values: np.ndarray, fmt: str, precision: int):
+    """Floats as ``%.{precision}f`` text (a pyarrow string array): the correctly rounded
+    decimal, as C's printf and trec_eval write it; a value that rounds to zero is
+    written without a minus sign.  NaN and infinities as in :func:`float_text`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values)
+    # each distinct value is formatted once: tables repeat few values many times
+    distinct, index = np.unique(np.where(finite, values, 0.0), return_inverse=True)
+    zero = f"{0.0:.{precision}f}"
+    texts = [f"{v:.{precision}f}" for v in distinct.tolist()]
+    texts = [zero if t.lstrip("-") == zero else t for t in texts]
+    text = pc.take(pa.array(texts, pa.string()), pa.array(index.reshape(-1)))
+    if not finite.all():
+        exact = float_text(np.where(finite, 0.0, values), fmt)
+        text = pc.if_else(pa.array(finite), text, exact)
     return text
 
 
@@ -83,8 +107,11 @@ def _json_token(series: pd.Series, text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[bytes]:
-    """The table as encoded text chunks."""
+def iter_chunks(
+    frame: pd.DataFrame, fmt: str, header: bool = True, precision: int | None = None
+) -> Iterator[bytes]:
+    """The table as encoded text chunks; ``precision`` N writes floats as ``%.Nf``
+    (except :data:`EXACT_COLUMNS`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -100,7 +127,8 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
         series = frame[name]
         codes, texts = _encoded(series)
         if texts is None:  # floats: formatted chunk by chunk
-            encoded.append((codes, None))
+            digits = None if str(name) in EXACT_COLUMNS else precision
+            encoded.append((codes, digits))
             continue
         if fmt == "csv":
             texts = [_csv_quote(t) for t in texts]
@@ -111,8 +139,8 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
         cols = [
-            float_text(codes[start:stop], fmt)
-            if texts is None
+            _float_column(codes[start:stop], fmt, texts)
+            if texts is None or isinstance(texts, int)
             else pc.take(texts, pa.array(codes[start:stop]))
             for codes, texts in encoded
         ]
@@ -129,6 +157,12 @@ def iter_chunks(frame: pd.DataFrame, fmt: str, header: bool = True) -> Iterator[
             lines = pc.binary_join_element_wise(*cols, sep)
             lines = pc.binary_join_element_wise(lines, pa.scalar("\n"), "")
         yield _string_data(lines)
+
+
+def _float_column(values: np.ndarray, fmt: str, precision: int | None):
+    if precision is None:
+        return float_text(values, fmt)
+    return fixed_text(values, fmt, precision)
 
 
 def _string_data(array) -> bytes:
@@ -162,13 +196,16 @@ def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
 
 
-def write_table(frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv") -> None:
-    """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout."""
+def write_table(
+    frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv", precision: int | None = None
+) -> None:
+    """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout;
+    ``precision`` N writes floats as ``%.Nf`` (default: shortest round-trip form)."""
     if output is None or output == "-":
-        write_stdout(iter_chunks(frame, fmt))
+        write_stdout(iter_chunks(frame, fmt, precision=precision))
         return
     with atomic_output(output) as handle:
-        for chunk in iter_chunks(frame, fmt):
+        for chunk in iter_chunks(frame, fmt, precision=precision):
             handle.write(chunk)
 
 

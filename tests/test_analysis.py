@@ -677,7 +677,7 @@ def web(request, web2012, tmp_path_factory):
     prefs = tmp / "prefs.tsv"
     metrics = tmp / "metrics.tsv"
     ok(invoke("compare", "-q", "-o", prefs, qrels, *runs))
-    ok(invoke("metrics", "-o", metrics, qrels, *runs))
+    ok(invoke("metrics", "-q", "-o", metrics, qrels, *runs))
     prefs_frame = frame(prefs.read_text())
     metrics_frame = frame(metrics.read_text())
     return {
@@ -688,7 +688,7 @@ def web(request, web2012, tmp_path_factory):
         "prefs": prefs,
         "metrics": metrics,
         "prefs_frame": prefs_frame[prefs_frame["query_id"] != "all"],
-        "metrics_frame": metrics_frame,
+        "metrics_frame": metrics_frame[metrics_frame["query_id"] != "all"],
         "tmp": tmp,
     }
 

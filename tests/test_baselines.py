@@ -627,7 +627,7 @@ def test_cli_metrics_shuffled_query_blocks(sample, tmp_path):
     options = [arg for measure in CHECKED for arg in ("-B", measure)]
     for max_docs in (None, 5):
         cut = [] if max_docs is None else ["-M", max_docs]
-        result = invoke("metrics", *options, *cut, qrels_path, *paths)
+        result = invoke("metrics", "-q", "-n", *options, *cut, qrels_path, *paths)
         assert result.exit_code == 0, result.stderr
         assert "Traceback" not in result.stderr
         table = read_tsv(result.stdout)

@@ -366,7 +366,7 @@ def command(label: str, c: Collection, options=()) -> list[str]:
     if label == "compare":
         return ["compare", "-q", *options]
     if label == "metrics":  # no --binary here
-        return ["metrics", *(o for o in options if o != "--binary")]
+        return ["metrics", "-q", *(o for o in options if o != "--binary")]
     if label.startswith("order-"):
         return ["order", "--method", label[len("order-") :], *options]
     if label == "discpower":
@@ -1000,7 +1000,7 @@ def stdin_args(label: str) -> list[str]:
     if label == "compare":
         return ["compare", "-q"]
     if label == "metrics":
-        return ["metrics"]
+        return ["metrics", "-q"]
     if label == "agree":
         return ["agree"]
     return ["robustness", "--labels", "0.5", "--samples", "2", "--seed", "1"]

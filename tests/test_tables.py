@@ -290,11 +290,11 @@ def test_table_from_another_relevance_level(tmp_path):
     assert ok(invoke("order", "--no-baselines", "-l", "3", "--prefs", level3, qrels)) == same
     # the metrics table names the evaluated queries too
     metrics = tmp_path / "metrics.tsv"
-    ok(invoke("metrics", "-B", "AP", "-o", metrics, qrels, *SAMPLE_RUNS))
+    ok(invoke("metrics", "-q", "-B", "AP", "-o", metrics, qrels, *SAMPLE_RUNS))
     line = fails(invoke("order", "--prefs", level3, "--metrics", metrics), level3)
     assert f"no rows for measure rpp, query 302 (7 such queries), which {metrics} evaluates" in line
     metrics3 = tmp_path / "metrics-l3.tsv"
-    ok(invoke("metrics", "-l", "3", "-B", "AP", "-o", metrics3, qrels, *SAMPLE_RUNS))
+    ok(invoke("metrics", "-q", "-l", "3", "-B", "AP", "-o", metrics3, qrels, *SAMPLE_RUNS))
     with_runs = ok(
         invoke("order", "-l", "3", "-m", "rpp,lexirecall", "-B", "AP", qrels, *SAMPLE_RUNS)
     )
@@ -340,7 +340,7 @@ def test_duplicate_metric_rows(tmp_path):
     metrics = tmp_path / "metrics.tsv"
     three = SAMPLE_RUNS[:3]
     ok(invoke("compare", "-q", "-m", "rpp", "-o", prefs, SAMPLE / "qrels.txt", *three))
-    ok(invoke("metrics", "-B", "AP", "-B", "RR", "-o", metrics, SAMPLE / "qrels.txt", *three))
+    ok(invoke("metrics", "-q", "-n", "-m", "AP,RR", "-o", metrics, SAMPLE / "qrels.txt", *three))
     good = ok(invoke("order", "--prefs", prefs, "--metrics", metrics))
     table = read_table(str(metrics), METRIC_COLUMNS)
     assert len(table) == 2 * 3 * 20
@@ -393,7 +393,20 @@ def test_byte_order_mark(tmp_path, fmt):
     pd.testing.assert_frame_equal(got, expected)
     assert list(got.columns) == PREF_COLUMNS
     metrics = tmp_path / f"metrics.{fmt}"
-    ok(invoke("metrics", "-B", "AP", "-f", fmt, "-o", metrics, SAMPLE / "qrels.txt", *SAMPLE_RUNS))
+    ok(
+        invoke(
+            "metrics",
+            "-q",
+            "-B",
+            "AP",
+            "-f",
+            fmt,
+            "-o",
+            metrics,
+            SAMPLE / "qrels.txt",
+            *SAMPLE_RUNS,
+        )
+    )
     metrics_bom = tmp_path / f"metrics-bom.{fmt}"
     metrics_bom.write_bytes(BOM + metrics.read_bytes())
     good = ok(invoke("order", "--prefs", plain, "--metrics", metrics))
@@ -446,7 +459,7 @@ def test_quotes_commas_and_hashes_round_trip(odd_names, fmt):
     assert ok(invoke("order", "--no-baselines", "--prefs", path, qrels)) == from_runs
     # the metrics table with the same names, in the same format
     metrics = folder / f"metrics.{fmt}"
-    ok(invoke("metrics", "-B", "AP", "-f", fmt, "-o", metrics, qrels, *runs))
+    ok(invoke("metrics", "-q", "-B", "AP", "-f", fmt, "-o", metrics, qrels, *runs))
     with_runs = ok(invoke("order", "-B", "AP", qrels, *runs))
     assert ok(invoke("order", "--prefs", path, "--metrics", metrics)) == with_runs
 

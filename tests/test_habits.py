@@ -1,0 +1,427 @@
+"""CLI habits of trec_eval and ir_measures users (issue 9, point 3): metrics -m in every
+syntax with summary rows and -q/-n, -p/--precision, --against, compare
+--both-directions, and the pairs table (wins, ties, losses, t interval)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import ir_measures
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import invoke, read_tsv, write_qrels, write_run
+from scipy import stats
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+QRELS = SAMPLE / "qrels.txt"
+RUNS = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
+ALL_RUNS = sorted((SAMPLE / "runs").glob("input.*"))
+
+
+def ok(result) -> str:
+    assert result.exit_code == 0, (result.exit_code, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result.stdout
+
+
+def usage_error(result, *words) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def irm_per_query(measures, runs=RUNS):
+    """(measure name, run, query) -> value, computed by ir-measures itself."""
+    qrels = list(ir_measures.read_trec_qrels(str(QRELS)))
+    out = {}
+    for path in runs:
+        name = path.name.removeprefix("input.")
+        run = list(ir_measures.read_trec_run(str(path)))
+        for m in ir_measures.iter_calc(measures, qrels, run):
+            out[(str(m.measure), name, m.query_id)] = m.value
+    return out
+
+
+# --------------------------------------------------------------------------- 1. -m syntaxes
+
+
+def test_metrics_takes_every_measure_syntax():
+    """ir-measures strings, blank- and comma-separated lists and trec_eval names, by -m or
+    its alias -B; canonical ir-measures names in the measure column, map and AP once."""
+    args = ["-m", "map", "-m", "ndcg_cut_10 P_10", "-B", "recip_rank,Rprec", "-m", "AP"]
+    table = read_tsv(ok(invoke("metrics", "-q", "-n", *args, "-m", "recall_1000", QRELS, *RUNS)))
+    names = ["AP", "nDCG@10", "P@10", "RR", "Rprec", "R@1000"]
+    assert list(dict.fromkeys(table["measure"])) == names
+    want = irm_per_query([ir_measures.parse_measure(n) for n in names])
+    got = {(m, r, q): float(v) for m, r, q, v in table.to_numpy()}
+    assert len(got) == len(want) == 6 * 3 * 20
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, abs=1e-12), key
+
+
+def test_baseline_alias_and_analysis_commands_parse_the_same_way():
+    same = ok(invoke("metrics", "-B", "AP,nDCG@10", QRELS, *RUNS))
+    assert same == ok(invoke("metrics", "-m", "map", "-m", "ndcg_cut.10", QRELS, *RUNS))
+    table = read_tsv(
+        ok(invoke("agree", "-m", "rpp", "-B", "map ndcg_cut_10", "-B", "AP", QRELS, *RUNS))
+    )
+    assert list(table["baseline"]) == ["AP", "nDCG@10"]
+
+
+@pytest.mark.parametrize("command", ["metrics", "pairs"])
+def test_unknown_measure_is_a_usage_error_naming_it(command):
+    usage_error(invoke(command, "-B", "AP,ndcg_cutt_10", QRELS, *RUNS), "'ndcg_cutt_10'")
+
+
+# --------------------------------------------------------------------------- 2. summary rows
+
+
+def test_metrics_summary_rows_as_trec_eval():
+    """Without -q only `all` rows; -q per-query rows then `all`; the summary is the mean,
+    the sum for ir-measures' count measures (as ir_measures.calc_aggregate and trec_eval)."""
+    names = ["AP", "NumQ", "NumRel", "NumRelRet", "P@5"]
+    full = read_tsv(ok(invoke("metrics", "-q", "-m", ",".join(names), QRELS, *RUNS)))
+    summary = read_tsv(ok(invoke("metrics", "-m", ",".join(names), QRELS, *RUNS)))
+    per_query = full[full["query_id"] != "all"]
+    assert (summary["query_id"] == "all").all() and len(summary) == len(names) * len(RUNS)
+    # -q: every per-query row first, then exactly the summary rows
+    assert full.iloc[len(per_query) :].reset_index(drop=True).equals(summary)
+    qrels = list(ir_measures.read_trec_qrels(str(QRELS)))
+    for path in RUNS:
+        run = list(ir_measures.read_trec_run(str(path)))
+        want = ir_measures.calc_aggregate([ir_measures.parse_measure(n) for n in names], qrels, run)
+        rows = summary[summary["run"] == path.name.removeprefix("input.")]
+        got = dict(zip(rows["measure"], rows["value"].astype(float)))
+        assert got == pytest.approx({str(k): v for k, v in want.items()}, abs=1e-12)
+    assert set(summary.loc[summary["measure"] == "NumQ", "value"]) == {"20.0"}
+
+
+def test_metrics_no_summary_needs_per_query():
+    usage_error(invoke("metrics", "-n", QRELS, *RUNS), "-n/--no-summary without -q")
+    table = read_tsv(ok(invoke("metrics", "-q", "-n", "-m", "AP", QRELS, *RUNS)))
+    assert "all" not in set(table["query_id"]) and len(table) == 60
+
+
+def test_summary_only_metrics_table_is_refused(tmp_path):
+    table = tmp_path / "metrics.tsv"
+    ok(invoke("metrics", "-m", "AP", "-o", table, QRELS, *RUNS))
+    prefs = tmp_path / "prefs.tsv"
+    ok(invoke("compare", "-q", "-m", "rpp", "-o", prefs, QRELS, *RUNS))
+    for args in (["--prefs", prefs], ["-m", "rpp", QRELS, *RUNS]):
+        result = invoke("agree", "--metrics", table, *args)
+        assert result.exit_code == 2 and result.stdout == ""
+        assert f"{table}: no per-query rows" in result.stderr and "metrics -q" in result.stderr
+
+
+# --------------------------------------------------------------------------- 3. precision
+
+
+def test_precision_rounds_every_float_as_printf():
+    full = read_tsv(ok(invoke("compare", "-q", "-m", "rpp,dcgrpp", QRELS, *RUNS)))
+    short = read_tsv(ok(invoke("compare", "-q", "-p", "3", "-m", "rpp,dcgrpp", QRELS, *RUNS)))
+    want = [f"{float(v):.3f}".replace("-0.000", "0.000") for v in full["value"]]
+    assert list(short["value"]) == want
+    assert "-0.000" not in set(short["value"])
+    ranks = read_tsv(ok(invoke("order", "-p", "2", "-B", "AP", "-m", "rpp", QRELS, *RUNS)))
+    assert set(ranks["rank"]) <= {"1", "2", "3"}  # integers as they are
+    assert all(len(s.split(".")[1]) == 2 for s in ranks["score"])
+    power = read_tsv(
+        ok(
+            invoke(
+                "discpower",
+                "-p",
+                "0",
+                "--test",
+                "ttest",
+                "-m",
+                "rpp",
+                "--no-baselines",
+                QRELS,
+                *RUNS,
+            )
+        )
+    )
+    assert list(power["alpha"]) == ["0.05"]  # a parameter, never rounded
+    assert power["percent"].iloc[0] in {"0", "33", "67", "100"}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_precision_in_every_format(fmt):
+    text = ok(invoke("metrics", "-p", "4", "-f", fmt, "-m", "AP", QRELS, *RUNS))
+    full = read_tsv(ok(invoke("metrics", "-m", "AP", QRELS, *RUNS)))
+    want = [f"{float(v):.4f}" for v in full["value"]]
+    if fmt == "jsonl":
+        lines = text.splitlines()
+        assert [line.rsplit(": ", 1)[1][:-1] for line in lines] == want
+        assert [json.loads(line)["value"] for line in lines] == [float(w) for w in want]
+    else:
+        assert [line.rsplit(",", 1)[1] for line in text.splitlines()[1:]] == want
+
+
+def test_precision_never_writes_negative_zero():
+    from prefeval.writers import iter_chunks
+
+    frame = pd.DataFrame({"x": [-1e-9, -0.0, 0.004, -0.006, 2.5, -2.5, math.nan, -math.inf]})
+    text = b"".join(iter_chunks(frame, "tsv", precision=2)).decode()
+    assert text.split("\n")[1:-1] == ["0.00", "0.00", "0.00", "-0.01", "2.50", "-2.50", "", "-inf"]
+    usage_error(invoke("compare", "-p", "18", QRELS, *RUNS), "--precision")
+    # default: full precision, the shortest round-trip form
+    values = read_tsv(ok(invoke("compare", "-m", "dcgrpp", QRELS, *RUNS)))["value"]
+    assert all(repr(float(v)) == v for v in values) and max(len(v) for v in values) > 10
+
+
+# --------------------------------------------------------------------------- 4. --against
+
+
+def compare_dict(*args):
+    table = read_tsv(ok(invoke("compare", *args)))
+    return {(m, a, b, q): float(v) for m, a, b, q, v in table.to_numpy()}, table
+
+
+def test_against_keeps_the_pairs_with_the_run_oriented_towards_it():
+    full, _ = compare_dict("-q", "-m", "rpp,LR", QRELS, *ALL_RUNS)
+    got, table = compare_dict("-q", "-m", "rpp,LR", "--against", "sys03", QRELS, *ALL_RUNS)
+    assert set(table["run_b"]) == {"sys03"}
+    assert list(dict.fromkeys(table["run_a"])) == ["sys01", "sys02", "sys04", "sys05", "sys06"]
+    for (m, a, b, q), v in got.items():
+        assert v == full.get((m, a, b, q), None) or v == -full[(m, b, a, q)]
+
+
+def test_two_against_runs_give_each_pair_once():
+    got, table = compare_dict(
+        "-m", "rpp", "--against", "sys05", "--against", "sys02", QRELS, *ALL_RUNS
+    )
+    pairs = list(zip(table["run_a"], table["run_b"]))
+    assert pairs == [
+        ("sys01", "sys05"),
+        ("sys02", "sys05"),  # the two against runs once, in the runs' order
+        ("sys03", "sys05"),
+        ("sys04", "sys05"),
+        ("sys06", "sys05"),
+        ("sys01", "sys02"),
+        ("sys03", "sys02"),
+        ("sys04", "sys02"),
+        ("sys06", "sys02"),
+    ]
+
+
+def test_engine_computes_only_the_chosen_pairs():
+    """compute_cube with pairs equals the full cube's pairs (reversed ones negated), bit
+    for bit, and holds only those pairs."""
+    from prefeval.engine import against_pairs, compute_cube, load_runs, relevant_with_notice
+    from prefeval.measures import parse_measures
+    from prefeval.readers import read_qrels
+
+    judged = read_qrels(str(QRELS))
+    relevant = relevant_with_notice(judged, None, None)
+    positions = load_runs([str(p) for p in ALL_RUNS], relevant, notify=None)
+    measures = parse_measures([], judged.has_subtopics)
+    chosen = against_pairs([p.name for p in positions], ["sys04"])
+    assert chosen.tolist() == [[0, 3], [1, 3], [2, 3], [4, 3], [5, 3]]
+    part = compute_cube(positions, relevant, measures, pairs=chosen)
+    whole = compute_cube(positions, relevant, measures)
+    assert part.values.shape == (len(measures), 5, 20)
+    assert np.array_equal(part.values, whole.select_pairs(chosen).values, equal_nan=True)
+    forward = [i for i, (a, b) in enumerate(whole.pairs.tolist()) if b == 3]
+    assert np.array_equal(part.values[:, :3], whole.values[:, forward], equal_nan=True)
+
+
+def test_against_with_prefs_table_equals_against_with_runs(tmp_path):
+    prefs = tmp_path / "prefs.csv"
+    ok(invoke("compare", "-q", "-f", "csv", "-m", "rpp,invrpp", "-o", prefs, QRELS, *ALL_RUNS))
+    metrics = tmp_path / "metrics.tsv"
+    ok(invoke("metrics", "-q", "-m", "AP", "-o", metrics, QRELS, *ALL_RUNS))
+    args = ["--against", "sys02", "--against", "sys06"]
+    from_runs = ok(invoke("pairs", *args, "-m", "rpp,invrpp", "-B", "AP", QRELS, *ALL_RUNS))
+    assert ok(invoke("pairs", *args, "--prefs", prefs, "--metrics", metrics)) == from_runs
+
+
+def test_against_errors():
+    usage_error(
+        invoke("compare", "--against", "nope", QRELS, *RUNS),
+        "--against nope: no such run",
+        "sys01, sys02, sys03",
+    )
+    for command in ("order", "tau"):
+        usage_error(invoke(command, "--against", "sys01", QRELS, *RUNS), "--against", command)
+    usage_error(
+        invoke("robustness", "--queries", "5", "--against", "sys01", QRELS, *RUNS), "--against"
+    )
+    usage_error(invoke("discpower", "--against", "sys01", "--test", "hsd", QRELS, *RUNS), "hsd")
+
+
+def test_discpower_against_tests_and_corrects_only_those_pairs():
+    common = ["--pairs", "-m", "rpp", "--no-baselines", "--test", "ttest", "--test", "sign"]
+    full = read_tsv(ok(invoke("discpower", *common, QRELS, *ALL_RUNS)))
+    some = read_tsv(ok(invoke("discpower", *common, "--against", "sys01", QRELS, *ALL_RUNS)))
+    assert set(some["run_b"]) == {"sys01"} and len(some) == 2 * 5
+    p = {
+        (t, frozenset((a, b))): v
+        for t, a, b, v in full[["test", "run_a", "run_b", "p_value"]].to_numpy()
+    }
+    for t, a, b, v, adj in some[["test", "run_a", "run_b", "p_value", "p_adjusted"]].to_numpy():
+        assert v == p[(t, frozenset((a, b)))]  # two-sided tests: orientation changes nothing
+        assert float(adj) == min(1.0, float(v) * 5)  # Bonferroni over the 5 pairs tested
+
+
+# --------------------------------------------------------------------------- 5. both directions
+
+
+def test_both_directions_writes_each_pair_then_its_reverse():
+    got, table = compare_dict("-q", "--both-directions", "-m", "rpp,LR", QRELS, *RUNS)
+    full, _ = compare_dict("-q", "-m", "rpp,LR", QRELS, *RUNS)
+    assert len(got) == 2 * len(full)
+    for (m, a, b, q), v in full.items():
+        assert got[(m, a, b, q)] == v
+        assert got[(m, b, a, q)] == -v
+    assert "-0.0" not in set(table["value"]) and "0.0" in set(table["value"])
+    pairs = list(dict.fromkeys(zip(table["run_a"], table["run_b"])))
+    assert pairs == [
+        ("sys01", "sys02"),
+        ("sys02", "sys01"),
+        ("sys01", "sys03"),
+        ("sys03", "sys01"),
+        ("sys02", "sys03"),
+        ("sys03", "sys02"),
+    ]
+    matrix = table[table["query_id"] == "all"].pivot_table(
+        index="run_a", columns="run_b", values="value", aggfunc="first"
+    )
+    assert matrix.shape == (3, 3)
+
+
+# --------------------------------------------------------------------------- 6. pairs
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """Four queries, one relevant document r each.  Ranks of r: A 1 2 1 1, B 2 1 1 3, C as
+    A, D always 2 (a run ranks r first when it scores it highest)."""
+    qrels = write_qrels(tmp_path / "qrels", [(q, 0, "r", 1) for q in "1234"])
+    ranks = {"A": [1, 2, 1, 1], "B": [2, 1, 1, 3], "C": [1, 2, 1, 1], "D": [2, 2, 2, 2]}
+    runs = []
+    for name, rank in ranks.items():
+        rows = []
+        for q, k in zip("1234", rank):
+            docs = ["x", "y", "z"]
+            docs.insert(k - 1, "r")
+            rows += [(q, d, float(10 - i)) for i, d in enumerate(docs)]
+        runs.append(write_run(tmp_path / f"input.{name}", rows))
+    return qrels, runs
+
+
+def test_pairs_hand_counted(tiny):
+    qrels, runs = tiny
+    table = read_tsv(ok(invoke("pairs", "-m", "rpp", "-B", "AP", qrels, *runs)))
+    assert list(table.columns) == [
+        "measure",
+        "run_a",
+        "run_b",
+        "queries",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "wins",
+        "ties",
+        "losses",
+    ]
+    rows = {(m, a, b): r for m, a, b, *r in table.to_numpy()}
+    # rpp, one relevant document: sgn(rank_b - rank_a); A vs B: +1 -1 0 +1
+    deltas = np.array([1.0, -1.0, 0.0, 1.0])
+    q, mean, low, high, wins, ties_, losses = rows[("rpp", "A", "B")]
+    assert (q, wins, ties_, losses) == ("4", "2", "1", "1")
+    assert float(mean) == 0.25
+    interval = stats.ttest_1samp(deltas, 0.0).confidence_interval(0.95)
+    assert float(low) == pytest.approx(interval.low, rel=1e-12)
+    assert float(high) == pytest.approx(interval.high, rel=1e-12)
+    # AP = 1/rank of r: A - B = 1/2, -1/2, 0, 2/3
+    ap = np.array([0.5, -0.5, 0.0, 2 / 3])
+    q, mean, low, high, wins, ties_, losses = rows[("AP", "A", "B")]
+    assert (wins, ties_, losses) == ("2", "1", "1")
+    assert float(mean) == pytest.approx(ap.mean(), rel=1e-15)
+    lo, hi = stats.t.interval(0.95, 3, loc=ap.mean(), scale=stats.sem(ap))
+    assert (float(low), float(high)) == pytest.approx((lo, hi), rel=1e-12)
+    # constant differences: a zero-width interval at the mean
+    assert rows[("rpp", "A", "C")][1:] == ["0.0", "0.0", "0.0", "0", "4", "0"]
+    # A vs D: +1 0 +1 +1
+    assert rows[("rpp", "A", "D")][1] == "0.75" and rows[("rpp", "A", "D")][4:] == ["3", "1", "0"]
+    assert rows[("AP", "B", "D")][4:] == ["2", "1", "1"]
+
+
+def test_pairs_constant_nonzero_and_confidence_level(tiny):
+    qrels, runs = tiny
+    a_vs_d = read_tsv(
+        ok(
+            invoke(
+                "pairs", "-m", "rpp", "--no-baselines", "--against", "D", qrels, runs[0], runs[3]
+            )
+        )
+    )
+    # A ranks r at 1 2 1 1, D always at 2: +1 0 +1 +1
+    row = a_vs_d.iloc[0]
+    assert (row["run_a"], row["run_b"], row["wins"], row["ties"], row["losses"]) == (
+        "A",
+        "D",
+        "3",
+        "1",
+        "0",
+    )
+    d = np.array([1.0, 0.0, 1.0, 1.0])
+    for level in (0.5, 0.99):
+        table = read_tsv(
+            ok(
+                invoke(
+                    "pairs", "--ci", level, "-m", "rpp", "--no-baselines", qrels, runs[0], runs[3]
+                )
+            )
+        )
+        lo, hi = stats.t.interval(level, 3, loc=d.mean(), scale=stats.sem(d))
+        assert (float(table["ci_low"][0]), float(table["ci_high"][0])) == pytest.approx(
+            (lo, hi), rel=1e-12
+        )
+    # B vs D: B ranks r at 2 1 1 3, D at 2: 0 +1 +1 -1; reversed with --against B
+    table = read_tsv(
+        ok(
+            invoke(
+                "pairs", "-m", "rpp", "--no-baselines", "--against", "B", qrels, runs[1], runs[3]
+            )
+        )
+    )
+    row = table.iloc[0]
+    assert (row["run_a"], row["run_b"], row["mean"], row["wins"], row["ties"], row["losses"]) == (
+        "D",
+        "B",
+        "-0.25",
+        "1",
+        "1",
+        "2",
+    )
+    usage_error(invoke("pairs", "--ci", "1", qrels, *runs), "--ci")
+
+
+def test_pairs_constant_nonzero_gives_zero_width(tmp_path):
+    qrels = write_qrels(tmp_path / "qrels", [(q, 0, "r", 1) for q in "123"])
+    top = write_run(
+        tmp_path / "input.top", [(q, d, s) for q in "123" for d, s in (("r", 2.0), ("x", 1.0))]
+    )
+    low = write_run(
+        tmp_path / "input.low", [(q, d, s) for q in "123" for d, s in (("x", 2.0), ("r", 1.0))]
+    )
+    table = read_tsv(ok(invoke("pairs", "-m", "rpp", "--no-baselines", qrels, top, low)))
+    assert table.iloc[0, 3:].tolist() == ["3", "1.0", "1.0", "1.0", "3", "0", "0"]
+
+
+def test_pairs_reversed_by_the_order_of_the_runs_is_exactly_negated():
+    forward = read_tsv(ok(invoke("pairs", "-m", "rpp,dcgrpp", "-B", "AP,ASL", QRELS, *RUNS)))
+    backward = read_tsv(ok(invoke("pairs", "-m", "rpp,dcgrpp", "-B", "AP,ASL", QRELS, *RUNS[::-1])))
+    back = {(m, a, b): r for m, a, b, *r in backward.to_numpy()}
+    for m, a, b, q, mean, low, high, wins, ties_, losses in forward.to_numpy():
+        other = back[(m, b, a)]
+        assert other[0] == q and (other[4], other[5], other[6]) == (losses, ties_, wins)
+        assert float(other[1]) == -float(mean)
+        assert (float(other[2]), float(other[3])) == (-float(high), -float(low))
