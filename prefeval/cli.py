@@ -545,6 +545,26 @@ def order(
     write_table(table, output, fmt, precision)
 
 
+class PlotFile(click.Path):
+    """--plot FILE: a writable .png, .pdf or .svg file (any case), checked before any
+    computing."""
+
+    def __init__(self):
+        super().__init__(dir_okay=False)
+
+    def convert(self, value, param, ctx):
+        from .plotting import plot_format
+        from .writers import OutputError, check_output
+
+        path = super().convert(value, param, ctx)
+        try:
+            plot_format(path)
+            check_output(path)
+        except (ValueError, OutputError) as error:
+            self.fail(str(error), param, ctx)
+        return path
+
+
 @cli.command()
 @analysis_options
 @click.option(
@@ -583,10 +603,13 @@ def order(
 )
 @click.option(
     "--plot",
-    type=click.Path(dir_okay=False),
+    type=PlotFile(),
     default=None,
-    help="Discriminative-power curves (sorted p-values) to a PNG (needs matplotlib).",
+    metavar="FILE",
+    help="Draw Sakai's curves (sorted adjusted p-values, alpha line) to FILE: .png, .pdf "
+    "or .svg (needs matplotlib).",
 )
+@click.option("--plot-log", is_flag=True, help="Log scale for the p-values of --plot.")
 def discpower(
     inputs,
     prefs,
@@ -606,6 +629,7 @@ def discpower(
     plot,
     against,
     precision,
+    plot_log,
     fmt,
     output,
 ):
@@ -627,7 +651,9 @@ def discpower(
             "--test hsd with --against: the HSD ranks every run by its win rate over all "
             "pairs; drop one of them"
         )
-    plotting = _plotting() if plot else None
+    if plot_log and not plot:
+        raise click.UsageError("--plot-log needs --plot")
+    plotting = _plotting(plot)
     got = _gather(
         inputs,
         prefs,
@@ -643,7 +669,7 @@ def discpower(
     default = ("ttest", "sign") if against else ("ttest", "sign", "hsd")
     table = pair_tests(got.evidence, tests or default, correction, trials, seed)
     if plot:
-        plotting.discpower_curves(table, plot)
+        plotting.discpower_curves(table, plot, alpha=alpha, log=plot_log)
     result = table if per_pair else discriminative_power(table, alpha)
     write_table(result, output, fmt, precision)
 
@@ -777,9 +803,11 @@ def agree(
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option(
     "--plot",
-    type=click.Path(dir_okay=False),
+    type=PlotFile(),
     default=None,
-    help="Tau against level, one line per measure, to a PNG (needs matplotlib).",
+    metavar="FILE",
+    help="Draw Kendall's tau against the level (mean, ±std band) to FILE: .png, .pdf or "
+    ".svg (needs matplotlib).",
 )
 def robustness(
     inputs,
@@ -819,7 +847,7 @@ def robustness(
         raise click.UsageError("give --queries and/or --labels")
     query_sizes = _float_list(queries, int, "--queries") if queries is not None else ()
     label_fractions = _float_list(labels, float, "--labels") if labels is not None else ()
-    plotting = _plotting() if plot else None
+    plotting = _plotting(plot)
     got = _gather(
         inputs,
         prefs,
@@ -992,11 +1020,31 @@ def pairs(
     write_table(pair_summary(got.evidence, confidence), output, fmt, precision)
 
 
-def _plotting():
+def _plotting(plot):
+    """The plotting module for --plot FILE (None without it), checked before any computing:
+    matplotlib is installed and FILE is neither -o nor an input."""
+    if plot is None:
+        return None
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise click.UsageError("--plot needs matplotlib: pip install 'prefeval[plot]'") from None
+    import os
+
+    from .writers import output_target
+
+    params = click.get_current_context().params
+    target = output_target(plot)
+    output = params.get("output")
+    if output not in (None, "-") and output_target(output) == target:
+        raise click.UsageError(f"--plot {plot} and -o {output} are the same file")
+    for name in _INPUT_PARAMS:
+        value = params.get(name)
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if path in (None, "-") or not os.path.exists(path) or not os.path.exists(target):
+                continue
+            if os.path.samefile(path, target):
+                raise click.UsageError(f"--plot {plot} would overwrite the input {path}")
     from . import plotting
 
     return plotting

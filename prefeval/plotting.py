@@ -1,60 +1,267 @@
-"""Figures (optional: ``pip install prefeval[plot]`` for matplotlib)."""
+"""Figures for papers (optional: ``pip install prefeval[plot]`` for matplotlib).
+
+The ``*_figure`` functions build and return a :class:`matplotlib.figure.Figure`
+(no pyplot, no display); :func:`save_figure` writes one as png, pdf or svg, chosen
+by the file's extension, and :func:`figure_bytes` / :func:`svg_text` give the
+bytes for embedding.  pdf and svg bytes are deterministic (no dates, fixed ids).
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import os
+
+#: file formats a figure can be written in (the extension of the path, any case)
+FORMATS = ("png", "pdf", "svg")
+#: more measures than this are drawn as small multiples by robustness_figure
+OVERLAY_MAX = 4
+_DPI = 150
+_PALETTE = "tab10"
+_ORDER = (0, 1, 2, 3, 4, 5, 6, 8, 9, 7)  # tab10 with its grey last: grey is for context
+#: (preference measures, baselines): the n-th series of a group takes colour n % 10
+#: and the (n // 10)-th style of its group, so no (colour, style) pair repeats
+_STYLES = (("-", "-."), ("--", ":"))
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
 
-def _pyplot():
+def plot_format(path) -> str:
+    """The format of ``path`` from its extension; ValueError when it is not one of FORMATS."""
+    ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
+    if ext not in FORMATS:
+        problem = f"'.{ext}' is not a figure format" if ext else "a figure needs an extension"
+        raise ValueError(f"{problem}; use .png, .pdf or .svg")
+    return ext
+
+
+def series_styles(measures) -> dict[str, dict]:
+    """Line properties per measure: preference measures solid, baselines dashed; no
+    (colour, linestyle) pair repeats for up to 20 measures of each kind."""
+    from matplotlib import colormaps
+
+    from .measures import MEASURES
+
+    colours = [colormaps[_PALETTE].colors[i] for i in _ORDER]
+    counts = [0, 0]
+    styles = {}
+    for name in dict.fromkeys(measures):
+        group = 0 if name in MEASURES else 1
+        n = counts[group]
+        counts[group] += 1
+        styles[name] = {
+            "color": colours[n % len(colours)],
+            "linestyle": _STYLES[group][(n // len(colours)) % len(_STYLES[group])],
+            "marker": _MARKERS[(n + 5 * group) % len(_MARKERS)],
+        }
+    return styles
+
+
+def _figure(**kwargs):
+    from matplotlib.figure import Figure
+
+    return Figure(layout="constrained", **kwargs)
+
+
+def _rc():
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    return matplotlib.rc_context(
+        {
+            "svg.hashsalt": "prefeval",
+            "font.size": 8,
+            "axes.titlesize": 9,
+            "legend.fontsize": 8,
+            "lines.linewidth": 1.3,
+            "lines.markersize": 3.5,
+        }
+    )
 
-    return plt
+
+def _legend(fig, styles, extra=()) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], label=name, **style) for name, style in styles.items()]
+    handles += list(extra)
+    ncols = 1 if len(handles) <= 12 else 2
+    fig.legend(handles=handles, loc="outside right upper", ncols=ncols)
 
 
-def _save(fig, path: str) -> None:
+def _adjustment(correction: str) -> str:
+    if correction == "tukey":
+        return "p-value (randomized Tukey HSD)"
+    if correction in ("none", ""):
+        return "p-value (unadjusted)"
+    return f"p-value ({correction}-adjusted)"
+
+
+def discpower_figure(pair_table, alpha: float = 0.05, log: bool = False, ymax=None):
+    """Sakai's discriminative-power curves from the ``discpower --pairs`` table: per
+    test (one panel each), each measure's adjusted p-values sorted ascending against
+    the rank of the run pair, with a horizontal line at ``alpha``.  The linear y axis
+    shows [0, ymax] (default 2 alpha, as Sakai draws them: a curve crosses alpha at its
+    number of significant pairs); ``log``: the whole range on a log scale, p = 0 drawn
+    at the bottom."""
+    import numpy as np
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    tests = list(dict.fromkeys(pair_table["test"]))
+    styles = {
+        name: dict(style, marker=None)
+        for name, style in series_styles(pair_table["measure"]).items()
+    }
+    positive = pair_table["p_adjusted"].to_numpy(dtype=float)
+    positive = positive[positive > 0]
+    floor = 10.0 ** np.floor(np.log10(positive.min())) if len(positive) else 1e-3
+    alpha_style = {"color": "black", "linewidth": 0.9, "linestyle": (0, (1, 1.5))}
+    with _rc():
+        fig = _figure(figsize=(3.0 * max(1, len(tests)) + 1.8, 2.8))
+        axes = fig.subplots(1, max(1, len(tests)), squeeze=False, sharey=True)[0]
+        for ax, test in zip(axes, tests):
+            part = pair_table[pair_table["test"] == test]
+            corrections = list(dict.fromkeys(part["correction"]))
+            longest = 1
+            for name, rows in part.groupby("measure", sort=False):
+                p = np.sort(rows["p_adjusted"].to_numpy(dtype=float))
+                if log:
+                    p = np.maximum(p, floor)
+                ax.plot(np.arange(1, len(p) + 1), p, label=name, **styles[name])
+                longest = max(longest, len(p))
+            ax.axhline(alpha, gid="alpha", zorder=1, **alpha_style)
+            ax.set_title(_TEST_TITLES.get(test, test))
+            ax.set_xlabel("run pairs sorted by p-value")
+            ax.set_ylabel(_adjustment(corrections[0]) if len(corrections) == 1 else "p-value")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+            ax.set_xlim(0.5, longest + 0.5)
+            ax.grid(True, linewidth=0.3, alpha=0.5)
+        if log:
+            axes[0].set_yscale("log")
+            axes[0].set_ylim(floor / 2, 1.5)
+        else:
+            axes[0].set_ylim(0, min(1.0, 2 * alpha) if ymax is None else ymax)
+        if not tests:
+            axes[0].text(0.5, 0.5, "no run pairs", ha="center", transform=axes[0].transAxes)
+        _legend(fig, styles, [Line2D([], [], label=f"α = {alpha:g}", **alpha_style)])
+    return fig
+
+
+_TEST_TITLES = {"ttest": "t-test", "sign": "sign test", "hsd": "randomized Tukey HSD"}
+
+
+_KIND_LABELS = {
+    "queries": ("number of queries sampled", "query sampling"),
+    "labels": ("fraction of relevant labels kept", "label sampling"),
+}
+
+
+def robustness_figure(table, layout: str = "auto"):
+    """Kendall's tau with the full ordering against the sampling level, one panel per
+    kind (queries, labels): mean lines with ±std bands clipped to [-1, 1]
+    (``layout="overlay"``), or one small panel per measure with the others in grey
+    (``"grid"``); ``"auto"``: overlay up to OVERLAY_MAX measures."""
+    import numpy as np
+
+    if layout not in ("auto", "overlay", "grid"):
+        raise ValueError(f"unknown layout {layout!r}")
+    kinds = list(dict.fromkeys(table["kind"]))
+    styles = series_styles(table["measure"])
+    if layout == "auto":
+        layout = "overlay" if len(styles) <= OVERLAY_MAX else "grid"
+    curves = {}
+    for (kind, name), rows in table.groupby(["kind", "measure"], sort=False):
+        rows = rows.sort_values("level")
+        x = rows["level"].to_numpy(dtype=float)
+        y = rows["tau_mean"].to_numpy(dtype=float)
+        s = np.nan_to_num(rows["tau_std"].to_numpy(dtype=float))
+        curves[kind, name] = (x, y, np.clip(y - s, -1, 1), np.clip(y + s, -1, 1))
+    lows = [c[2].min() for c in curves.values() if len(c[2]) and np.isfinite(c[2]).any()]
+    bottom = max(-1.0, np.floor(10 * min(lows)) / 10) if lows else 0.0
+    with _rc():
+        if layout == "overlay":
+            fig = _figure(figsize=(0.4 + 3.2 * max(1, len(kinds)) + 1.6, 3.0))
+            axes = fig.subplots(1, max(1, len(kinds)), squeeze=False, sharey=True)[0]
+            for ax, kind in zip(axes, kinds):
+                for name, style in styles.items():
+                    if (kind, name) not in curves:
+                        continue
+                    x, y, low, high = curves[kind, name]
+                    ax.plot(x, y, label=name, **style)
+                    ax.fill_between(x, low, high, color=style["color"], alpha=0.1, linewidth=0)
+                _kind_axes(ax, kind, bottom)
+            _legend(fig, styles)
+            return fig
+        ncols = min(6, len(styles))
+        nrows = -(-len(styles) // ncols)
+        fig = _figure(figsize=(1.85 * ncols, (1.55 * nrows + 0.35) * max(1, len(kinds))))
+        subfigs = fig.subfigures(max(1, len(kinds)), 1, squeeze=False)[:, 0]
+        for sub, kind in zip(subfigs, kinds):
+            sub.suptitle(_KIND_LABELS.get(kind, (kind, kind))[1], fontweight="bold")
+            grid = sub.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+            for ax in grid.flat[len(styles) :]:
+                ax.set_visible(False)
+            for ax in grid.flat[max(0, len(styles) - ncols) : (nrows - 1) * ncols]:
+                ax.xaxis.set_tick_params(labelbottom=True)  # above an empty panel
+            for ax, (name, style) in zip(grid.flat, styles.items()):
+                for other in styles:
+                    if other != name and (kind, other) in curves:
+                        ax.plot(*curves[kind, other][:2], color="0.85", linewidth=0.6, zorder=1)
+                if (kind, name) in curves:
+                    x, y, low, high = curves[kind, name]
+                    ax.plot(x, y, zorder=3, label=name, **style)
+                    ax.fill_between(
+                        x, low, high, color=style["color"], alpha=0.2, linewidth=0, zorder=2
+                    )
+                ax.set_title(name, pad=2)
+                _kind_axes(ax, kind, bottom, labels=False)
+            sub.supxlabel(_KIND_LABELS.get(kind, (kind,))[0])
+            sub.supylabel("Kendall's τ with the full ordering")
+    return fig
+
+
+def _kind_axes(ax, kind, bottom, labels=True) -> None:
+    ax.set_ylim(bottom, 1.05)
+    ax.axhline(1.0, color="black", linewidth=0.6)
+    ax.grid(True, linewidth=0.3, alpha=0.5)
+    if labels:
+        ax.set_title(_KIND_LABELS.get(kind, (kind, kind))[1])
+        ax.set_xlabel(_KIND_LABELS.get(kind, (kind,))[0])
+        ax.set_ylabel("Kendall's τ with the full ordering")
+        ax.label_outer()
+
+
+def figure_bytes(fig, fmt: str) -> bytes:
+    """The figure in ``fmt`` (png, pdf, svg); pdf and svg without dates, so the same
+    figure gives the same bytes."""
+    import io
+
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown figure format {fmt!r}; use one of {', '.join(FORMATS)}")
+    metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
+    buffer = io.BytesIO()
+    with _rc():
+        fig.savefig(buffer, format=fmt, dpi=_DPI, bbox_inches="tight", metadata=metadata)
+    return buffer.getvalue()
+
+
+def svg_text(fig) -> str:
+    """The figure as SVG text, for embedding in HTML."""
+    return figure_bytes(fig, "svg").decode("utf-8")
+
+
+def save_figure(fig, path) -> None:
+    """Write ``fig`` to ``path`` in the format of its extension, atomically (nothing is
+    left behind on failure)."""
     from .writers import atomic_output
 
+    data = figure_bytes(fig, plot_format(path))
     with atomic_output(path) as handle:
-        fig.savefig(handle, format="png", dpi=120, bbox_inches="tight")
+        handle.write(data)
 
 
-def discpower_curves(pair_table, path: str) -> None:
-    """Sakai's discriminative-power curves: each measure's sorted adjusted p-values,
-    one panel per test."""
-    plt = _pyplot()
-    tests = list(dict.fromkeys(pair_table["test"]))
-    fig, axes = plt.subplots(1, len(tests), figsize=(5 * len(tests), 4), squeeze=False)
-    for ax, test in zip(axes[0], tests):
-        part = pair_table[pair_table["test"] == test]
-        for name, rows in part.groupby("measure", sort=False):
-            p = np.sort(rows["p_adjusted"].to_numpy())
-            ax.plot(np.arange(1, len(p) + 1), p, label=name)
-        ax.set_title(f"{test} ({part['correction'].iloc[0]})")
-        ax.set_xlabel("run pairs sorted by p-value")
-        ax.set_ylabel("p-value")
-        ax.set_ylim(0, 1)
-        ax.legend(fontsize="small")
-    _save(fig, path)
-    plt.close(fig)
+def discpower_curves(pair_table, path, alpha: float = 0.05, log: bool = False) -> None:
+    """discpower_figure written to ``path`` (png, pdf or svg)."""
+    save_figure(discpower_figure(pair_table, alpha=alpha, log=log), path)
 
 
-def robustness_plot(table, path: str) -> None:
-    """Kendall's tau against the level, one line per measure, one panel per kind."""
-    plt = _pyplot()
-    kinds = list(dict.fromkeys(table["kind"]))
-    fig, axes = plt.subplots(1, len(kinds), figsize=(5 * len(kinds), 4), squeeze=False)
-    for ax, kind in zip(axes[0], kinds):
-        part = table[table["kind"] == kind]
-        for name, rows in part.groupby("measure", sort=False):
-            rows = rows.sort_values("level")
-            x, y, s = rows["level"], rows["tau_mean"], rows["tau_std"]
-            ax.plot(x, y, marker="o", label=name)
-            ax.fill_between(x, y - s, y + s, alpha=0.15)
-        ax.set_xlabel("queries kept" if kind == "queries" else "fraction of labels kept")
-        ax.set_ylabel("Kendall's tau with the full ordering")
-        ax.legend(fontsize="small")
-    _save(fig, path)
-    plt.close(fig)
+def robustness_plot(table, path, layout: str = "auto") -> None:
+    """robustness_figure written to ``path`` (png, pdf or svg)."""
+    save_figure(robustness_figure(table, layout=layout), path)
