@@ -17,15 +17,15 @@ from . import cache
 from .aggregation import Evidence
 from .engine import PreferenceCube, compute_cube, load_runs, relevant_with_notice, stderr_notice
 from .errors import InputError
+from .inputs import table_input
 from .measures import parse_measures
-from .readers import read_qrels, run_name
+from .readers import name_runs, read_qrels
 from .tables import (
     METRIC_COLUMNS,
     PREF_COLUMNS,
     cube_from_table,
     is_subtopic_measure,
     metrics_from_table,
-    read_table,
 )
 
 
@@ -49,8 +49,8 @@ def gather(
     qrels=None,
     runs=(),
     *,
-    prefs: str | None = None,
-    metrics: str | None = None,
+    prefs=None,
+    metrics=None,
     measures=(),
     baselines=(),
     no_baselines: bool = False,
@@ -60,11 +60,13 @@ def gather(
     notify: Callable[[str], None] | None = stderr_notice,
     progress: bool | None = None,
 ) -> Inputs:
-    """Preferences and baselines aligned on runs and queries (see module docstring)."""
+    """Preferences and baselines aligned on runs and queries (see module docstring).
+
+    ``runs``: as :func:`prefeval.readers.name_runs` takes them (paths, DataFrames, or a
+    dict name -> run); ``prefs``/``metrics``: tables as paths or DataFrames.
+    """
     judged = read_qrels(qrels) if qrels is not None else None
-    sources = {run_name(r) if isinstance(r, str) else f"run{i + 1}": r for i, r in enumerate(runs)}
-    if runs and len(sources) < len(runs):
-        raise InputError(str(runs[0]), None, "two runs have the same name")
+    sources = dict(name_runs(runs)) if len(runs) else {}
     inputs = Inputs(
         Evidence([], []),
         judged,
@@ -76,7 +78,8 @@ def gather(
     metrics_table = None
     if prefs is not None:
         wanted = [m.name for m in parse_measures(measures, True)] if measures else []
-        cube = cube_from_table(read_table(prefs, PREF_COLUMNS), prefs, wanted)
+        prefs_table, prefs = table_input(prefs, PREF_COLUMNS, "prefs")
+        cube = cube_from_table(prefs_table, prefs, wanted)
         # the evaluated queries are the qrels' (or the metrics table's), not only those with
         # rows: a subtopic measure has no rows for a query without subtopic judgments
         if judged is not None:
@@ -90,7 +93,7 @@ def gather(
         elif metrics is not None:
             from .qrels import query_sort_key
 
-            metrics_table = read_table(metrics, METRIC_COLUMNS)
+            metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
             names = metrics_table["query_id"].unique()
             queries = sorted((q for q in names if q != "all"), key=query_sort_key)
             cube = _on_queries(cube, queries, prefs, notify, metrics)
@@ -100,7 +103,7 @@ def gather(
         inputs.measures = parse_measures(measures, judged.has_subtopics)
         inputs.relevant = relevant_with_notice(judged, relevance_level, notify)
         inputs.positions = load_runs(
-            list(sources.values()), inputs.relevant, max_docs, notify=notify, progress=progress
+            sources, inputs.relevant, max_docs, notify=notify, progress=progress
         )
         # analysis commands often run one after another on the same runs: reuse the cube
         key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
@@ -121,7 +124,7 @@ def gather(
         return inputs
     if metrics is not None:
         if metrics_table is None:
-            metrics_table = read_table(metrics, METRIC_COLUMNS)
+            metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
         evidence.metrics = metrics_from_table(
             metrics_table, evidence.runs, evidence.query_ids, metrics, list(baselines) or None
         )
