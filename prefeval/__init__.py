@@ -4,6 +4,10 @@ Recall-paired preference (RPP; Diaz & Ferraro, SIGIR 2022), lexicographic recall
 (Diaz & Mitra) and lexicographic precision (Diaz, EVIA 2023), computed directly
 between pairs of TREC runs, trec_eval style.
 
+``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree`` and
+``robustness``, ``pairs`` (:mod:`prefeval.api`) return the DataFrame the command of the same name
+writes.
+
 Heavy modules are imported lazily so that ``import prefeval`` and ``prefeval --help``
 stay fast.
 """
@@ -15,7 +19,15 @@ from importlib import import_module
 from ._version import __version__
 
 _LAZY = {
-    "compare": "prefeval.engine",
+    "compare": "prefeval.api",
+    "metrics": "prefeval.api",
+    "order": "prefeval.api",
+    "discpower": "prefeval.api",
+    "tau": "prefeval.api",
+    "agree": "prefeval.api",
+    "robustness": "prefeval.api",
+    "pairs": "prefeval.api",
+    "PrefevalWarning": "prefeval.errors",
     "PreferenceCube": "prefeval.engine",
     "read_qrels": "prefeval.readers",
     "read_run": "prefeval.readers",

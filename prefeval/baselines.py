@@ -50,7 +50,6 @@ see :func:`_empty_ranking_values`.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +61,7 @@ from .errors import InputError
 from .positions import _trec_order, run_positions
 from .progress import progress_bar
 from .qrels import Qrels, is_relevant
-from .readers import RunColumns, read_qrels, read_run, run_name
+from .readers import RunColumns, name_runs, read_qrels, read_run
 
 __all__ = [
     "DEFAULT_BASELINES",
@@ -361,34 +360,6 @@ def _parse_trec(text: str) -> list[Baseline] | None:
 
 
 # --------------------------------------------------------------------------- runs
-
-
-def _run_items(runs) -> list[tuple[str, object]]:
-    """(name, source) pairs with prefeval's naming rule (as prefeval.engine.load_runs)."""
-    if isinstance(runs, (str, os.PathLike, RunColumns)) or hasattr(runs, "columns"):
-        runs = [runs]
-    items = list(runs.items()) if isinstance(runs, dict) else [(None, s) for s in runs]
-    out: list[tuple[str, object]] = []
-    seen: dict[str, int] = {}
-    for i, (name, source) in enumerate(items):
-        if name is None:
-            if isinstance(source, RunColumns):
-                name = source.name
-            elif hasattr(source, "columns"):
-                name = f"run{i + 1}"
-            else:
-                name = run_name(source)
-        name = str(name)
-        if name in seen:
-            where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
-            raise InputError(
-                str(where),
-                None,
-                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
-            )
-        seen[name] = i
-        out.append((name, source))
-    return out
 
 
 @dataclass
@@ -764,7 +735,7 @@ def compute_metrics(
             f"intent-aware measure(s) {', '.join(intent_aware)} need subtopic qrels "
             f"(iteration = subtopic id); {qrels.name} has none"
         )
-    items = _run_items(runs)
+    items = name_runs(runs)
     natives = [i for i, b in enumerate(parsed) if b.kind == "native"]
     general = qrels.general()
     relevant = qrels.relevant(relevance_level) if natives else None

@@ -20,13 +20,13 @@ import pandas as pd
 
 from . import cache, ties
 from .errors import InputError
-from .measures import Measure, parse_measures
+from .measures import Measure
 from .measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
 from .measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
 from .positions import RunPositions, position_matrix, run_positions
 from .progress import progress_bar
 from .qrels import Qrels, RelevantSet
-from .readers import decompress, parse_run, read_qrels, read_raw, read_run, run_name
+from .readers import decompress, name_runs, parse_run, read_raw, read_run
 
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
@@ -200,22 +200,9 @@ def load_runs(
 
     ``sources`` are paths, pandas DataFrames, or a mapping name -> source.
     """
-    items = list(sources.items()) if isinstance(sources, dict) else [(None, s) for s in sources]
-    names = []
-    for name, source in items:
-        if name is None:
-            name = run_name(source) if not hasattr(source, "columns") else f"run{len(names) + 1}"
-        names.append(name)
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            where = items[i][1] if isinstance(items[i][1], str) else f"<run {name}>"
-            raise InputError(
-                str(where),
-                None,
-                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
-            )
-        seen[name] = i
+    named = name_runs(sources)
+    items = [(None, source) for _, source in named]
+    names = [name for name, _ in named]
     relevant.docnos()  # build the shared lookup before threads start
 
     def reduce(job):
@@ -470,62 +457,3 @@ def _compare_block(block, matrix, ia, ja, want: set[str]) -> list[tuple]:
         columns = [lexirecall(d), lexiprecision(d), rr_lexiprecision(d, a, b)]
         out.append(("lexi", queries[sel], np.stack(columns, axis=-1)))
     return out
-
-
-# --------------------------------------------------------------------------- API
-
-
-def evaluate(
-    qrels,
-    runs,
-    measures=None,
-    *,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
-    notify: Callable[[str], None] | None = stderr_notice,
-    progress: bool | None = None,
-) -> PreferenceCube:
-    """Preferences for every pair of ``runs`` on ``qrels`` as a :class:`PreferenceCube`.
-
-    ``qrels``: a path, a :class:`Qrels` or a DataFrame (ir-measures columns);
-    ``runs``: paths, DataFrames, or a mapping name -> path/DataFrame.
-    """
-    qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
-    measure_list = parse_measures(
-        [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
-    )
-    relevant = relevant_with_notice(qrels, relevance_level, notify)
-    positions = load_runs(runs, relevant, max_docs, notify=notify, progress=progress)
-    return compute_cube(positions, relevant, measure_list, binary=binary, progress=progress)
-
-
-def compare(
-    qrels,
-    runs,
-    measures=None,
-    per_query: bool = False,
-    *,
-    summary: bool = True,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
-    notify: Callable[[str], None] | None = stderr_notice,
-    progress: bool | None = None,
-) -> pd.DataFrame:
-    """Preference table ``measure, run_a, run_b, query_id, value`` (see ``prefeval compare``).
-
-    Without ``per_query`` only the summary rows (query_id ``all``, mean over evaluated
-    queries); with it, per-query rows and then the summary rows.
-    """
-    cube = evaluate(
-        qrels,
-        runs,
-        measures,
-        relevance_level=relevance_level,
-        max_docs=max_docs,
-        binary=binary,
-        notify=notify,
-        progress=progress,
-    )
-    return cube.to_frame(per_query=per_query, summary=summary)

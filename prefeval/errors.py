@@ -16,3 +16,8 @@ class InputError(ValueError):
         if self.line is None:
             return f"{self.path}: {self.message}"
         return f"{self.path}:{self.line}: {self.message}"
+
+
+class PrefevalWarning(UserWarning):
+    """A notice of the Python API (queries not evaluated, a run without results for some
+    queries...): what the command writes to stderr, issued through :mod:`warnings`."""

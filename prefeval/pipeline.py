@@ -24,8 +24,9 @@ from .engine import (
     stderr_notice,
 )
 from .errors import InputError
+from .inputs import table_input
 from .measures import parse_measures
-from .readers import read_qrels, run_name
+from .readers import name_runs, read_qrels
 from .tables import (
     METRIC_COLUMNS,
     NO_METRIC_ROWS,
@@ -33,7 +34,6 @@ from .tables import (
     cube_from_table,
     is_subtopic_measure,
     metrics_from_table,
-    read_table,
 )
 
 
@@ -57,8 +57,8 @@ def gather(
     qrels=None,
     runs=(),
     *,
-    prefs: str | None = None,
-    metrics: str | None = None,
+    prefs=None,
+    metrics=None,
     measures=(),
     baselines=(),
     no_baselines: bool = False,
@@ -71,12 +71,13 @@ def gather(
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
+    ``runs``: as :func:`prefeval.readers.name_runs` takes them (paths, DataFrames, or a
+    dict name -> run); ``prefs``/``metrics``: tables as paths or DataFrames.
     ``against``: run names; only the pairs with them (:func:`~prefeval.engine.against_pairs`)
-    are kept, and only those computed when the full cube is not cached."""
+    are kept, and only those computed when the full cube is not cached.
+    """
     judged = read_qrels(qrels) if qrels is not None else None
-    sources = {run_name(r) if isinstance(r, str) else f"run{i + 1}": r for i, r in enumerate(runs)}
-    if runs and len(sources) < len(runs):
-        raise InputError(str(runs[0]), None, "two runs have the same name")
+    sources = dict(name_runs(runs)) if len(runs) else {}
     inputs = Inputs(
         Evidence([], []),
         judged,
@@ -88,7 +89,8 @@ def gather(
     metrics_table = None
     if prefs is not None:
         wanted = [m.name for m in parse_measures(measures, True)] if measures else []
-        cube = cube_from_table(read_table(prefs, PREF_COLUMNS), prefs, wanted)
+        prefs_table, prefs = table_input(prefs, PREF_COLUMNS, "prefs")
+        cube = cube_from_table(prefs_table, prefs, wanted)
         # the evaluated queries are the qrels' (or the metrics table's), not only those with
         # rows: a subtopic measure has no rows for a query without subtopic judgments
         if judged is not None:
@@ -102,7 +104,7 @@ def gather(
         elif metrics is not None:
             from .qrels import query_sort_key
 
-            metrics_table = read_table(metrics, METRIC_COLUMNS)
+            metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
             names = metrics_table["query_id"].unique()
             queries = sorted((q for q in names if q != "all"), key=query_sort_key)
             if not queries:
@@ -116,7 +118,7 @@ def gather(
         inputs.measures = parse_measures(measures, judged.has_subtopics)
         inputs.relevant = relevant_with_notice(judged, relevance_level, notify)
         inputs.positions = load_runs(
-            list(sources.values()), inputs.relevant, max_docs, notify=notify, progress=progress
+            sources, inputs.relevant, max_docs, notify=notify, progress=progress
         )
         # analysis commands often run one after another on the same runs: reuse the cube
         key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
@@ -151,7 +153,7 @@ def gather(
         return inputs
     if metrics is not None:
         if metrics_table is None:
-            metrics_table = read_table(metrics, METRIC_COLUMNS)
+            metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
         evidence.metrics = metrics_from_table(
             metrics_table, evidence.runs, evidence.query_ids, metrics, list(baselines) or None
         )

@@ -154,12 +154,13 @@ class Qrels:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "<qrels DataFrame>") -> Qrels:
-        """From ir-measures' columns ``query_id, doc_id, relevance[, iteration]``."""
-        missing = {"query_id", "doc_id", "relevance"} - set(frame.columns)
-        if missing:
-            raise InputError(name, None, f"missing columns {sorted(missing)}")
+        """From ir-measures' columns ``query_id, doc_id, relevance[, iteration]`` (or
+        PyTerrier's ``qid, docno, label``; ids as strings, see :mod:`prefeval.inputs`)."""
+        from .inputs import qrels_frame
+
+        frame = qrels_frame(frame, name)
         if "iteration" in frame.columns:
-            raw = frame["iteration"].astype(str)
+            raw = frame["iteration"]
             iteration = np.where(raw.isin(["0", "Q0"]), "0", raw)
             try:
                 iteration = iteration.astype(np.int64)
@@ -167,15 +168,11 @@ class Qrels:
                 raise InputError(name, None, "iteration must be 0, Q0 or an integer") from None
         else:
             iteration = np.zeros(len(frame), dtype=np.int64)
-        try:
-            relevance = np.asarray(frame["relevance"], dtype=float)
-        except (TypeError, ValueError):
-            raise InputError(name, None, "relevance column is not numeric") from None
-        if np.isnan(relevance).any():
-            raise InputError(name, None, "relevance column has missing values")
-        qrels = cls(
-            frame["query_id"].astype(str), iteration, frame["doc_id"].astype(str), relevance, name
-        )
+        relevance = frame["relevance"].to_numpy(dtype=float)
+        if not np.isfinite(relevance).all():
+            row = int(np.argmax(~np.isfinite(relevance)))
+            raise InputError(name, None, f"row {row}: relevance is not a finite number")
+        qrels = cls(frame["query_id"], iteration, frame["doc_id"], relevance, name)
         if (qrels.frame["query_id"] == "all").any():
             raise InputError(name, None, "query id 'all' is reserved for summary rows")
         dup = qrels.frame.duplicated(["query_id", "iteration", "doc_id"])

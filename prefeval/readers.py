@@ -123,6 +123,39 @@ def run_name(path: str | os.PathLike) -> str:
     return name
 
 
+def name_runs(runs) -> list[tuple[str, object]]:
+    """(name, source) of every run: a mapping's keys, else a path's :func:`run_name`, a
+    :class:`RunColumns`' name, ``run{i}`` for another in-memory run at position i (from 1).
+
+    One path, DataFrame or RunColumns alone is a list of one; two runs with one name are
+    an error.
+    """
+    if isinstance(runs, (str, os.PathLike, RunColumns)) or _is_frame(runs):
+        runs = [runs]
+    items = list(runs.items()) if isinstance(runs, dict) else [(None, s) for s in runs]
+    out: list[tuple[str, object]] = []
+    seen: dict[str, int] = {}
+    for i, (name, source) in enumerate(items):
+        if name is None:
+            if isinstance(source, RunColumns):
+                name = source.name
+            elif isinstance(source, (str, os.PathLike)):
+                name = run_name(source)
+            else:
+                name = f"run{i + 1}"
+        name = str(name)
+        if name in seen:
+            where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
+            raise InputError(
+                os.fspath(where),
+                None,
+                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
+            )
+        seen[name] = i
+        out.append((name, source))
+    return out
+
+
 # --------------------------------------------------------------------------- lines and fields
 
 BOM = b"\xef\xbb\xbf"
@@ -404,8 +437,9 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
 def read_qrels(source, *, name: str | None = None):
     """Read qrels from a path or a pandas DataFrame into a :class:`prefeval.qrels.Qrels`.
 
-    A DataFrame uses ir-measures' column names ``query_id, doc_id, relevance`` and,
-    optionally, ``iteration`` (``0``/``Q0`` or an integer subtopic id).
+    A DataFrame uses ir-measures' column names ``query_id, doc_id, relevance`` (or
+    PyTerrier's ``qid, docno, label``) and, optionally, ``iteration`` (``0``/``Q0`` or an
+    integer subtopic id); see :mod:`prefeval.inputs`.
     """
     from .qrels import Qrels
 
@@ -566,7 +600,8 @@ def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> Ru
 
 
 def read_run(source, *, name: str | None = None) -> RunColumns:
-    """Read one run from a path or a pandas DataFrame (``query_id, doc_id, score``)."""
+    """Read one run from a path or a pandas DataFrame (``query_id, doc_id, score``, or
+    PyTerrier's ``qid, docno, score``: see :mod:`prefeval.inputs`)."""
     if isinstance(source, RunColumns):
         return source
     if _is_frame(source):
@@ -578,16 +613,13 @@ def read_run(source, *, name: str | None = None) -> RunColumns:
 def _run_from_frame(frame, name: str) -> RunColumns:
     import pyarrow as pa
 
+    from .inputs import run_frame
+
     where = f"<run {name}>"
-    missing = {"query_id", "doc_id", "score"} - set(frame.columns)
-    if missing:
-        raise InputError(where, None, f"missing columns {sorted(missing)}")
-    qid = pa.array(frame["query_id"].astype(str).tolist(), pa.string())
-    docno = pa.array(frame["doc_id"].astype(str).tolist(), pa.string())
-    try:
-        score = np.asarray(frame["score"], dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(where, None, "score column is not numeric") from None
+    frame = run_frame(frame, where)
+    qid = pa.array(frame["query_id"].tolist(), pa.string())
+    docno = pa.array(frame["doc_id"].tolist(), pa.string())
+    score = frame["score"].to_numpy(dtype=float)
     if np.isnan(score).any():
         row = int(np.flatnonzero(np.isnan(score))[0])
         raise InputError(where, None, f"row {row}: score is not a number")

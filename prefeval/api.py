@@ -1,0 +1,590 @@
+"""The Python API: one function per command, returning the DataFrame the command writes.
+
+``prefeval.compare(qrels, runs, ...)`` gives exactly the rows of ``prefeval compare``
+(same columns, rows and order), and so on for ``metrics``, ``order``, ``discpower``,
+``tau``, ``agree`` and ``robustness``; keyword arguments are the commands' options.
+
+Inputs (:mod:`prefeval.inputs`): paths (``str`` or ``pathlib.Path``), DataFrames with
+ir-measures (``query_id, doc_id, score``/``relevance[, iteration]``) or PyTerrier
+(``qid, docno, score``/``label``) columns, iterables of ``ir_measures.ScoredDoc``/``Qrel``,
+``{query_id: {doc_id: value}}`` dicts (pytrec_eval); several runs as a list, a dict
+name -> run, or one DataFrame with a ``run`` (or ``name``) column.  The analysis
+functions also take ``prefs=`` (a table of ``compare(..., per_query=True)``) and
+``metrics=`` (a table of :func:`metrics`), as paths or DataFrames.
+
+Outputs: ids, run and measure names are plain strings (pandas' string columns, not
+categoricals), so ``table[table.query_id == "151"]`` selects query 151.  Notices (queries
+not evaluated, runs without results for some queries) are issued as
+:class:`~prefeval.errors.PrefevalWarning` (``notify=`` may redirect them, e.g. to
+``logging``, or ``None`` drops them); ``progress=True`` shows tqdm bars (``tqdm.auto``,
+so widgets in Jupyter).  Bad input raises :class:`~prefeval.errors.InputError` (a
+``ValueError``), ``ValueError`` or ``TypeError`` with a message saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import os
+import sys
+import warnings
+from collections.abc import Callable
+
+import pandas as pd
+
+from .errors import PrefevalWarning
+
+__all__ = ["compare", "metrics", "order", "discpower", "tau", "agree", "robustness", "pairs"]
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str) -> None:
+    """Issue a notice as a :class:`PrefevalWarning`, attributed to the first caller
+    outside the prefeval package (the user's line)."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, PrefevalWarning, stacklevel=level)
+
+
+Notify = Callable[[str], None] | None
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _text_list(value, name: str) -> list[str]:
+    """A str or an iterable of str as a list (None: empty)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        values = list(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a string or a list of strings") from None
+    if not all(isinstance(v, str) for v in values):
+        raise TypeError(f"{name}: expected a string or a list of strings")
+    return values
+
+
+def _choice(value, choices, name: str) -> str:
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: use one of {', '.join(choices)}")
+    return value
+
+
+def _number(value, name: str, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+    """``value`` checked as the command's option type checks it."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name}={value!r}: expected {'an integer' if integer else 'a number'}")
+    value = int(value) if integer else float(value)
+    if not integer and not math.isfinite(value):
+        raise ValueError(f"{name}={value!r}: not a finite number")
+    if (lo is not None and (value <= lo if lo_open else value < lo)) or (
+        hi is not None and (value >= hi if hi_open else value > hi)
+    ):
+        low = "" if lo is None else f"{lo} {'<' if lo_open else '<='} "
+        high = "" if hi is None else f" {'<' if hi_open else '<='} {hi}"
+        raise ValueError(f"{name}={value!r}: must be {low}{name}{high}")
+    return value
+
+
+def _engine_options(relevance_level, max_docs):
+    from .cli import MAX_RANK
+
+    if relevance_level is not None:
+        relevance_level = _number(relevance_level, "relevance_level")
+    if max_docs is not None:
+        max_docs = min(_number(max_docs, "max_docs", lo=1, integer=True), MAX_RANK)
+    return relevance_level, max_docs
+
+
+def _list_of(value, kind, name: str) -> list:
+    """A comma-separated string or an iterable of numbers (``queries``, ``labels``)."""
+    if isinstance(value, str):
+        try:
+            value = [kind(x) for x in value.split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"{name}={value!r}: expected comma-separated numbers") from None
+    elif isinstance(value, numbers.Real):
+        value = [value]
+    values = [_number(v, name, integer=kind is int) for v in value]
+    if not values:
+        raise ValueError(f"{name}: empty list")
+    return values
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    """Categorical (and object) text columns as pandas' plain string columns."""
+    for column in frame.columns:
+        dtype = frame[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_object_dtype(dtype):
+            frame[column] = frame[column].astype(str)
+    return frame
+
+
+def _command(func):
+    """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
+    command shows one on a terminal."""
+
+    @functools.wraps(func)
+    def call(*args, progress: bool = False, **kwargs):
+        from . import progress as bars
+
+        with bars.command(bool(progress)):
+            return func(*args, progress=bool(progress), **kwargs)
+
+    return call
+
+
+def _baselines(value) -> list[str]:
+    """Baseline names as the commands' -B takes them (ir-measures strings, trec_eval
+    names, comma or blank lists), canonical and each once."""
+    from .baselines import parse_baselines
+
+    return [b.name for b in parse_baselines(_text_list(value, "baselines"))]
+
+
+def _against(against) -> list[str]:
+    return _text_list(against, "against")
+
+
+def _runs(runs):
+    from .inputs import runs_input
+
+    if runs is None:
+        raise ValueError("runs: no run given")
+    return runs_input(runs)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@_command
+def compare(
+    qrels,
+    runs,
+    *,
+    measures=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    per_query: bool = False,
+    summary: bool = True,
+    against=None,
+    both_directions: bool = False,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Preference of every pair of runs (``prefeval compare``): rows ``measure, run_a,
+    run_b, query_id, value``; value > 0 prefers run_a (RPP: rpp-sigir2022 eq. 4-6;
+    lexirecall eq. 11; lexiprecision).
+
+    Pairs follow the order of ``runs``; without ``per_query`` only the summary rows
+    (query_id ``"all"``, the mean over evaluated queries), with it per-query rows first;
+    ``summary=False`` drops the summary rows (``-n``).  ``measures``: names or a comma
+    list (default: all the qrels support).  ``against``: run name(s); only the pairs
+    (a, RUN), RUN as run_b, are computed.  ``both_directions``: each pair then its
+    reverse (Delta(b, a) = -Delta(a, b)), for a runs x runs pivot.
+
+    >>> import prefeval
+    >>> prefs = prefeval.compare("sample_data/qrels.txt",
+    ...                          ["sample_data/runs/input.sys01", "sample_data/runs/input.sys02"],
+    ...                          measures="rpp,lexirecall", per_query=True)
+    >>> prefs[prefs.query_id == "301"]  # doctest: +SKIP
+    """
+    from .engine import against_pairs, compute_cube, load_runs, relevant_with_notice
+    from .inputs import qrels_input
+    from .measures import parse_measures
+    from .readers import read_qrels
+
+    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
+    if not per_query and not summary:
+        raise ValueError("summary=False without per_query=True leaves no rows")
+    sources = _runs(runs)
+    if len(sources) < 2:
+        raise ValueError(
+            "need at least two runs to compare (one DataFrame of several runs needs a "
+            "'run' or 'name' column)"
+        )
+    judged = read_qrels(qrels_input(qrels))
+    measure_list = parse_measures(_text_list(measures, "measures"), judged.has_subtopics)
+    relevant = relevant_with_notice(judged, relevance_level, notify)
+    pairs = against_pairs(list(sources), _against(against)) if against else None
+    positions = load_runs(sources, relevant, max_docs, notify=notify, progress=progress)
+    cube = compute_cube(
+        positions, relevant, measure_list, binary=binary, progress=progress, pairs=pairs
+    )
+    if both_directions:
+        cube = cube.both_directions()
+    return _plain(cube.to_frame(per_query=per_query, summary=summary))
+
+
+@_command
+def metrics(
+    qrels,
+    runs,
+    *,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    per_query: bool = False,
+    summary: bool = True,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Baseline metrics with ir-measures (``prefeval metrics``): rows ``measure, run,
+    query_id, value``; as trec_eval, only the summary rows (query_id ``"all"``: the
+    mean, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless ``per_query``, which
+    puts every run's value on every evaluated query first; ``summary=False`` drops the
+    summary rows.
+
+    ``baselines``: ir-measures strings (``"AP"``, ``"nDCG@10"``, ...), trec_eval names
+    (``map``, ``ndcg_cut_10``), comma lists, or the native ``TSE``/``ASL``; default AP
+    nDCG RR R@1000 Rprec (+ the intent-aware ones on subtopic qrels).  A
+    ``per_query=True`` table is a ``metrics=`` table for the analysis functions.
+
+    >>> import prefeval
+    >>> table = prefeval.metrics("sample_data/qrels.txt", "sample_data/runs/input.sys01",
+    ...                          baselines="AP,ndcg_cut_10", per_query=True)
+    >>> table[table.query_id == "all"]  # doctest: +SKIP
+    """
+    from .baselines import compute_metrics, default_baselines, metrics_summary
+    from .engine import relevant_with_notice
+    from .inputs import qrels_input
+    from .readers import read_qrels
+
+    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
+    if not per_query and not summary:
+        raise ValueError("summary=False without per_query=True leaves no rows")
+    names = _baselines(baselines)
+    sources = _runs(runs)
+    judged = read_qrels(qrels_input(qrels))
+    relevant = relevant_with_notice(judged, relevance_level, notify)
+    table = compute_metrics(
+        judged,
+        sources,
+        names or default_baselines(judged.has_subtopics),
+        query_ids=relevant.query_ids,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        progress=progress,
+    )
+    parts = [table] if per_query else []
+    if summary:
+        parts.append(metrics_summary(table))
+    return _plain(pd.concat(parts, ignore_index=True))
+
+
+def _gather(
+    qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary, **kw
+):
+    """The evidence of an analysis function, with the command's checks of its inputs."""
+    from .inputs import qrels_input
+    from .pipeline import gather
+
+    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
+    no_baselines = baselines is not None and not isinstance(baselines, str) and not baselines
+    if no_baselines and metrics is not None:
+        raise ValueError("metrics= and baselines=[] (no baselines) contradict each other")
+    if prefs is not None:
+        given = [
+            name
+            for name, value in (
+                ("binary", binary),
+                ("relevance_level", relevance_level is not None and qrels is None),
+                ("max_docs", max_docs is not None),
+            )
+            if value
+        ]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} cannot change preferences read from prefs= (they were "
+                "computed when the table was written)"
+            )
+    if runs is not None and qrels is None:
+        raise ValueError("runs= needs qrels (to compute preferences or baselines)")
+    sources = _runs(runs) if runs is not None else {}
+    if prefs is None and (qrels is None or len(sources) < 2):
+        raise ValueError("give qrels and at least two runs, or prefs=")
+    return gather(
+        qrels_input(qrels) if qrels is not None else None,
+        sources,
+        prefs=prefs,
+        metrics=metrics,
+        measures=_text_list(measures, "measures"),
+        baselines=_baselines(baselines),
+        no_baselines=no_baselines,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        binary=binary,
+        **kw,
+    )
+
+
+@_command
+def order(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    method: str = "mc4",
+    teleport: float = 0.05,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """System orderings (``prefeval order``): rows ``measure, method, rank, run, score``,
+    rank 1 best, tied scores sharing a rank.
+
+    Per query the win rate W_q(a) = sum_b Delta(a, b) (rpp-sigir2022 eq. 7) ranks the
+    runs; ``method`` ``mc4`` (teleport ``teleport``), ``borda``, ``winrate`` or
+    ``copeland`` aggregates them.  Baselines (``baselines``, default set; ``[]`` for
+    none; or ``metrics=`` a table) are ordered by their mean.  Preferences come from
+    ``qrels, runs`` or ``prefs=`` (a per-query :func:`compare` table).
+
+    >>> import prefeval, glob
+    >>> prefeval.order("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...                baselines=["AP"], method="borda")  # doctest: +SKIP
+    """
+    from .aggregation import METHODS
+    from .aggregation import order as order_table
+
+    _choice(method, METHODS, "method")
+    _number(teleport, "teleport", lo=0, hi=1, lo_open=True)
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress,
+    )  # fmt: skip
+    return _plain(order_table(got.evidence, method=method, teleport=teleport))
+
+
+@_command
+def discpower(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    tests=None,
+    correction: str = "bonferroni",
+    alpha: float = 0.05,
+    trials: int = 10000,
+    seed: int = 0,
+    pairs: bool = False,
+    against=None,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Discriminative power (``prefeval discpower``, Sakai): rows ``measure, test,
+    correction, alpha, significant, pairs, percent``; with ``pairs=True`` one row per run
+    pair instead: ``measure, test, run_a, run_b, p_value, p_adjusted``.
+
+    ``tests``: any of ``ttest``, ``sign``, ``hsd`` (randomized Tukey HSD, ``trials``,
+    ``seed``; default all three); ``correction`` ``bonferroni``, ``holm`` or ``none``
+    for the t and sign tests.  ``against``: run name(s); only the pairs with them are
+    tested and corrected for (default tests then ttest and sign: the HSD needs every
+    pair).  Inputs as :func:`order`.
+
+    >>> import prefeval, glob
+    >>> prefeval.discpower("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...                    tests="sign", baselines=["AP"])  # doctest: +SKIP
+    """
+    from .statistics import CORRECTIONS, TESTS, discriminative_power, pair_tests
+
+    against = _against(against)
+    if against and "hsd" in _text_list(tests, "tests"):
+        raise ValueError("tests='hsd' with against=: the HSD needs every pair; drop one")
+    tests = _text_list(tests, "tests") or (["ttest", "sign"] if against else list(TESTS))
+    for test in tests:
+        _choice(test, TESTS, "tests")
+    _choice(correction, CORRECTIONS, "correction")
+    _number(alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
+    _number(trials, "trials", lo=1, integer=True)
+    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress, against=against,
+    )  # fmt: skip
+    table = pair_tests(got.evidence, tests, correction, trials, seed, progress=progress)
+    return _plain(table if pairs else discriminative_power(table, alpha))
+
+
+@_command
+def tau(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    method: str = "mc4",
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Kendall's tau-b between the run orderings of every pair of measures (``prefeval
+    tau``, rpp-sigir2022 Table 2): rows ``measure_a, measure_b, tau``.
+
+    Preferences are ordered by ``method`` (as :func:`order`), baselines by their mean.
+
+    >>> import prefeval, glob
+    >>> prefeval.tau("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...              measures="rpp", baselines=["AP", "nDCG"])  # doctest: +SKIP
+    """
+    from .aggregation import METHODS
+    from .correlation import tau_table
+
+    _choice(method, METHODS, "method")
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress,
+    )  # fmt: skip
+    return _plain(tau_table(got.evidence, method=method))
+
+
+@_command
+def agree(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    ties: bool = False,
+    against=None,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Sign agreement of preferences with baseline differences (``prefeval agree``):
+    rows ``measure, baseline, agreement, compared`` — among the (query, run pair)
+    comparisons where the baseline differs, the share where the preference has the same
+    sign.  ``ties=True``: rows ``measure, ties, comparisons`` instead.  ``against``:
+    run name(s); only the pairs with them.
+
+    >>> import prefeval, glob
+    >>> prefeval.agree("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...                baselines=["AP"])  # doctest: +SKIP
+    """
+    from .correlation import agreement_table, ties_table
+
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress, against=_against(against),
+    )  # fmt: skip
+    return _plain(ties_table(got.evidence) if ties else agreement_table(got.evidence))
+
+
+@_command
+def robustness(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    queries=None,
+    labels=None,
+    policy: str = "uniform",
+    samples: int = 10,
+    seed: int = 0,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Robustness to fewer queries or labels (``prefeval robustness``, rpp-sigir2022
+    §6.2): rows ``measure, kind, level, samples, tau_mean, tau_std, ties, agreement``.
+
+    ``queries``: numbers of queries to draw (``[5, 10]`` or ``"5,10"``); ``labels``:
+    fractions of each query's relevant judgments to keep, removed ``uniform``-ly or
+    most-retrieved first (``policy="pool"``); ``samples`` draws each, ``seed``.
+
+    >>> import prefeval, glob
+    >>> prefeval.robustness("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...                     queries=[5, 10], samples=3, baselines=[])  # doctest: +SKIP
+    """
+    from .experiments import POLICIES
+    from .experiments import robustness as run_robustness
+
+    if queries is None and labels is None:
+        raise ValueError("give queries= and/or labels=")
+    sizes = _list_of(queries, int, "queries") if queries is not None else ()
+    fractions = _list_of(labels, float, "labels") if labels is not None else ()
+    _choice(policy, POLICIES, "policy")
+    _number(samples, "samples", lo=1, hi=10**6, integer=True)
+    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress,
+    )  # fmt: skip
+    table = run_robustness(
+        got,
+        queries=sizes,
+        labels=fractions,
+        samples=samples,
+        seed=seed,
+        policy=policy,
+        progress=progress,
+    )
+    return _plain(table)
+
+
+@_command
+def pairs(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    ci: float = 0.95,
+    against=None,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Per run pair (``prefeval pairs``): rows ``measure, run_a, run_b, queries, mean,
+    ci_low, ci_high, wins, ties, losses`` — the mean per-query difference (Delta(a, b)
+    for a preference, the metric's a - b, or b - a when lower is better), its t
+    confidence interval at level ``ci``, and the queries won, tied and lost by run_a.
+    ``against``: run name(s); only the pairs (a, RUN).  Inputs as :func:`order`.
+
+    >>> import prefeval, glob
+    >>> prefeval.pairs("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...                against="sys01", baselines=["AP"])  # doctest: +SKIP
+    """
+    from .statistics import pair_summary
+
+    _number(ci, "ci", lo=0, hi=1, lo_open=True, hi_open=True)
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress, against=_against(against),
+    )  # fmt: skip
+    return _plain(pair_summary(got.evidence, ci))

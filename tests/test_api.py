@@ -1,0 +1,486 @@
+"""The Python API (prefeval.api): the same tables as the commands, every input flavour,
+plain string ids, notices as warnings, clear errors for bad input."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import ir_measures
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import invoke, read_tsv
+
+import prefeval
+from prefeval.errors import InputError, PrefevalWarning
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+QRELS = SAMPLE / "qrels.txt"
+SUBTOPICS = SAMPLE / "qrels.subtopics.txt"
+RUNS = sorted((SAMPLE / "runs").glob("input.*"))
+NAMES = ["sys01", "sys02", "sys03", "sys04", "sys05", "sys06"]
+TEXT_COLUMNS = {"measure", "run", "run_a", "run_b", "query_id", "method", "test", "correction"}
+TEXT_COLUMNS |= {"measure_a", "measure_b", "baseline", "kind"}
+
+
+def _cli_table(*args) -> pd.DataFrame:
+    result = invoke(*args)
+    assert result.exit_code == 0, result.stderr
+    return read_tsv(result.stdout)
+
+
+def assert_same_as_cli(frame: pd.DataFrame, cli: pd.DataFrame) -> None:
+    """The API frame has the CLI's columns and rows in the same order, values exactly
+    equal (the tsv writes shortest round-trip floats)."""
+    assert list(frame.columns) == list(cli.columns)
+    assert len(frame) == len(cli) > 0
+    for column in frame.columns:
+        got = frame[column].tolist()
+        text = cli[column].tolist()
+        if column in TEXT_COLUMNS:
+            assert all(type(x) is str for x in got), column
+            assert got == text, column
+        else:
+            want = [float(x) if x != "" else math.nan for x in text]  # NaN is written empty
+            assert all((math.isnan(w) and math.isnan(g)) or w == g for g, w in zip(got, want)), (
+                column
+            )
+
+
+def _read_run_frame(path: Path) -> pd.DataFrame:
+    """A run file as pandas reads it: integer query ids."""
+    return pd.read_csv(
+        path,
+        sep=r"\s+",
+        header=None,
+        names=["query_id", "iteration", "doc_id", "rank", "score", "tag"],
+        compression="gzip" if path.read_bytes()[:2] == b"\x1f\x8b" else None,
+    )
+
+
+def _read_qrels_frame(path: Path) -> pd.DataFrame:
+    return pd.read_csv(
+        path, sep=r"\s+", header=None, names=["query_id", "iteration", "doc_id", "relevance"]
+    )
+
+
+@pytest.fixture(scope="module")
+def frames():
+    runs = {name: _read_run_frame(p) for name, p in zip(NAMES, RUNS)}
+    assert runs["sys01"]["query_id"].dtype.kind == "i"  # ids read as integers
+    return {"qrels": _read_qrels_frame(QRELS), "subtopics": _read_qrels_frame(SUBTOPICS), **runs}
+
+
+def quiet(function, *args, **kwargs):
+    return function(*args, notify=None, **kwargs)
+
+
+# --------------------------------------------------------------------------- same as the CLI
+
+
+@pytest.mark.parametrize(
+    "options, kwargs",
+    [
+        ([], {}),
+        (["-q"], {"per_query": True}),
+        (["-q", "-n"], {"per_query": True, "summary": False}),
+        (
+            ["-q", "--binary", "-l", "2", "-M", "20", "-m", "rpp,LR", "-m", "rrLP"],
+            {
+                "per_query": True,
+                "binary": True,
+                "relevance_level": 2,
+                "max_docs": 20,
+                "measures": ["rpp,LR", "rrLP"],
+            },
+        ),
+    ],
+)
+def test_compare_as_cli(options, kwargs):
+    cli = _cli_table("compare", *options, QRELS, *RUNS)
+    assert_same_as_cli(quiet(prefeval.compare, QRELS, RUNS, **kwargs), cli)
+
+
+def test_compare_subtopics_as_cli():
+    cli = _cli_table("compare", "-q", "-m", "ST-RPP,rpp", SUBTOPICS, *RUNS)
+    api = quiet(prefeval.compare, str(SUBTOPICS), RUNS, measures="ST-RPP,rpp", per_query=True)
+    assert_same_as_cli(api, cli)
+
+
+def test_metrics_as_cli():
+    cli = _cli_table("metrics", "-B", "AP", "-B", "nDCG@10", "-M", "30", QRELS, *RUNS)
+    api = quiet(prefeval.metrics, QRELS, RUNS, baselines=["AP", "nDCG@10"], max_docs=30)
+    assert_same_as_cli(api, cli)
+    # trec_eval names and lists, per-query rows, no summary: as -m map,ndcg_cut_10 -q -n
+    cli = _cli_table("metrics", "-m", "map,ndcg_cut_10", "-q", "-n", QRELS, *RUNS)
+    api = quiet(prefeval.metrics, QRELS, RUNS, baselines="map ndcg_cut_10", per_query=True,
+                summary=False)  # fmt: skip
+    assert_same_as_cli(api, cli)
+    assert set(api.measure) == {"AP", "nDCG@10"} and "all" not in set(api.query_id)
+
+
+def test_against_and_both_directions_as_cli():
+    cli = _cli_table("compare", "-q", "--against", "sys02", "--both-directions", QRELS, *RUNS)
+    api = quiet(prefeval.compare, QRELS, RUNS, per_query=True, against="sys02",
+                both_directions=True)  # fmt: skip
+    assert_same_as_cli(api, cli)
+    cli = _cli_table("pairs", "--against", "sys01", "-B", "AP", "--ci", "0.9", QRELS, *RUNS)
+    api = quiet(prefeval.pairs, QRELS, RUNS, against="sys01", baselines="AP", ci=0.9)
+    assert_same_as_cli(api, cli)
+    assert set(api.run_b) == {"sys01"}
+    cli = _cli_table("discpower", "--against", "sys01", "-B", "AP", QRELS, *RUNS)
+    api = quiet(prefeval.discpower, QRELS, RUNS, against=["sys01"], baselines="AP")
+    assert_same_as_cli(api, cli)
+    with pytest.raises(ValueError, match="HSD needs every pair"):
+        prefeval.discpower(QRELS, RUNS, against="sys01", tests="hsd")
+
+
+ANALYSES = [
+    ("order", [], {}),
+    ("order", ["--method", "borda", "-B", "RR"], {"method": "borda", "baselines": "RR"}),
+    ("order", ["--method", "copeland", "--no-baselines"], {"method": "copeland", "baselines": []}),
+    ("discpower", ["--trials", "200", "--seed", "3", "-B", "AP"], {"trials": 200, "seed": 3}),
+    (
+        "discpower",
+        ["--pairs", "--test", "sign", "--test", "ttest", "--correction", "holm", "-m", "rpp"],
+        {"pairs": True, "tests": ["sign", "ttest"], "correction": "holm", "measures": "rpp"},
+    ),
+    ("tau", ["-B", "AP", "-B", "nDCG", "--method", "winrate"], {"method": "winrate"}),
+    ("agree", ["-B", "AP", "-l", "2"], {"relevance_level": 2.0}),
+    ("agree", ["--ties", "--binary", "--no-baselines"], {"ties": True, "binary": True}),
+    (
+        "robustness",
+        ["--queries", "5,10", "--labels", "0.5", "--samples", "2", "--seed", "7", "-B", "AP"],
+        {"queries": "5,10", "labels": [0.5], "samples": 2, "seed": 7},
+    ),
+]
+
+
+@pytest.mark.parametrize("command, options, kwargs", ANALYSES)
+def test_analysis_as_cli(command, options, kwargs):
+    cli = _cli_table(command, *options, QRELS, *RUNS)
+    if "-B" in options and "baselines" not in kwargs:
+        kwargs = {
+            **kwargs,
+            "baselines": [options[i + 1] for i, o in enumerate(options) if o == "-B"],
+        }
+    if "--no-baselines" in options:
+        kwargs = {**kwargs, "baselines": []}
+    api = quiet(getattr(prefeval, command), QRELS, RUNS, **kwargs)
+    assert_same_as_cli(api, cli)
+
+
+def test_tables_as_inputs(tmp_path):
+    """prefs= and metrics= take the API's own tables (DataFrames) as the CLI takes files."""
+    prefs = tmp_path / "prefs.tsv"
+    metrics = tmp_path / "metrics.tsv"
+    assert invoke("compare", "-q", "-o", prefs, QRELS, *RUNS).exit_code == 0
+    assert invoke("metrics", "-q", "-B", "AP", "-o", metrics, QRELS, *RUNS).exit_code == 0
+    cli = _cli_table("order", "--prefs", prefs, "--metrics", metrics)
+    api_prefs = quiet(prefeval.compare, QRELS, RUNS, per_query=True)
+    api_metrics = quiet(prefeval.metrics, QRELS, RUNS, baselines="AP", per_query=True)
+    assert_same_as_cli(quiet(prefeval.order, prefs=api_prefs, metrics=api_metrics), cli)
+    assert_same_as_cli(quiet(prefeval.order, prefs=prefs, metrics=str(metrics)), cli)
+    # the same ordering as from the runs themselves
+    assert_same_as_cli(quiet(prefeval.order, QRELS, RUNS, baselines="AP"), cli)
+    agree = _cli_table("agree", "--prefs", prefs, "--metrics", metrics)
+    assert_same_as_cli(quiet(prefeval.agree, prefs=api_prefs, metrics=api_metrics), agree)
+
+
+# --------------------------------------------------------------------------- input flavours
+
+
+def _scored_docs(frame):
+    return [
+        ir_measures.ScoredDoc(str(q), d, float(s))
+        for q, d, s in zip(frame["query_id"], frame["doc_id"], frame["score"])
+    ]
+
+
+def _pytrec(frame, value):
+    out: dict = {}
+    for q, d, v in zip(frame["query_id"], frame["doc_id"], frame[value]):
+        out.setdefault(int(q), {})[d] = v
+    return out
+
+
+def _run_flavours(frames):
+    runs = {name: frames[name] for name in NAMES}
+    many = pd.concat([f.assign(run=name) for name, f in runs.items()], ignore_index=True)
+    shuffled = many.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    return {
+        "paths": RUNS,
+        "str paths": [str(p) for p in RUNS],
+        "dict of path": dict(zip(NAMES, RUNS)),
+        "ir-measures frames": runs,
+        "pyterrier frames": {
+            n: f.rename(columns={"query_id": "qid", "doc_id": "docno"}).astype({"qid": str})
+            for n, f in runs.items()
+        },
+        "float ids": {n: f.astype({"query_id": float}) for n, f in runs.items()},
+        "categorical ids": {n: f.astype({"query_id": "category"}) for n, f in runs.items()},
+        "many-run frame": shuffled,
+        "many-run frame, name column": shuffled.rename(columns={"run": "name"}),
+        "many-run pyterrier": shuffled.rename(columns={"query_id": "qid", "doc_id": "docno"}),
+        "namedtuple lists": {n: _scored_docs(f) for n, f in runs.items()},
+        "namedtuple generators": {n: iter(_scored_docs(f)) for n, f in runs.items()},
+        "pytrec_eval dicts": {n: _pytrec(f, "score") for n, f in runs.items()},
+    }
+
+
+def _qrels_flavours(frames, key):
+    frame = frames[key]
+    plain = frame["iteration"].eq(0).all()
+    qrels = [
+        ir_measures.Qrel(str(q), d, int(r), str(i))
+        for q, d, r, i in zip(*(frame[c] for c in ["query_id", "doc_id", "relevance", "iteration"]))
+    ]
+    out = {
+        "path": SAMPLE / f"{'qrels.txt' if key == 'qrels' else 'qrels.subtopics.txt'}",
+        "ir-measures frame": frame,
+        "pyterrier frame": frame.rename(
+            columns={"query_id": "qid", "doc_id": "docno", "relevance": "label"}
+        ),
+        "Qrel list": qrels,
+        "Qrel generator": iter(qrels),
+    }
+    if plain:
+        out["pytrec_eval dict"] = _pytrec(frame, "relevance")
+        out["frame without iteration"] = frame.drop(columns="iteration")
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return {
+        "qrels": quiet(prefeval.compare, QRELS, RUNS, per_query=True),
+        "subtopics": quiet(
+            prefeval.compare, SUBTOPICS, RUNS, per_query=True, measures="strpp,rpp,lexirecall"
+        ),
+    }
+
+
+def test_run_flavours(frames, reference):
+    for flavour, runs in _run_flavours(frames).items():
+        got = quiet(prefeval.compare, QRELS, runs, per_query=True)
+        pd.testing.assert_frame_equal(got, reference["qrels"], obj=flavour)
+
+
+@pytest.mark.parametrize("key", ["qrels", "subtopics"])
+def test_qrels_flavours(frames, reference, key):
+    measures = "strpp,rpp,lexirecall" if key == "subtopics" else None
+    for flavour, qrels in _qrels_flavours(frames, key).items():
+        got = quiet(prefeval.compare, qrels, RUNS, per_query=True, measures=measures)
+        pd.testing.assert_frame_equal(got, reference[key], obj=flavour)
+
+
+def test_flavours_in_analysis_and_metrics(frames):
+    """The analysis functions and metrics take the same flavours (here: PyTerrier qrels,
+    one many-run frame) and give what the paths give."""
+    many = pd.concat([frames[n].assign(run=n) for n in NAMES], ignore_index=True)
+    qrels = frames["qrels"].rename(columns={"query_id": "qid", "relevance": "label"})
+    want = quiet(prefeval.order, QRELS, RUNS, baselines=["AP", "ASL"])
+    pd.testing.assert_frame_equal(quiet(prefeval.order, qrels, many, baselines=["AP", "ASL"]), want)
+    want = quiet(prefeval.metrics, QRELS, RUNS, baselines="nDCG@10")
+    pd.testing.assert_frame_equal(quiet(prefeval.metrics, qrels, many, baselines="nDCG@10"), want)
+
+
+def test_run_names():
+    """Paths are named by their file (input. and .gz removed), other in-memory runs of a
+    list run1, run2... by position; a many-run frame's runs in sorted name order."""
+    frame = pd.DataFrame({"query_id": ["301"], "doc_id": ["doc3263378"], "score": [1.0]})
+    got = quiet(prefeval.compare, QRELS, [frame, RUNS[5], frame.copy()])
+    assert got[["run_a", "run_b"]].drop_duplicates().values.tolist() == [
+        ["run1", "sys06"],
+        ["run1", "run3"],
+        ["sys06", "run3"],
+    ]
+    many = pd.concat([frame.assign(run="b"), frame.assign(run="a"), frame.assign(run="c")])
+    got = quiet(prefeval.compare, QRELS, many, measures="rpp")
+    assert got[["run_a", "run_b"]].values.tolist() == [["a", "b"], ["a", "c"], ["b", "c"]]
+    with pytest.raises(InputError, match="two runs are named 'sys01'"):
+        quiet(prefeval.compare, QRELS, [RUNS[0], str(RUNS[0])])
+
+
+def test_integer_ids_are_the_texts_ids():
+    """151 (int), 151.0 (float) and "151" are one query; so are int docnos and their text."""
+    qrels = pd.DataFrame({"qid": [151, 151], "docno": [7, 8], "label": [1, 1]})
+    run_a = {151.0: {7: 2.0, 8: 1.0}}
+    run_b = pd.DataFrame({"query_id": ["151", "151"], "doc_id": ["8", "9"], "score": [2, 1]})
+    got = quiet(prefeval.compare, qrels, {"a": run_a, "b": run_b}, measures="rpp", per_query=True)
+    # relevant positions a: (1, 2), b: (1, unretrieved): RPP(a, b) = (0 + 1) / 2
+    assert got.values.tolist() == [
+        ["rpp", "a", "b", "151", 0.5],
+        ["rpp", "a", "b", "all", 0.5],
+    ]
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def test_ids_are_plain_strings():
+    got = quiet(prefeval.compare, QRELS, RUNS, per_query=True)
+    for column in ["measure", "run_a", "run_b", "query_id"]:
+        assert not isinstance(got[column].dtype, pd.CategoricalDtype)
+        assert pd.api.types.is_string_dtype(got[column])
+        assert all(type(x) is str for x in got[column])
+    one = got[got.query_id == "301"]
+    assert len(one) == 6 * 15  # every measure and pair of 6 runs on query 301
+    assert set(one.query_id) == {"301"}
+    pivot = got[got.query_id == "all"].pivot(index=["measure", "run_a"], columns="run_b")
+    assert pivot.shape[0] > 0
+    order = quiet(prefeval.order, QRELS, RUNS, baselines="AP")
+    assert all(type(x) is str for x in order["run"]) and order["rank"].dtype.kind == "i"
+
+
+# --------------------------------------------------------------------------- notices
+
+
+def test_notices_are_warnings(capsys):
+    """sys04 has no results for one query: a PrefevalWarning pointing at the caller,
+    nothing on stdout or stderr."""
+    with pytest.warns(PrefevalWarning, match="run sys04: no results for 1 of 20") as record:
+        prefeval.compare(QRELS, RUNS)
+    assert {Path(w.filename).name for w in record} == {Path(__file__).name}
+    with pytest.warns(PrefevalWarning, match="have no relevant document"):
+        prefeval.order(QRELS, RUNS[:2], relevance_level=4, baselines=[])
+    assert capsys.readouterr() == ("", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prefeval.compare(QRELS, RUNS, notify=None)
+    seen = []
+    prefeval.compare(QRELS, RUNS, notify=seen.append)
+    assert seen == ["run sys04: no results for 1 of 20 evaluated queries; evaluated as "
+                    "retrieving nothing"]  # fmt: skip
+
+
+def test_progress(capsys, monkeypatch):
+    """progress=True shows bars (tqdm.auto; on stderr outside Jupyter); False shows none."""
+    from prefeval import progress
+
+    monkeypatch.setattr(progress, "DELAY", 0)
+    quiet(prefeval.compare, QRELS, RUNS, progress=True)
+    assert "reading runs" in capsys.readouterr().err
+    quiet(prefeval.compare, QRELS, RUNS)
+    assert capsys.readouterr() == ("", "")
+
+
+# --------------------------------------------------------------------------- bad input
+
+FRAME = pd.DataFrame({"query_id": ["301"], "doc_id": ["d"], "score": [1.0]})
+
+
+@pytest.mark.parametrize(
+    "runs, error, message",
+    [
+        ([FRAME.drop(columns="score"), FRAME], InputError, r"<run 1>: no score column"),
+        (
+            [FRAME.rename(columns={"doc_id": "x"}), FRAME],
+            InputError,
+            r"no document id column \('doc_id' or 'docno'\)",
+        ),
+        ([FRAME.assign(qid="301"), FRAME], InputError, "both 'query_id' and 'qid' columns"),
+        (
+            [pd.DataFrame({"query_id": [301, "302"], "doc_id": "d", "score": 1.0}), FRAME],
+            InputError,
+            r"query id column mixes or has unusable types \(int, str\)",
+        ),
+        ([FRAME.assign(query_id=301.5), FRAME], InputError, "301.5 is not an integer"),
+        ([FRAME.assign(query_id=None), FRAME], InputError, "row 0: missing query id"),
+        ([FRAME.assign(score="high"), FRAME], InputError, "score column is not numeric"),
+        ([FRAME.assign(score=np.nan), FRAME], InputError, "score is not a number"),
+        ([[("301", "d", 1.0)], FRAME], TypeError, "expected namedtuples"),
+        ([42, FRAME], TypeError, "<run 1>: expected a path, a DataFrame"),
+        ([{"301": ["d"]}, FRAME], TypeError, "<run 1>: expected a path, a DataFrame"),
+        ({"a": {"301": ["d"]}, "b": FRAME}, TypeError, "<run a>: expected a path"),
+        ({"301": {"d": 1.0}, "302": ["d"]}, TypeError, "<run 301>: expected a path"),
+        (42, TypeError, "runs: expected paths"),
+        (FRAME, ValueError, "need at least two runs"),
+        ([], ValueError, "no run given"),
+        (FRAME.assign(run="a", name="b"), InputError, "both 'run' and 'name' columns"),
+    ],
+)
+def test_bad_runs(runs, error, message):
+    with pytest.raises(error, match=message):
+        quiet(prefeval.compare, QRELS, runs)
+
+
+@pytest.mark.parametrize(
+    "qrels, error, message",
+    [
+        (pd.DataFrame({"qid": ["1"], "docno": ["d"]}), InputError, "no relevance column"),
+        ({"1": 3}, TypeError, "a dict must be"),
+        (3.5, TypeError, "qrels: expected a path"),
+        (
+            pd.DataFrame({"qid": ["1"], "docno": ["d"], "label": [1], "iteration": ["x"]}),
+            InputError,
+            "iteration must be 0, Q0 or an integer",
+        ),
+        (pd.DataFrame({"qid": ["1"], "docno": ["d"], "label": [math.inf]}), InputError, "finite"),
+    ],
+)
+def test_bad_qrels(qrels, error, message):
+    with pytest.raises(error, match=message):
+        quiet(prefeval.compare, qrels, RUNS)
+
+
+@pytest.mark.parametrize(
+    "function, kwargs, message",
+    [
+        ("compare", {"summary": False}, "leaves no rows"),
+        ("compare", {"max_docs": 0}, "max_docs=0: must be 1 <= max_docs"),
+        ("compare", {"relevance_level": math.nan}, "not a finite number"),
+        ("compare", {"measures": "nope"}, "nope"),
+        ("order", {"method": "best"}, "method='best': use one of mc4"),
+        ("order", {"teleport": 0}, "teleport=0.0: must be 0 < teleport <= 1"),
+        ("discpower", {"tests": ["ttest", "z"]}, "tests='z'"),
+        ("discpower", {"alpha": 1}, "alpha=1.0"),
+        ("robustness", {}, "give queries= and/or labels="),
+        ("robustness", {"queries": "5,x"}, "comma-separated numbers"),
+        ("robustness", {"queries": 50}, "between 1 and 20"),
+        ("agree", {"metrics": "m.tsv", "baselines": []}, "contradict"),
+    ],
+)
+def test_bad_arguments(function, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        quiet(getattr(prefeval, function), QRELS, RUNS[:2], **kwargs)
+
+
+def test_bad_analysis_inputs():
+    with pytest.raises(ValueError, match="give qrels and at least two runs, or prefs="):
+        quiet(prefeval.order, QRELS, RUNS[:1])
+    with pytest.raises(ValueError, match="binary cannot change preferences"):
+        quiet(prefeval.order, prefs=FRAME, binary=True)
+    with pytest.raises(InputError, match=r"<prefs DataFrame>: missing columns \['measure'"):
+        quiet(prefeval.order, prefs=FRAME)
+    with pytest.raises(TypeError, match="prefs: expected a path or a DataFrame"):
+        quiet(prefeval.order, prefs=[1, 2])
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def test_web2012_order_as_cli(web2012):
+    """API order on one many-run DataFrame (pandas-read, integer query ids) equals the
+    CLI's on the run files."""
+    paths = sorted((web2012 / "runs").glob("*.run.gz"))
+    qrels = web2012 / "qrels.adhoc.txt.gz"
+    cli = _cli_table("order", "-B", "AP", "-B", "nDCG@20", qrels, *paths)
+    many = pd.concat(
+        [_read_run_frame(p).assign(run=p.name[: -len(".gz")]) for p in paths], ignore_index=True
+    )
+    api = quiet(prefeval.order, qrels, many, baselines=["AP", "nDCG@20"])
+    assert_same_as_cli(api, cli)
+
+
+def test_empty_run_retrieves_nothing():
+    """A run with no rows (an empty frame, an empty dict, no ScoredDocs) is a run that
+    retrieves nothing, like an empty file."""
+    empty = pd.DataFrame({"query_id": [], "doc_id": [], "score": []}, dtype=object)
+    run = pd.DataFrame({"query_id": ["301"], "doc_id": ["doc3263378"], "score": [1.0]})
+    for flavour in (empty, {}, []):
+        got = quiet(prefeval.compare, QRELS, {"none": flavour, "one": run}, measures="LR")
+        # query 301 has relevant doc3263378: "one" finds it, "none" nothing; elsewhere ties
+        assert got.values.tolist() == [["lexirecall", "none", "one", "all", -1 / 20]]
