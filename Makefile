@@ -1,12 +1,16 @@
 # Two commands set everything up on a fresh machine with Python 3 and make:
 #   make demo   - create .venv, install prefeval, compare the bundled sample runs
 #   make test   - create .venv with the test extras, run the whole test suite
+#   make test-min - the same in .venv-min, with the lowest versions pyproject allows
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SAMPLE_RUNS := $(sort $(wildcard sample_data/runs/input.*))
+VENV_MIN := .venv-min
+BIN_MIN  := $(VENV_MIN)/bin
+MIN_VERSIONS := tests/minimum-versions.txt
 
-.PHONY: demo test install install-test lint bench bench-smoke sample-data clean
+.PHONY: demo test test-min install install-test lint bench bench-smoke sample-data clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +23,15 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(VENV)/.installed $@
 
+# the declared minimum versions (pinned in $(MIN_VERSIONS)), in a venv of their own
+$(BIN_MIN)/python:
+	$(PYTHON) -m venv $(VENV_MIN)
+
+$(VENV_MIN)/.installed-test: pyproject.toml $(MIN_VERSIONS) | $(BIN_MIN)/python
+	$(BIN_MIN)/python -m pip install --quiet --disable-pip-version-check \
+		-c $(MIN_VERSIONS) -e '.[test]'
+	touch $@
+
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
@@ -27,6 +40,9 @@ demo: install
 
 test: install-test
 	$(BIN)/python -m pytest -q
+
+test-min: $(VENV_MIN)/.installed-test
+	$(BIN_MIN)/python -m pytest -q
 
 lint: install-test
 	$(BIN)/ruff check prefeval tests bench

@@ -87,14 +87,21 @@ def ok(result):
     return result.stdout
 
 
+# pandas < 3 parses floats with a fast converter that is not always correctly rounded
+# (0.02642857142857143 reads as 0.0264285714285714); pandas 3 parses them exactly and
+# deprecates the option
+_EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+
+
 def frame(text: str) -> pd.DataFrame:
-    """A tsv written by prefeval, text columns kept as text."""
+    """A tsv written by prefeval, text columns kept as text, floats read exactly."""
     return pd.read_csv(
         io.StringIO(text),
         sep="\t",
         dtype={c: str for c in ("measure", "run", "run_a", "run_b", "query_id")},
         keep_default_na=False,
         na_values=[""],
+        **_EXACT_FLOATS,
     )
 
 
