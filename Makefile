@@ -58,4 +58,4 @@ sample-data: install
 	$(BIN)/python -m prefeval.synthetic sample sample_data --seed 20221
 
 clean:
-	rm -rf $(VENV) bench/scratch
+	rm -rf $(VENV) $(VENV_MIN) bench/scratch
