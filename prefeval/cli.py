@@ -725,7 +725,8 @@ def tau(
     )
     table = tau_table(got.evidence, method=method)
     if fmt == "tsv" and sys.stderr.isatty():
-        click.echo(tau_matrix_text(table), err=True, nl=False)
+        digits = 3 if precision is None else precision
+        click.echo(tau_matrix_text(table, digits), err=True, nl=False)
     write_table(table, output, fmt, precision)
 
 
