@@ -1021,6 +1021,102 @@ def pairs(
     write_table(pair_summary(got.evidence, confidence), output, fmt, precision)
 
 
+@cli.command()
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument(
+    "runs", nargs=-1, required=True, metavar="RUN_A RUN_B", type=click.Path(dir_okay=False)
+)
+@engine_options
+@click.option(
+    "-q",
+    "--query",
+    "queries",
+    multiple=True,
+    metavar="QUERY",
+    help="Explain this query (repeatable, in the order given). Default: the --top queries.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="The N queries (default 5) with the largest |Delta| under the first measure, "
+    "equal ones by query id.",
+)
+@precision_option
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "tsv", "csv", "jsonl"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="text for people; tsv, csv (header line) or jsonl: one row per query, population "
+    "and recall level.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to FILE atomically (default: stdout).",
+)
+def explain(
+    qrels, runs, measures, relevance_level, max_docs, binary, queries, top, precision, fmt, output
+):
+    """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
+
+    Per query: the value of every measure (as compare -q writes it), the positions of
+    the i-th relevant document in A and B at every recall level of the binary
+    population with sgn and p(i), the levels deciding lexiprecision and lexirecall,
+    then the graded (eq. 5) and subtopic (eq. 6) populations with their weights and
+    RPP, summing to the reported values.
+
+    \b
+    Example:
+      prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
+    """
+    from .engine import load_runs, relevant_with_notice, stderr_notice
+    from .explanations import explain_positions, select_queries, to_text
+    from .readers import read_qrels
+    from .writers import atomic_output, write_stdout, write_table
+
+    if len(runs) != 2:
+        raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {len(runs)}")
+    if queries and top is not None:
+        raise click.UsageError("give -q/--query or --top, not both")
+    judged = read_qrels(qrels)
+    measure_list = _parse_measures(measures, judged.has_subtopics)
+    all_queries = judged.query_ids()
+    if queries:  # a wrong query id is reported before the runs are read
+        with usage_errors():
+            select_queries(judged.relevant(relevance_level), [], queries, None, all_queries)
+    relevant = relevant_with_notice(judged, relevance_level)
+    positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
+    with usage_errors():
+        frame = explain_positions(
+            positions,
+            relevant,
+            measure_list,
+            queries=queries,
+            top=top,
+            binary=binary,
+            all_queries=all_queries,
+        )
+    if frame.empty:
+        stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
+    fmt = fmt.lower()
+    if fmt != "text":
+        write_table(frame, output, fmt, precision)
+        return
+    data = to_text(frame, precision, [m.name for m in measure_list]).encode()
+    if output is None or output == "-":
+        write_stdout([data])
+    else:
+        with atomic_output(output) as handle:
+            handle.write(data)
+
+
 def _plotting(plot):
     """The plotting module for --plot FILE (None without it), checked before any computing:
     matplotlib is installed and FILE is neither -o nor an input."""
