@@ -332,11 +332,17 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
         diffs = evidence.pair_differences(name)
         defined = ~np.isnan(diffs)
         n = defined.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(n > 0, np.nansum(diffs, axis=1) / np.maximum(n, 1), np.nan)
-            mean = ties.snap_zero(mean)
-            spread = np.nanstd(np.where(n[:, None] > 1, diffs, 0.0), axis=1, ddof=1)
-            half = stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)) * spread / np.sqrt(n)
+        raw_mean = ties.defined_mean(diffs, axis=1)
+        mean = ties.snap_zero(raw_mean)
+        # sample standard deviation over the defined queries; below two queries it is
+        # undefined (the interval is NaN below), not numpy's "degrees of freedom <= 0"
+        squares = np.nansum((diffs - raw_mean[:, None]) ** 2, axis=1)
+        spread = np.sqrt(squares / np.maximum(n - 1, 1))
+        half = (
+            stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1))
+            * spread
+            / np.sqrt(np.maximum(n, 1))
+        )
         first = np.zeros(len(diffs))
         if diffs.shape[1]:
             first = diffs[np.arange(len(diffs)), np.argmax(defined, axis=1)]
