@@ -142,9 +142,11 @@ def _command(func):
     command shows one on a terminal."""
 
     @functools.wraps(func)
-    def call(*args, progress: bool = False, **kwargs):
+    def call(*args, progress: bool | None = False, **kwargs):
         from . import progress as bars
 
+        if progress is None:  # the caller's bar (the command's, on a terminal)
+            return func(*args, progress=None, **kwargs)
         with bars.command(bool(progress)):
             return func(*args, progress=bool(progress), **kwargs)
 

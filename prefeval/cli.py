@@ -406,7 +406,8 @@ def _baseline_names(baselines):
         return [b.name for b in parse_baselines(baselines)]
 
 
-def _gather(
+def _analysis(
+    command,
     inputs,
     prefs,
     metrics_file,
@@ -417,8 +418,12 @@ def _gather(
     max_docs,
     binary,
     against=(),
+    **options,
 ):
-    from .pipeline import gather
+    """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
+    point), after the checks that name the command's options."""
+    from . import api
+    from .engine import stderr_notice
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     if no_baselines and baselines:
@@ -443,26 +448,29 @@ def _gather(
             )
     if prefs is None and len(runs) < 2:
         raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
-    baselines = _baseline_names(baselines) if baselines else ()
-    if against and prefs is None:  # unknown names before any run is read
-        from .engine import against_pairs
-        from .readers import run_name
+    baselines = _baseline_names(baselines) if baselines else None
+    if against:
+        options["against"] = list(against)
+        if prefs is None:  # unknown names before any run is read
+            from .engine import against_pairs
+            from .readers import run_name
 
-        with usage_errors():
-            against_pairs([run_name(r) for r in runs], against)
+            with usage_errors():
+                against_pairs([run_name(r) for r in runs], against)
     with usage_errors():
-        return gather(
+        return getattr(api, command)(
             qrels,
-            runs,
+            runs or None,
             prefs=prefs,
             metrics=metrics_file,
-            measures=measures,
-            baselines=baselines,
-            no_baselines=no_baselines,
+            measures=list(measures) or None,
+            baselines=[] if no_baselines else baselines,
             relevance_level=relevance_level,
             max_docs=max_docs,
             binary=binary,
-            against=against,
+            notify=stderr_notice,
+            progress=None,  # the command's bar, on a terminal
+            **options,
         )
 
 
@@ -526,11 +534,11 @@ def order(
       prefeval order qrels.txt runs/input.*
       prefeval order --prefs prefs.tsv --metrics metrics.tsv --method borda
     """
-    from .aggregation import order as order_table
     from .writers import write_table
 
     _no_against(against, "order", "ranks all runs")
-    got = _gather(
+    table = _analysis(
+        "order",
         inputs,
         prefs,
         metrics_file,
@@ -540,8 +548,9 @@ def order(
         relevance_level,
         max_docs,
         binary,
+        method=method,
+        teleport=teleport,
     )
-    table = order_table(got.evidence, method=method, teleport=teleport)
     write_table(table, output, fmt, precision)
 
 
@@ -643,7 +652,7 @@ def discpower(
     Example:
       prefeval discpower --test ttest --test sign qrels.txt runs/input.*
     """
-    from .statistics import discriminative_power, pair_tests
+    from .statistics import discriminative_power
     from .writers import write_table
 
     if against and "hsd" in tests:
@@ -654,7 +663,8 @@ def discpower(
     if plot_log and not plot:
         raise click.UsageError("--plot-log needs --plot")
     plotting = _plotting(plot)
-    got = _gather(
+    table = _analysis(  # one row per pair: the curves need it, the summary counts it
+        "discpower",
         inputs,
         prefs,
         metrics_file,
@@ -665,9 +675,12 @@ def discpower(
         max_docs,
         binary,
         against,
+        tests=list(tests) or None,
+        correction=correction,
+        trials=trials,
+        seed=seed,
+        pairs=True,
     )
-    default = ("ttest", "sign") if against else ("ttest", "sign", "hsd")
-    table = pair_tests(got.evidence, tests or default, correction, trials, seed)
     if plot:
         plotting.discpower_curves(table, plot, alpha=alpha, log=plot_log)
     result = table if per_pair else discriminative_power(table, alpha)
@@ -708,11 +721,12 @@ def tau(
     Example:
       prefeval tau -B AP -B nDCG qrels.txt runs/input.*
     """
-    from .correlation import tau_matrix_text, tau_table
+    from .correlation import tau_matrix_text
     from .writers import write_table
 
     _no_against(against, "tau", "correlates orderings of all runs")
-    got = _gather(
+    table = _analysis(
+        "tau",
         inputs,
         prefs,
         metrics_file,
@@ -722,8 +736,8 @@ def tau(
         relevance_level,
         max_docs,
         binary,
+        method=method,
     )
-    table = tau_table(got.evidence, method=method)
     if fmt == "tsv" and sys.stderr.isatty():
         digits = 3 if precision is None else precision
         click.echo(tau_matrix_text(table, digits), err=True, nl=False)
@@ -760,10 +774,10 @@ def agree(
     comparisons where the baseline differs, the share where the preference has
     the same sign. With --ties: rows `measure ties comparisons`.
     """
-    from .correlation import agreement_table, ties_table
     from .writers import write_table
 
-    got = _gather(
+    table = _analysis(
+        "agree",
         inputs,
         prefs,
         metrics_file,
@@ -774,8 +788,8 @@ def agree(
         max_docs,
         binary,
         against,
+        ties=ties,
     )
-    table = ties_table(got.evidence) if ties else agreement_table(got.evidence)
     write_table(table, output, fmt, precision)
 
 
@@ -840,16 +854,16 @@ def robustness(
     Example:
       prefeval robustness --queries 5,10,25 --labels 0.9,0.5 qrels.txt runs/input.*
     """
-    from .experiments import robustness as run_robustness
     from .writers import write_table
 
     _no_against(against, "robustness", "correlates orderings of all runs")
     if queries is None and labels is None:
         raise click.UsageError("give --queries and/or --labels")
-    query_sizes = _float_list(queries, int, "--queries") if queries is not None else ()
-    label_fractions = _float_list(labels, float, "--labels") if labels is not None else ()
+    query_sizes = _float_list(queries, int, "--queries") if queries is not None else None
+    label_fractions = _float_list(labels, float, "--labels") if labels is not None else None
     plotting = _plotting(plot)
-    got = _gather(
+    table = _analysis(
+        "robustness",
         inputs,
         prefs,
         metrics_file,
@@ -859,16 +873,12 @@ def robustness(
         relevance_level,
         max_docs,
         binary,
+        queries=query_sizes,
+        labels=label_fractions,
+        samples=samples,
+        seed=seed,
+        policy=policy,
     )
-    with usage_errors():
-        table = run_robustness(
-            got,
-            queries=query_sizes,
-            labels=label_fractions,
-            samples=samples,
-            seed=seed,
-            policy=policy,
-        )
     if plot:
         plotting.robustness_plot(table, plot)
     write_table(table, output, fmt, precision)
@@ -1003,10 +1013,10 @@ def pairs(
     Example:
       prefeval pairs --against sys01 qrels.txt runs/input.*
     """
-    from .statistics import pair_summary
     from .writers import write_table
 
-    got = _gather(
+    table = _analysis(
+        "pairs",
         inputs,
         prefs,
         metrics_file,
@@ -1017,8 +1027,9 @@ def pairs(
         max_docs,
         binary,
         against,
+        ci=confidence,
     )
-    write_table(pair_summary(got.evidence, confidence), output, fmt, precision)
+    write_table(table, output, fmt, precision)
 
 
 @cli.command()
