@@ -1087,8 +1087,9 @@ def explain(
     Example:
       prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
     """
-    from .engine import load_runs, relevant_with_notice, stderr_notice
-    from .explanations import explain_positions, select_queries, to_text
+    from .engine import stderr_notice
+    from .explanations import explain as explain_table
+    from .explanations import to_text
     from .readers import read_qrels
     from .writers import atomic_output, write_stdout, write_table
 
@@ -1098,21 +1099,16 @@ def explain(
         raise click.UsageError("give -q/--query or --top, not both")
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
-    all_queries = judged.query_ids()
-    if queries:  # a wrong query id is reported before the runs are read
-        with usage_errors():
-            select_queries(judged.relevant(relevance_level), [], queries, None, all_queries)
-    relevant = relevant_with_notice(judged, relevance_level)
-    positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
-    with usage_errors():
-        frame = explain_positions(
-            positions,
-            relevant,
-            measure_list,
-            queries=queries,
+    with usage_errors():  # a wrong query id is reported before the runs are read
+        frame = explain_table(
+            judged,
+            list(runs),
+            [m.name for m in measure_list],
+            queries=list(queries) or None,
             top=top,
+            relevance_level=relevance_level,
+            max_docs=max_docs,
             binary=binary,
-            all_queries=all_queries,
         )
     if frame.empty:
         stderr_notice(f"no query has a value of {measure_list[0].name} to explain")

@@ -123,30 +123,21 @@ def gather(
         # analysis commands often run one after another on the same runs: reuse the cube
         key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
         cube = _cached_cube(key)
-        chosen = None
-        if against:
-            chosen = against_pairs([p.name for p in inputs.positions], against)
-            if cube is not None:
-                cube = cube.select_pairs(chosen)
-            else:  # only the chosen pairs: not the cube the cache keeps
-                cube = compute_cube(
-                    inputs.positions,
-                    inputs.relevant,
-                    inputs.measures,
-                    binary=binary,
-                    progress=progress,
-                    pairs=chosen,
-                )
-        if cube is None:
+        chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
+        if cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
             cube = compute_cube(
                 inputs.positions,
                 inputs.relevant,
                 inputs.measures,
                 binary=binary,
                 progress=progress,
+                pairs=chosen,
             )
-            cache.put("cubes", key, **cube.arrays())
-            cache.prune()
+            if chosen is None:
+                cache.put("cubes", key, **cube.arrays())
+                cache.prune()
+        elif chosen is not None:
+            cube = cube.select_pairs(chosen)
     evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     inputs.evidence = evidence
     if no_baselines:
