@@ -10,7 +10,7 @@ VENV_MIN := .venv-min
 BIN_MIN  := $(VENV_MIN)/bin
 MIN_VERSIONS := tests/minimum-versions.txt
 
-.PHONY: demo test test-min install install-test lint bench bench-smoke sample-data clean
+.PHONY: demo test test-min install install-test lint bench bench-smoke sample-data screenshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,20 @@ bench-smoke: install
 
 sample-data: install
 	$(BIN)/python -m prefeval.synthetic sample sample_data --seed 20221
+
+# the README's picture of `prefeval report` on the sample data: needs Chromium
+# (Debian: apt-get install chromium); the page is rendered at 1000 px and its top kept
+CHROMIUM ?= chromium
+SHOT_DIR := $(shell mktemp -u /tmp/prefeval-shot.XXXXXX)
+screenshot: install-test
+	mkdir -p $(SHOT_DIR)
+	$(BIN)/prefeval report -o $(SHOT_DIR)/report.html sample_data/qrels.txt $(SAMPLE_RUNS)
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --hide-scrollbars \
+		--user-data-dir=$(SHOT_DIR)/profile --window-size=1000,1250 \
+		--screenshot=$(SHOT_DIR)/shot.png file://$(SHOT_DIR)/report.html 2>/dev/null
+	$(BIN)/python -c "from PIL import Image; Image.open('$(SHOT_DIR)/shot.png').convert('RGB')\
+		.quantize(64).save('sample_data/report.png', optimize=True)"
+	rm -rf $(SHOT_DIR)
 
 clean:
 	rm -rf $(VENV) $(VENV_MIN) bench/scratch

@@ -6,7 +6,7 @@ between pairs of TREC runs, trec_eval style.
 
 ``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree``,
 ``robustness``, ``pairs`` and ``explain`` (:mod:`prefeval.api`) return the DataFrame the
-command of the same name writes.
+command of the same name writes; ``prefeval.report`` writes the report.
 
 Heavy modules are imported lazily so that ``import prefeval`` and ``prefeval --help``
 stay fast.
@@ -28,6 +28,7 @@ _LAZY = {
     "robustness": "prefeval.api",
     "pairs": "prefeval.api",
     "explain": "prefeval.api",
+    "report": "prefeval.api",
     "PrefevalWarning": "prefeval.errors",
     "PreferenceCube": "prefeval.engine",
     "read_qrels": "prefeval.readers",

@@ -45,6 +45,7 @@ __all__ = [
     "robustness",
     "pairs",
     "explain",
+    "report",
 ]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -653,3 +654,92 @@ def explain(
         progress=progress,
     )
     return _plain(table)
+
+
+@_command
+def report(
+    qrels=None,
+    runs=None,
+    *,
+    output,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    tests=None,
+    correction: str = "bonferroni",
+    alpha: float = 0.05,
+    trials: int = 10000,
+    seed: int = 0,
+    robustness: bool = False,
+    samples: int = 10,
+    digits: int = 3,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> list[str]:
+    """The whole study in one document (``prefeval report``), written to ``output``:
+    ``.html`` (self-contained, figures as inline SVG), ``.md`` (figures as SVG beside it)
+    or ``.tex`` (booktabs tables, figures as PDF beside it, ``OUT-<figure>.pdf``).
+    Returns the paths written, the report last.
+
+    Sections: the data; per preference measure the runs x runs matrix of mean Delta with
+    significance marks (``tests``, ``correction``, ``alpha``, ``trials``, ``seed`` as
+    :func:`discpower`) and its MC4 ordering beside each baseline's; discriminative power
+    (table and curves); Kendall's tau between all measures (heatmap); agreement and
+    ties; with ``robustness=True`` the robustness curves (``samples`` draws).  Inputs as
+    :func:`order`; needs matplotlib (``pip install 'prefeval[plot]'``).
+
+    >>> import prefeval, glob
+    >>> prefeval.report("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
+    ...                 output="report.html", baselines=["AP"])  # doctest: +SKIP
+    """
+    from . import reports
+    from .statistics import CORRECTIONS, TESTS
+
+    if output is None or str(output) in ("", "-"):
+        raise ValueError("output: give the report's file (.html, .md or .tex)")
+    reports.report_format(output)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("a report needs matplotlib: pip install 'prefeval[plot]'") from None
+    tests = _text_list(tests, "tests") or list(TESTS)
+    for test in tests:
+        _choice(test, TESTS, "tests")
+    tests = [t for t in TESTS if t in tests]  # one order of the marks: t, s, h
+    _choice(correction, CORRECTIONS, "correction")
+    _number(alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
+    _number(trials, "trials", lo=1, integer=True)
+    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
+    _number(samples, "samples", lo=1, hi=10**6, integer=True)
+    _number(digits, "digits", lo=0, hi=15, integer=True)
+    got = _gather(
+        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+        notify=notify, progress=progress,
+    )  # fmt: skip
+    if not got.evidence.preference_measures:
+        raise ValueError("no preference measure to report")
+    document = reports.build(
+        got,
+        sources={"prefs": _source_name(prefs), "metrics": _source_name(metrics)},
+        tests=tests,
+        correction=correction,
+        alpha=alpha,
+        trials=trials,
+        seed=seed,
+        robustness=robustness,
+        samples=samples,
+        digits=digits,
+        progress=progress,
+    )
+    return reports.write(document, output)
+
+
+def _source_name(table) -> str | None:
+    """A table's path for the report's data section; "a DataFrame" for one in memory."""
+    if table is None:
+        return None
+    return os.fspath(table) if isinstance(table, (str, os.PathLike)) else "a DataFrame"

@@ -327,11 +327,12 @@ BASELINE_HELP = (
 )
 
 
-def analysis_options(func=None, *, against=True):
+def analysis_options(func=None, *, against=True, outputs=True):
     """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
-    ``against=False``: a command that needs every pair (--against is a usage error)."""
+    ``against=False``: a command that needs every pair (--against is a usage error);
+    ``outputs=False``: without the table options -f, -o, -p."""
     if func is None:
-        return lambda f: analysis_options(f, against=against)
+        return lambda f: analysis_options(f, against=against, outputs=outputs)
     options = [
         click.argument(
             "inputs", nargs=-1, type=click.Path(dir_okay=False), metavar="[QRELS RUN...]"
@@ -368,7 +369,7 @@ def analysis_options(func=None, *, against=True):
     func = engine_options(func)
     for option in reversed(options):
         func = option(func)
-    return output_options(func)
+    return output_options(func) if outputs else func
 
 
 def output_options(func):
@@ -574,36 +575,48 @@ class PlotFile(click.Path):
         return path
 
 
+def significance_options(func):
+    """--test, --correction, --alpha, --trials, --seed: the tests of discpower and report."""
+    options = [
+        click.option(
+            "--test",
+            "tests",
+            type=click.Choice(["ttest", "sign", "hsd"]),
+            multiple=True,
+            help="Significance test(s); repeatable. Default: all three.",
+        ),
+        click.option(
+            "--correction",
+            type=click.Choice(["bonferroni", "holm", "none"]),
+            default="bonferroni",
+            show_default=True,
+            help="Multiple-comparison correction of ttest and sign p-values.",
+        ),
+        click.option(
+            "--alpha",
+            type=FiniteFloat(0, 1, min_open=True, max_open=True),
+            default=0.05,
+            show_default=True,
+        ),
+        click.option(
+            "--trials",
+            type=click.IntRange(min=1),
+            default=10000,
+            show_default=True,
+            help="Randomized HSD trials.",
+        ),
+        click.option(
+            "--seed", type=SEED, default=0, show_default=True, help="Seed of the HSD trials."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @cli.command()
 @analysis_options
-@click.option(
-    "--test",
-    "tests",
-    type=click.Choice(["ttest", "sign", "hsd"]),
-    multiple=True,
-    help="Significance test(s); repeatable. Default: all three.",
-)
-@click.option(
-    "--correction",
-    type=click.Choice(["bonferroni", "holm", "none"]),
-    default="bonferroni",
-    show_default=True,
-    help="Multiple-comparison correction of ttest and sign p-values.",
-)
-@click.option(
-    "--alpha",
-    type=FiniteFloat(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-)
-@click.option(
-    "--trials",
-    type=click.IntRange(min=1),
-    default=10000,
-    show_default=True,
-    help="Randomized HSD trials.",
-)
-@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the HSD trials.")
+@significance_options
 @click.option(
     "--pairs",
     "per_pair",
@@ -1122,6 +1135,120 @@ def explain(
     else:
         with atomic_output(output) as handle:
             handle.write(data)
+
+
+@cli.command()
+@analysis_options(against=False, outputs=False)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The report: FILE.html (one self-contained page), FILE.md or FILE.tex; the "
+    "figures of .md and .tex are written beside it as FILE-<figure>.svg or .pdf.",
+)
+@significance_options
+@click.option(
+    "--robustness",
+    is_flag=True,
+    help="Add the robustness curves: 10%, 25%, 50%, 75% of the queries, and of the "
+    "relevant labels (from QRELS RUN... only).",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(1, 10**6),
+    default=10,
+    show_default=True,
+    help="Samples per level of --robustness.",
+)
+@click.option(
+    "-p",
+    "--precision",
+    type=click.IntRange(0, 15),
+    default=3,
+    show_default=True,
+    help="Decimals of the preferences and taus in the tables.",
+)
+def report(
+    inputs,
+    prefs,
+    metrics_file,
+    baselines,
+    no_baselines,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    against,
+    output,
+    tests,
+    correction,
+    alpha,
+    trials,
+    seed,
+    robustness,
+    samples,
+    precision,
+):
+    """The whole study in one document: HTML, Markdown or LaTeX.
+
+    The data; per preference measure the runs x runs matrix of mean preference with
+    significance marks and its MC4 ordering beside each baseline's; discriminative
+    power (table and curves); Kendall's tau between all measures (heatmap); agreement
+    and ties; with --robustness the robustness curves. The format comes from the
+    extension of -o: .html is one self-contained page; .md and .tex get their figures
+    written beside them (FILE-<figure>.svg, FILE-<figure>.pdf).
+
+    \b
+    Example:
+      prefeval report -o report.html qrels.txt runs/input.*
+    """
+    import os
+
+    from .reports import FIGURE_NAMES, figure_path, report_format
+
+    _no_against(against, "report", "shows every pair of runs")
+    with usage_errors():
+        fmt = report_format(output)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise click.UsageError("report needs matplotlib: pip install 'prefeval[plot]'") from None
+    if fmt != "html":  # the figures beside the report must not overwrite an input
+        from .writers import check_output, output_target
+
+        ext = "svg" if fmt == "md" else "pdf"
+        given = [p for p in [*inputs, prefs, metrics_file] if p not in (None, "-")]
+        for name in FIGURE_NAMES:
+            target = output_target(figure_path(output, name, ext))
+            for path in given:
+                if os.path.exists(path) and os.path.exists(target):
+                    if os.path.samefile(path, target):
+                        raise click.UsageError(
+                            f"-o {output} would write its figure over the input {path}"
+                        )
+            check_output(target)
+    _analysis(
+        "report",
+        inputs,
+        prefs,
+        metrics_file,
+        baselines,
+        no_baselines,
+        measures,
+        relevance_level,
+        max_docs,
+        binary,
+        output=output,
+        tests=list(tests) or None,
+        correction=correction,
+        alpha=alpha,
+        trials=trials,
+        seed=seed,
+        robustness=robustness,
+        samples=samples,
+        digits=precision,
+    )
 
 
 def _plotting(plot):

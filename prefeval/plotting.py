@@ -216,6 +216,41 @@ def robustness_figure(table, layout: str = "auto"):
     return fig
 
 
+def tau_heatmap_figure(table, digits: int = 2):
+    """Kendall's tau between every pair of measures (the ``tau`` table, rows
+    ``measure_a, measure_b, tau``) as a symmetric heatmap, each cell with its value to
+    ``digits`` decimals; a diverging scale fixed to [-1, 1], so colours compare across
+    reports."""
+    import numpy as np
+
+    names = list(dict.fromkeys([*table["measure_a"], *table["measure_b"]]))
+    n = len(names)
+    where = {name: i for i, name in enumerate(names)}
+    matrix = np.eye(n)
+    for a, b, t in table[["measure_a", "measure_b", "tau"]].itertuples(index=False):
+        matrix[where[a], where[b]] = matrix[where[b], where[a]] = t
+    side = 1.2 + 0.42 * max(n, 2)
+    with _rc():
+        fig = _figure(figsize=(side + 1.0, side))
+        ax = fig.subplots()
+        image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
+        ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
+        ax.set_yticks(range(n), names)
+        size = 8 if n <= 8 else max(4.5, 8 - 0.3 * (n - 8))
+        for i in range(n):
+            for j in range(n):
+                value = matrix[i, j]
+                text = "" if np.isnan(value) else f"{value:.{digits}f}"
+                if text.lstrip("-") == f"{0:.{digits}f}":
+                    text = f"{0:.{digits}f}"  # never -0.00
+                dark = not np.isnan(value) and abs(value) > 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=size,
+                        color="white" if dark else "black")  # fmt: skip
+        ax.tick_params(length=0)
+        fig.colorbar(image, ax=ax, shrink=0.8, label="Kendall's τ")
+    return fig
+
+
 def _kind_axes(ax, kind, bottom, labels=True) -> None:
     ax.set_ylim(bottom, 1.05)
     ax.axhline(1.0, color="black", linewidth=0.6)

@@ -26,7 +26,10 @@ COMMANDS = sorted(cli.commands)
 EXTRA = {
     "robustness": ["--queries", "5", "--samples", "2"],
     "discpower": ["--trials", "50"],
+    "report": ["--trials", "50"],
 }
+#: the output's name where the command needs an extension (report: .html, .md, .tex)
+OUT_NAME = {"report": "out.html"}
 #: the runs a command is given when it takes a fixed number (explain: RUN_A RUN_B)
 RUNS_OF = {"explain": RUNS[:2]}
 
@@ -87,7 +90,7 @@ def _no_trace(result) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_bad_input_is_one_message(command, tmp_path):
-    out = tmp_path / "out.tsv"
+    out = tmp_path / OUT_NAME.get(command, "out.tsv")
     for name, (args, fragment) in _bad_inputs(tmp_path).items():
         result = invoke(command, *EXTRA.get(command, []), "-o", out, *args)
         _no_trace(result)
@@ -101,9 +104,10 @@ def test_bad_output_is_one_message_before_any_work(command, tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     folder.chmod(0o500)
-    targets = [tmp_path / "missing" / "out.tsv", tmp_path, QRELS]
+    name = OUT_NAME.get(command, "out.tsv")
+    targets = [tmp_path / "missing" / name, tmp_path, QRELS]
     if os.geteuid() != 0:  # root writes anywhere
-        targets.append(folder / "out.tsv")
+        targets.append(folder / name)
     for target in targets:
         result = invoke(
             command, *EXTRA.get(command, []), "-o", target, QRELS, *RUNS_OF.get(command, RUNS)
@@ -114,17 +118,21 @@ def test_bad_output_is_one_message_before_any_work(command, tmp_path):
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_full_device_is_one_message(command):
+def test_full_device_is_one_message(command, tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
+    target = "/dev/full"
+    if command in OUT_NAME:  # a link with the extension the command needs
+        target = str(tmp_path / OUT_NAME[command])
+        os.symlink("/dev/full", target)
     args = [sys.executable, "-m", "prefeval", command, *EXTRA.get(command, [])]
     proc = subprocess.run(
-        [*args, "-o", "/dev/full", str(QRELS), *map(str, RUNS_OF.get(command, RUNS))],
+        [*args, "-o", target, str(QRELS), *map(str, RUNS_OF.get(command, RUNS))],
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == "prefeval: cannot write /dev/full: No space left on device"
+    assert proc.stderr.strip() == f"prefeval: cannot write {target}: No space left on device"
     assert proc.stdout == ""
 
 

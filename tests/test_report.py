@@ -1,0 +1,418 @@
+"""prefeval report: every number equals the analysis command it comes from, the three
+formats build from runs and from tables, the HTML is checked in a real browser and the
+LaTeX compiled (each where the tool is installed), and names are escaped."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import random
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from helpers import invoke, write_qrels, write_run
+
+import prefeval
+from prefeval.reports import latex_escape, markdown_escape
+
+pytest.importorskip("matplotlib")
+# the sample's run sys04 misses a query: its notice is not what these tests look at
+pytestmark = pytest.mark.filterwarnings("ignore::prefeval.PrefevalWarning")
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+QRELS = SAMPLE / "qrels.txt"
+RUNS = sorted((SAMPLE / "runs").glob("input.*"))
+FAST = ["--trials", "200"]  # the HSD of the report and of discpower, same seed
+
+
+class Tables(HTMLParser):
+    """The tables of an HTML page by id: rows of (text, marks, bold) cells."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[list[tuple[str, str, bool]]]] = {}
+        self.images: list[str] = []
+        self._table = self._row = self._cell = None
+        self._in_sup = self._bold = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self._table = self.tables.setdefault(attrs["id"], [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self._table.append(self._row)
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = ["", "", False]
+        elif tag == "sup":
+            self._in_sup = True
+        elif tag == "strong" and self._cell is not None:
+            self._cell[2] = True
+        elif tag == "img":
+            self.images.append(attrs["src"])
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self._row.append(tuple(self._cell))
+            self._cell = None
+        elif tag == "sup":
+            self._in_sup = False
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1 if self._in_sup else 0] += data
+
+
+def parse(path) -> Tables:
+    parser = Tables()
+    parser.feed(Path(path).read_text(encoding="utf-8"))
+    return parser
+
+
+def build(tmp_path, name, *args, inputs=None):
+    out = tmp_path / name
+    given = [QRELS, *RUNS] if inputs is None else inputs
+    result = invoke("report", "-o", out, *FAST, *args, *given)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    return out
+
+
+@pytest.fixture(scope="module")
+def sample_html(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("report"), "report.html", "--robustness")
+
+
+def test_matrix_cells_are_pairs_means_and_discpower_marks(sample_html):
+    tables = parse(sample_html).tables
+    means = prefeval.pairs(QRELS, RUNS, baselines=[])
+    tests = prefeval.discpower(QRELS, RUNS, baselines=[], pairs=True, trials=200)
+    marks = {"ttest": "t", "sign": "s", "hsd": "h"}
+    order = prefeval.order(QRELS, RUNS, baselines=[])
+    checked = 0
+    for measure in prefeval.MEASURES:
+        if f"{measure}-matrix" not in tables:
+            continue
+        rows = tables[f"{measure}-matrix"]
+        header = [text for text, _, _ in rows[0][1:]]
+        ranks = order[order.measure == measure].sort_values(["rank", "run"])
+        assert header == list(ranks.run)  # MC4 order, ties by name
+        first = set(ranks.run[ranks["rank"] == 1])
+        for row in rows[1:]:
+            a, _, bold = row[0]
+            assert bold == (a in first)
+            for b, (text, sup, _) in zip(header, row[1:]):
+                if a == b:
+                    assert text == "–"
+                    continue
+                got = means[(means.measure == measure) & (means.run_a == a) & (means.run_b == b)]
+                sign = 1.0
+                if got.empty:
+                    got = means[
+                        (means.measure == measure) & (means.run_a == b) & (means.run_b == a)
+                    ]
+                    sign = -1.0
+                want = f"{sign * got['mean'].iloc[0]:.3f}"
+                assert text == ("0.000" if want == "-0.000" else want), (measure, a, b)
+                pair = tests[
+                    (tests.measure == measure)
+                    & (
+                        ((tests.run_a == a) & (tests.run_b == b))
+                        | ((tests.run_a == b) & (tests.run_b == a))
+                    )
+                ]
+                expected = "".join(
+                    marks[t] for t in marks if (pair[pair.test == t].p_adjusted < 0.05).any()
+                )
+                assert sup == expected, (measure, a, b)
+                checked += 1
+    assert checked == 6 * 6 * 5  # six measures, 6 x 5 off-diagonal cells each
+
+
+def test_discpower_and_agreement_tables_equal_their_commands(sample_html):
+    tables = parse(sample_html).tables
+    power = prefeval.discpower(QRELS, RUNS, trials=200)
+    for row in tables["discpower"][1:]:
+        measure = row[0][0]
+        for test, (text, _, _) in zip(["ttest", "sign", "hsd"], row[1:]):
+            want = power[(power.measure == measure) & (power.test == test)].iloc[0]
+            assert text == f"{want.percent:.1f}% ({want.significant}/{want.pairs})"
+    agree = prefeval.agree(QRELS, RUNS)
+    header = [t for t, _, _ in tables["agreement"][0]]
+    for row in tables["agreement"][1:]:
+        for base, (text, _, _) in zip(header[1:], row[1:]):
+            want = agree[(agree.measure == row[0][0]) & (agree.baseline == base)].agreement
+            assert text == f"{100 * want.iloc[0]:.1f}%"
+    ties = prefeval.agree(QRELS, RUNS, ties=True)
+    for row in tables["ties"][1:]:
+        want = ties[ties.measure == row[0][0]].iloc[0]
+        assert row[1][0] == f"{100 * want.ties:.1f}%"
+        assert row[2][0] == str(want.comparisons)
+
+
+def test_orderings_table_and_taus(sample_html):
+    tables = parse(sample_html).tables
+    order = prefeval.order(QRELS, RUNS)
+    tau = prefeval.tau(QRELS, RUNS)
+    rows = tables["rpp-orderings"]
+    header = [t for t, _, _ in rows[0]]
+    assert header[:2] == ["run", "rpp (MC4)"]
+    for row in rows[1:-1]:
+        run = row[0][0]
+        for measure, (text, _, _) in zip(["rpp", *header[2:]], row[1:]):
+            want = order[(order.measure == measure) & (order.run == run)]["rank"].iloc[0]
+            assert text == str(want)
+    last = rows[-1]
+    for base, (text, _, _) in zip(header[2:], last[2:]):
+        want = tau[(tau.measure_a == "rpp") & (tau.measure_b == base)].tau.iloc[0]
+        assert text == f"{want:.3f}"
+
+
+def test_html_is_self_contained(sample_html):
+    text = sample_html.read_text(encoding="utf-8")
+    page = parse(sample_html)
+    assert len(page.images) == 3  # discpower, tau, robustness
+    assert all(src.startswith("data:image/svg+xml;base64,") for src in page.images)
+    assert not re.search(r"""(src|href)=["']?(https?:|//|file:)""", text)
+    assert "<script" not in text
+
+
+def test_same_bytes_whatever_the_run_order_and_cache(tmp_path):
+    first = build(tmp_path, "a.html", "--robustness", "--samples", "3")
+    second = build(
+        tmp_path, "b.html", "--robustness", "--samples", "3", "--no-cache",
+        inputs=[QRELS, *reversed(RUNS)],
+    )  # fmt: skip
+    assert first.read_bytes() == second.read_bytes()
+
+
+def _lines(path: Path) -> list[str]:
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("utf-8").splitlines()
+
+
+def test_same_bytes_whatever_the_file_layout(tmp_path):
+    """Shuffled lines, CRLF, a BOM, gzip and blank runs of spaces change nothing but
+    the path the data section names."""
+    rnd = random.Random(5)
+    other = tmp_path / "layout"
+    (other / "runs").mkdir(parents=True)
+    qrels = _lines(QRELS)
+    rnd.shuffle(qrels)
+    (other / "qrels.txt").write_bytes(
+        b"\xef\xbb\xbf" + "".join(line.replace(" ", "  ") + "\r\n" for line in qrels).encode()
+    )
+    runs = []
+    for path in RUNS:
+        lines = _lines(path)
+        rnd.shuffle(lines)
+        target = other / "runs" / (path.name if path.suffix == ".gz" else path.name + ".gz")
+        target.write_bytes(gzip.compress("".join(f"{x}\r\n" for x in lines).encode()))
+        runs.append(target)
+    first = build(tmp_path, "a.html", "--robustness", "--samples", "3")
+    second = build(
+        tmp_path, "b.html", "--robustness", "--samples", "3", inputs=[other / "qrels.txt", *runs]
+    )
+    a, b = first.read_text("utf-8"), second.read_text("utf-8")
+    assert b.replace(str(other / "qrels.txt"), str(QRELS)) == a
+
+
+def _without_data_section(text: str) -> str:
+    return text[text.index("<h2>Preferences</h2>") :]
+
+
+def test_from_tables_equals_from_runs(tmp_path):
+    prefs, metrics = tmp_path / "prefs.tsv", tmp_path / "metrics.tsv"
+    assert invoke("compare", "-q", "-o", prefs, QRELS, *RUNS).exit_code == 0
+    assert invoke("metrics", "-q", "-o", metrics, QRELS, *RUNS).exit_code == 0
+    from_runs = build(tmp_path, "runs.html")
+    from_tables = build(tmp_path, "tables.html", "--prefs", prefs, "--metrics", metrics, inputs=[])
+    text = from_tables.read_text(encoding="utf-8")
+    assert f"read from {html.escape(str(prefs))}" in text
+    assert _without_data_section(text) == _without_data_section(from_runs.read_text("utf-8"))
+
+
+@pytest.mark.parametrize("ext,figure", [("md", "svg"), ("tex", "pdf")])
+def test_markdown_and_latex_write_their_figures_beside(tmp_path, ext, figure):
+    out = build(tmp_path, f"study.{ext}", "--robustness", "--samples", "2")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(
+        [f"study.{ext}", *(f"study-{n}.{figure}" for n in ("discpower", "robustness", "tau"))]
+    )
+    text = out.read_text(encoding="utf-8")
+    for name in ("discpower", "robustness", "tau"):
+        assert f"study-{name}.{figure}" in text
+    if ext == "tex":
+        assert r"\toprule" in text and r"\bottomrule" in text
+        assert r"0.550$^{\mathrm{tsh}}$" in text  # rpp sys06 over sys05, as in the HTML
+        assert "$-$0.249" in text  # a minus sign, not a hyphen
+    else:
+        assert "| **sys06** | – | 0.249 | 0.383 | 0.550<sup>tsh</sup> |" in text
+
+
+def test_rpp_values_match_the_sample_screenshot(sample_html):
+    """The first row of the rpp matrix, as the README's screenshot shows it."""
+    row = parse(sample_html).tables["rpp-matrix"][1]
+    assert [(t, s) for t, s, _ in row] == [
+        ("sys06", ""),
+        ("–", ""),
+        ("0.249", ""),
+        ("0.383", ""),
+        ("0.550", "tsh"),
+        ("0.724", "tsh"),
+        ("0.823", "tsh"),
+    ]
+
+
+AWKWARD = ["a&b<i>", "x_y$z", "p|q#r", "100%~^{}", "back\\slash", "*star*"]
+
+
+def _awkward_runs(tmp_path):
+    qrels = write_qrels(tmp_path / "q.txt", [(q, 0, f"d{i}", 1) for q in "12" for i in (1, 2, 3)])
+    runs = []
+    for k, name in enumerate(AWKWARD[:3]):
+        rows = [(q, f"d{(i + k) % 5}", 10 - i) for q in "12" for i in range(5)]
+        runs.append(write_run(tmp_path / name, rows))
+    return qrels, runs
+
+
+def test_names_are_escaped(tmp_path):
+    qrels, runs = _awkward_runs(tmp_path)
+    page = build(tmp_path, "r.html", "--trials", "20", inputs=[qrels, *runs])
+    text = page.read_text(encoding="utf-8")
+    assert "<i>" not in text and "a&amp;b&lt;i&gt;" in text
+    header = [t for t, _, _ in parse(page).tables["rpp-matrix"][0][1:]]
+    assert sorted(header) == sorted(AWKWARD[:3])
+    md = build(tmp_path, "r.md", "--trials", "20", inputs=[qrels, *runs]).read_text("utf-8")
+    assert r"a\&b\<i\>" in md and r"x\_y\$z" in md and r"p\|q\#r" in md
+    row = next(line for line in md.splitlines() if line.startswith("|  | ") and "a\\&b" in line)
+    assert len(re.findall(r"(?<!\\)\|", row)) == 5  # 3 runs + the stub: 5 unescaped bars
+
+
+def test_escapes():
+    assert markdown_escape("a*b_c|d`e") == r"a\*b\_c\|d\`e"
+    assert markdown_escape("x\ny") == "x y"
+    assert latex_escape("100%~^{}") == r"100\%\textasciitilde{}\textasciicircum{}\{\}"
+    assert latex_escape("back\\slash & $x$ #1 a_b") == (
+        r"back\textbackslash{}slash \& \$x\$ \#1 a\_b"
+    )
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["-o", "r.txt"], "'.txt' is not a report format"),
+        (["-o", "report"], "a report needs an extension"),
+        (["-o", "r.html", "--against", "sys01"], "--against"),
+        ([], "Missing option '-o'"),
+    ],
+)
+def test_usage_errors_write_nothing(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("report", *args, QRELS, *RUNS)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_api_returns_the_paths_written(tmp_path):
+    out = tmp_path / "r.md"
+    paths = prefeval.report(QRELS, RUNS, output=out, trials=50, baselines=["AP"])
+    assert paths[-1] == str(out)
+    assert sorted(Path(p).name for p in paths) == ["r-discpower.svg", "r-tau.svg", "r.md"]
+    with pytest.raises(ValueError, match="report format"):
+        prefeval.report(QRELS, RUNS, output=tmp_path / "r.csv")
+
+
+def test_latex_compiles(tmp_path):
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed")
+    qrels, runs = _awkward_runs(tmp_path)  # the escapes too
+    build(tmp_path, "report.tex", "--trials", "20", "--robustness", "--samples", "2",
+          inputs=[qrels, *runs])  # fmt: skip
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\\usepackage{booktabs,graphicx}\n"
+        "\\begin{document}\\input{report.tex}\\end{document}\n"
+    )
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (tmp_path / "main.pdf").stat().st_size > 10_000
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+#: injected first in the page's <head> by the test only: records console errors, failed
+#: loads and unloaded images, and writes them into the DOM that --dump-dom prints
+PROBE = """<script>
+window.__errors = [];
+for (const level of ["error", "warn"]) {
+  const original = console[level];
+  console[level] = (...args) => { window.__errors.push(level + ": " + args.join(" "));
+                                  original.apply(console, args); };
+}
+window.addEventListener("error", e => window.__errors.push(
+  "load error: " + (e.message || (e.target && (e.target.src || e.target.href)))), true);
+window.addEventListener("load", () => {
+  const images = [...document.images].map(i => i.complete && i.naturalWidth > 0);
+  document.documentElement.setAttribute("data-probe",
+    JSON.stringify({images: images, errors: window.__errors}));
+});
+</script>"""
+
+
+def test_html_in_a_real_browser(sample_html, tmp_path):
+    """Headless Chromium loads the page: every figure decodes, no console error; a
+    screenshot is taken."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install chromium)")
+    probed = tmp_path / "probed.html"
+    probed.write_text(
+        sample_html.read_text("utf-8").replace("<head>", "<head>" + PROBE, 1), "utf-8"
+    )
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [browser, *flags, "--virtual-time-budget=5000", "--dump-dom", probed.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    found = re.search(r"data-probe=\"([^\"]*)\"", dom.stdout)
+    assert found, dom.stderr[-2000:]
+    probe = json.loads(html.unescape(found.group(1)))
+    assert probe["images"] == [True, True, True]
+    assert probe["errors"] == []
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1100,2400", f"--screenshot={shot}", sample_html.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.exists() and shot.stat().st_size > 20_000
