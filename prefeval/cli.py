@@ -291,14 +291,15 @@ def compare(
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
     from .engine import (
+        SummaryAccumulator,
         against_pairs,
-        compute_cube,
         load_runs,
+        partitioned_cubes,
         relevant_with_notice,
         stderr_notice,
     )
     from .readers import read_qrels, run_name
-    from .writers import write_table
+    from .writers import write_frames
 
     if len(runs) < 2:
         raise click.UsageError("need at least two runs to compare")
@@ -312,11 +313,18 @@ def compare(
         with usage_errors():
             pairs = against_pairs([run_name(r) for r in runs], against)
     positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
-    cube = compute_cube(positions, relevant, measure_list, binary=binary, pairs=pairs)
-    if both_directions:
-        cube = cube.both_directions()
-    frame = cube.to_frame(per_query=per_query, summary=not no_summary)
-    write_table(frame, output, fmt.lower(), precision)
+    total = SummaryAccumulator()
+
+    def frames():  # one query partition at a time: memory bounded by a partition
+        for cube in partitioned_cubes(positions, relevant, measure_list, binary, pairs=pairs):
+            cube = cube.both_directions() if both_directions else cube
+            total.add(cube)
+            if per_query:
+                yield cube.to_frame(per_query=True, summary=False)
+        if not no_summary:
+            yield total.frame()
+
+    write_frames(frames(), output, fmt.lower(), precision)
 
 
 BASELINE_HELP = (

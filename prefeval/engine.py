@@ -32,6 +32,9 @@ COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22
+#: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
+#: memory of the preferences held at once (64 MiB of float64 values, ~8M rows of output)
+PARTITION_CELLS = 1 << 23
 
 
 def stderr_notice(message: str) -> None:
@@ -117,9 +120,12 @@ class PreferenceCube:
         values[:, :, src >= 0] = self.values[:, :, src[src >= 0]]
         return PreferenceCube(self.measures, self.runs, list(query_ids), self.pairs, values)
 
-    def to_frame(self, per_query: bool = False, summary: bool = True) -> pd.DataFrame:
+    def to_frame(
+        self, per_query: bool = False, summary: bool = True, means: np.ndarray | None = None
+    ) -> pd.DataFrame:
         """Tidy rows ``measure, run_a, run_b, query_id, value``: per-query rows first
-        (measure, pair, query order), then summary rows with query_id ``all``."""
+        (measure, pair, query order), then summary rows with query_id ``all`` (the
+        ``means``, measures x pairs, when given: merged from query partitions)."""
         n_m, n_p, n_q = self.values.shape
         parts = []
         if per_query:
@@ -130,7 +136,7 @@ class PreferenceCube:
             ok = ~np.isnan(v)
             parts.append((m[ok], p[ok], q[ok], v[ok]))
         if summary:
-            means = self.summary()
+            means = self.summary() if means is None else means
             m = np.repeat(np.arange(n_m), n_p)
             p = np.tile(np.arange(n_p), n_m)
             v = means.reshape(-1)
@@ -301,21 +307,26 @@ def query_populations(
     return out
 
 
-def _populations(relevant: RelevantSet, binary: bool, want: set[str]) -> list[_Population]:
-    """Every query's populations (:func:`query_populations`), those of all its relevant
-    documents merged into one (its weights summed, in order)."""
+def _populations(
+    relevant: RelevantSet, binary: bool, want: set[str], queries: range | None = None
+) -> list[_Population]:
+    """Every query's populations (:func:`query_populations`; of the query indices
+    ``queries``, numbered from 0 in that range), those of all its relevant documents
+    merged into one (its weights summed, in order)."""
     pops: list[_Population] = []
-    for k in range(relevant.n_queries):
+    queries = range(relevant.n_queries) if queries is None else queries
+    for k in queries:
         lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
         docs = np.arange(lo, hi)
-        base = _Population(k, docs, lexi="lexi" in want)
+        at = k - queries.start
+        base = _Population(at, docs, lexi="lexi" in want)
         pops.append(base)
         for family, _label, mask, weight in query_populations(relevant, k, binary, want):
             if mask.all():
                 setattr(base, family, getattr(base, family) + weight)
                 setattr(base, f"{family}_n", getattr(base, f"{family}_n") + 1)
             else:
-                pops.append(_Population(k, docs[mask], **{family: weight, f"{family}_n": 1}))
+                pops.append(_Population(at, docs[mask], **{family: weight, f"{family}_n": 1}))
     return pops
 
 
@@ -348,9 +359,12 @@ def cube_from_matrix(
     binary: bool = False,
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
+    queries: range | None = None,
 ) -> PreferenceCube:
-    """:func:`compute_cube` on a position matrix (runs x relevant documents of ``relevant``)."""
-    n_runs, n_q = len(run_names), relevant.n_queries
+    """:func:`compute_cube` on a position matrix (runs x relevant documents of ``relevant``);
+    ``queries``: only the queries of that range of query indices (a partition)."""
+    part = range(relevant.n_queries) if queries is None else queries
+    n_runs, n_q = len(run_names), len(part)
     if pairs is None:
         ia, ja = np.triu_indices(n_runs, 1)
     else:
@@ -365,7 +379,7 @@ def cube_from_matrix(
     weighted = {f: np.zeros((n_q, n_p, 2)) for f in families}
     lexi_acc = np.zeros((n_q, n_p, 3)) if "lexi" in want else None
 
-    pops = [p for p in _populations(relevant, binary, want) if p.rpp_n or p.strpp_n or p.lexi]
+    pops = [p for p in _populations(relevant, binary, want, part) if p.rpp_n or p.strpp_n or p.lexi]
     for pop in pops:
         for family in families:
             sizes[family][pop.query] += getattr(pop, f"{family}_n") * len(pop.docs)
@@ -428,10 +442,67 @@ def cube_from_matrix(
     return PreferenceCube(
         measures=[m.name for m in measures],
         runs=list(run_names),
-        query_ids=list(relevant.query_ids),
+        query_ids=list(relevant.query_ids[part.start : part.stop]),
         pairs=np.stack([ia, ja], axis=1).astype(np.int64),
         values=values,
     )
+
+
+def query_partitions(n_queries: int, cells_per_query: int) -> list[range]:
+    """Consecutive ranges of query indices holding at most :data:`PARTITION_CELLS` cube
+    cells each, or one :data:`~prefeval.ties.SUM_BLOCK` of queries when that is more:
+    the partitions compare computes one at a time."""
+    block = ties.SUM_BLOCK  # whole blocks: the summed means do not depend on partitions
+    size = max(1, PARTITION_CELLS // max(1, cells_per_query) // block) * block
+    return [range(lo, min(lo + size, n_queries)) for lo in range(0, n_queries, size)]
+
+
+def partitioned_cubes(
+    runs: list[RunPositions],
+    relevant: RelevantSet,
+    measures: Sequence[Measure],
+    binary: bool = False,
+    progress: bool | None = None,
+    pairs: np.ndarray | None = None,
+):
+    """:func:`compute_cube` one query partition (:func:`query_partitions`) at a time:
+    yields the cube of each, in query order, so that memory is bounded by a partition."""
+    matrix = position_matrix(runs, relevant)
+    n_pairs = len(runs) * (len(runs) - 1) // 2 if pairs is None else len(pairs)
+    names = [r.name for r in runs]
+    for part in query_partitions(relevant.n_queries, len(measures) * max(1, n_pairs)):
+        yield cube_from_matrix(
+            matrix, names, relevant, measures, binary=binary, progress=progress, pairs=pairs,
+            queries=part,
+        )  # fmt: skip
+
+
+class SummaryAccumulator:
+    """The summary of compare merged from query partitions (of whole
+    :data:`~prefeval.ties.SUM_BLOCK` s): per measure and pair the running
+    :func:`~prefeval.ties.defined_sum` and count of the defined values, so the means are
+    exactly :meth:`PreferenceCube.summary` of the whole cube."""
+
+    def __init__(self):
+        self.sums = None
+        self.counts = None
+        self.cube = None
+
+    def add(self, cube: PreferenceCube) -> None:
+        self.sums = ties.defined_sum(cube.values, axis=2, start=self.sums)
+        counts = np.sum(~np.isnan(cube.values), axis=2)
+        self.counts = counts if self.counts is None else self.counts + counts
+        self.cube = cube
+
+    def means(self) -> np.ndarray:
+        """Mean over the defined values, measures x pairs; NaN where none (as
+        :func:`prefeval.ties.defined_mean`), a mean tying with 0 is 0.0."""
+        means = np.where(self.counts > 0, self.sums / np.maximum(self.counts, 1), np.nan)
+        return ties.snap_zero(means)
+
+    def frame(self) -> pd.DataFrame:
+        """The summary rows (query_id ``all``), as :meth:`PreferenceCube.to_frame`."""
+        return self.cube.to_frame(per_query=False, summary=True, means=self.means())
 
 
 def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) -> None:

@@ -87,12 +87,29 @@ def group_means(scores: np.ndarray) -> np.ndarray:
     return (sums / np.maximum(counts, 1))[g]
 
 
+#: entries summed at once (numpy's pairwise sum) by :func:`defined_sum`, whose block sums
+#: are then added one after the other: a sum over queries is the same bits whether the
+#: queries were held at once or streamed in partitions of whole blocks
+SUM_BLOCK = 256
+
+
+def defined_sum(values, axis: int = -1, start: np.ndarray | None = None) -> np.ndarray:
+    """Sum of the defined (non-NaN) entries along ``axis``, block by block
+    (:data:`SUM_BLOCK`), added to ``start`` (the running sum of earlier blocks)."""
+    values = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    total = np.zeros(values.shape[:-1]) if start is None else start
+    for lo in range(0, values.shape[-1], SUM_BLOCK):
+        total = total + np.nansum(values[..., lo : lo + SUM_BLOCK], axis=-1)
+    return total
+
+
 def defined_mean(values, axis: int = -1) -> np.ndarray:
-    """Mean over the defined (non-NaN) entries along ``axis``; NaN where there are none
-    (a measure undefined on every query: numpy's "Mean of empty slice" case)."""
+    """Mean over the defined (non-NaN) entries along ``axis`` (summed by
+    :func:`defined_sum`); NaN where there are none (a measure undefined on every query:
+    numpy's "Mean of empty slice" case)."""
     values = np.asarray(values, dtype=np.float64)
     counts = np.sum(~np.isnan(values), axis=axis)
-    sums = np.nansum(values, axis=axis)
+    sums = defined_sum(values, axis=axis)
     return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 

@@ -222,6 +222,25 @@ def write_table(
             handle.write(chunk)
 
 
+def write_frames(
+    frames, output: str | None = None, fmt: str = "tsv", precision: int | None = None
+) -> None:
+    """:func:`write_table` of the rows of ``frames`` (an iterable of DataFrames with the
+    same columns) one after the other, one header: a table too large to hold whole is
+    written as it is computed, still atomically."""
+
+    def chunks():
+        for i, frame in enumerate(frames):
+            yield from iter_chunks(frame, fmt, header=i == 0, precision=precision)
+
+    if output is None or output == "-":
+        write_stdout(chunks())
+        return
+    with atomic_output(output) as handle:
+        for chunk in chunks():
+            handle.write(chunk)
+
+
 def write_stdout(chunks) -> None:
     """Write byte chunks to standard output; a reader that went away (``| head``) stops
     the output quietly, like other Unix tools; any other failure is an OutputError."""
