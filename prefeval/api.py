@@ -699,9 +699,18 @@ def report(
     from . import reports
     from .statistics import CORRECTIONS, TESTS
 
-    if output is None or str(output) in ("", "-"):
+    if output is None:
         raise ValueError("output: give the report's file (.html, .md or .tex)")
     reports.report_format(output)
+    tables = [t for t in (prefs, metrics) if isinstance(t, (str, os.PathLike))]
+    paths = [qrels] if isinstance(qrels, (str, os.PathLike)) else []
+    if isinstance(runs, (str, os.PathLike)):
+        paths.append(runs)
+    elif isinstance(runs, (list, tuple)):
+        paths += [r for r in runs if isinstance(r, (str, os.PathLike))]
+    elif isinstance(runs, dict):
+        paths += [r for r in runs.values() if isinstance(r, (str, os.PathLike))]
+    reports.check_targets(output, [*paths, *tables])
     try:
         import matplotlib  # noqa: F401
     except ImportError:

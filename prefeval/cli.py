@@ -1211,31 +1211,20 @@ def report(
     Example:
       prefeval report -o report.html qrels.txt runs/input.*
     """
-    import os
 
-    from .reports import FIGURE_NAMES, figure_path, report_format
+    from .reports import check_targets, output_paths
 
     _no_against(against, "report", "shows every pair of runs")
     with usage_errors():
-        fmt = report_format(output)
+        check_targets(output, [*inputs, prefs, metrics_file])  # before any computing
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise click.UsageError("report needs matplotlib: pip install 'prefeval[plot]'") from None
-    if fmt != "html":  # the figures beside the report must not overwrite an input
-        from .writers import check_output, output_target
+    from .writers import check_output
 
-        ext = "svg" if fmt == "md" else "pdf"
-        given = [p for p in [*inputs, prefs, metrics_file] if p not in (None, "-")]
-        for name in FIGURE_NAMES:
-            target = output_target(figure_path(output, name, ext))
-            for path in given:
-                if os.path.exists(path) and os.path.exists(target):
-                    if os.path.samefile(path, target):
-                        raise click.UsageError(
-                            f"-o {output} would write its figure over the input {path}"
-                        )
-            check_output(target)
+    for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
+        check_output(path)
     _analysis(
         "report",
         inputs,

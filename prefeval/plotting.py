@@ -229,14 +229,14 @@ def tau_heatmap_figure(table, digits: int = 2):
     matrix = np.eye(n)
     for a, b, t in table[["measure_a", "measure_b", "tau"]].itertuples(index=False):
         matrix[where[a], where[b]] = matrix[where[b], where[a]] = t
-    side = 1.2 + 0.42 * max(n, 2)
+    side = 1.4 + 0.5 * max(n, 2)  # half an inch a cell: values stay legible
     with _rc():
         fig = _figure(figsize=(side + 1.0, side))
         ax = fig.subplots()
         image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
         ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
         ax.set_yticks(range(n), names)
-        size = 8 if n <= 8 else max(4.5, 8 - 0.3 * (n - 8))
+        size = 8 if n <= 8 else 7
         for i in range(n):
             for j in range(n):
                 value = matrix[i, j]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import ties
+from .qrels import query_sort_key
 
 #: report formats by file extension
 FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".tex": "tex"}
@@ -40,6 +41,8 @@ ROBUSTNESS_LABELS = (0.1, 0.25, 0.5, 0.75)
 def report_format(path) -> str:
     """``html``, ``md`` or ``tex`` from the extension of ``path`` (any case);
     ValueError for another."""
+    if os.fspath(path) in ("", "-"):
+        raise ValueError("a report is written to a file: give FILE.html, FILE.md or FILE.tex")
     ext = os.path.splitext(os.fspath(path))[1].lower()
     if ext not in FORMATS:
         problem = f"'{ext}' is not a report format" if ext else "a report needs an extension"
@@ -106,14 +109,14 @@ def _data_section(inputs, sources: dict) -> Section:
     if judged is not None:
         rows.append(("Judgments", judged.name))
     if sources.get("prefs"):
-        rows.append(("Preferences", f"read from {sources['prefs']}"))
+        rows.append(("Preference table", sources["prefs"]))
     if sources.get("metrics"):
-        rows.append(("Baselines", f"read from {sources['metrics']}"))
+        rows.append(("Baseline table", sources["metrics"]))
     rows.append((f"Runs ({len(ev.runs)})", ", ".join(sorted(ev.runs))))
     evaluated = len(ev.query_ids)
     if judged is not None:
         judged_queries = judged.query_ids()
-        dropped = sorted(set(judged_queries) - set(ev.query_ids))
+        dropped = sorted(set(judged_queries) - set(ev.query_ids), key=query_sort_key)
         text = f"{evaluated} evaluated of {len(judged_queries)} judged"
         if dropped:
             shown = ", ".join(dropped[:10]) + (", …" if len(dropped) > 10 else "")
@@ -121,9 +124,10 @@ def _data_section(inputs, sources: dict) -> Section:
         rows.append(("Queries", text))
     else:
         rows.append(("Queries", f"{evaluated} evaluated"))
-    if inputs.relevance_level is not None or judged is not None:
-        level = inputs.relevance_level if inputs.relevance_level is not None else 1
-        rows.append(("Relevance level", f"relevant: grade ≥ {level:g}"))
+    if inputs.relevance_level is not None:
+        rows.append(("Relevance level", f"relevant: grade ≥ {inputs.relevance_level:g}"))
+    elif judged is not None:
+        rows.append(("Relevance level", "relevant: grade > 0"))
     if inputs.max_docs is not None:
         rows.append(("Depth", f"first {inputs.max_docs} documents of each ranking"))
     binary = " (binary relevance)" if inputs.binary else ""
@@ -183,7 +187,7 @@ def _orderings_table(ev, name, orders, taus, digits) -> Table:
         rows.append(cells)
     if ev.metrics:
         rows.append(
-            [Cell("Kendall's τ", bold=True), Cell("1", number=True)]
+            [Cell("Kendall's τ", bold=True), Cell(_number(1.0, digits), number=True)]
             + [Cell(_number(taus.get((name, b), np.nan), digits), number=True) for b in ev.metrics]
         )
     return Table(
@@ -205,19 +209,25 @@ def _significance(pair_table, name, alpha) -> dict:
     return out
 
 
+def _how(test, correction, trials) -> str:
+    if test == "hsd":
+        return f"{trials} trials, family-wise"
+    return "unadjusted" if correction == "none" else f"{correction}-corrected"
+
+
 def _legend(tests, correction, alpha, trials) -> str:
-    parts = []
-    for test in tests:
-        if test == "hsd":
-            how = f"{trials} trials, family-wise"
-        else:
-            how = "no correction" if correction == "none" else f"{correction}-corrected"
-        parts.append(f"{TEST_MARKS[test]}: {_TEST_NAMES[test]} ({how})")
+    """What the superscripts mean, naming only the tests that were run."""
+    parts = [f"{TEST_MARKS[t]}: {_TEST_NAMES[t]} ({_how(t, correction, trials)})" for t in tests]
+    on = []
+    pairwise = [_TEST_NAMES[t] for t in tests if t != "hsd"]
+    if pairwise:
+        on.append(f"the {' and the '.join(pairwise)} on the per-query preferences Δ")
+    if "hsd" in tests:
+        on.append("the HSD on the per-query win rates")
     return (
         f"Superscripts mark the pairs significantly different at α = {alpha:g}: "
         + "; ".join(parts)
-        + ". The t-test and the sign test are on the per-query preferences Δ, the HSD on "
-        "the per-query win rates, as prefeval discpower computes them."
+        + f". As prefeval discpower computes them: {', '.join(on)}."
     )
 
 
@@ -285,7 +295,8 @@ def build(
     power = discriminative_power(pair_table, alpha)
     header = ["measure", *[_TEST_NAMES[t] for t in tests]]
     rows = []
-    best = {t: power.loc[power["test"] == t, "percent"].max() for t in tests}
+    # the highest share per test, when some pair is significant at all
+    best = {t: power.loc[power["test"] == t, "percent"].max() or np.nan for t in tests}
     for name in ev.measures:
         cells = [Cell(name)]
         for t in tests:
@@ -297,16 +308,13 @@ def build(
             counted = f"{int(row['significant'].iloc[0])}/{int(row['pairs'].iloc[0])}"
             cells.append(Cell(f"{percent:.1f}% ({counted})", bold=percent == best[t], number=True))
         rows.append(cells)
-    corrected = (
-        "unadjusted" if correction == "none" else f"{correction}-corrected"
-    )  # the HSD is family-wise already
+    how = "; ".join(f"{_TEST_NAMES[t]} {_how(t, correction, trials)}" for t in tests)
     discpower = Section(
         "Discriminative power",
         [
             Table(
                 f"Discriminative power: share of run pairs significantly different at "
-                f"α = {alpha:g} (t-test and sign test {corrected}; HSD {trials} trials); "
-                "the highest per test in bold.",
+                f"α = {alpha:g} ({how}); the highest per test in bold.",
                 header,
                 rows,
                 "discpower",
@@ -396,24 +404,24 @@ def build(
         sizes = sorted({max(2, round(share * n)) for share in ROBUSTNESS_QUERY_SHARES} - {n})
         sizes = [s for s in sizes if s < n]
         labels = ROBUSTNESS_LABELS if inputs.positions is not None else ()
-        table = run_robustness(
-            inputs, queries=sizes, labels=labels, samples=samples, seed=seed, progress=progress
-        )
-        what = "fewer queries" + (" or fewer relevance labels" if labels else "")
-        sections.append(
-            Section(
-                "Robustness",
-                [
-                    Figure(
-                        "robustness",
-                        f"Robustness to {what}: Kendall's τ between the ordering on "
-                        f"{samples} samples and the full ordering, mean ± standard "
-                        "deviation.",
-                        robustness_figure(table),
-                    )
-                ],
+        kinds = [
+            *(["fewer queries"] if sizes else []),
+            *(["fewer relevance labels"] if labels else []),
+        ]
+        if not kinds:
+            block = "Too few queries to sample fewer (and no runs to sample labels from)."
+        else:
+            table = run_robustness(
+                inputs, queries=sizes, labels=labels, samples=samples, seed=seed,
+                progress=progress,
+            )  # fmt: skip
+            block = Figure(
+                "robustness",
+                f"Robustness to {' or '.join(kinds)}: Kendall's τ between the ordering on "
+                f"{samples} samples and the full ordering, mean ± standard deviation.",
+                robustness_figure(table),
             )
-        )
+        sections.append(Section("Robustness", [block]))
     return Report("prefeval report", sections, _legend(tests, correction, alpha, trials))
 
 
@@ -433,7 +441,8 @@ _LATEX_SPECIALS = {
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
-    "–": "--",
+    "–": r"\textendash{}",
+    "`": r"\textasciigrave{}",
     "≥": r"$\geq$",
     "τ": r"$\tau$",
     "Δ": r"$\Delta$",
@@ -451,7 +460,8 @@ _MD_SPECIALS = re.compile(r"([\\`*_\[\]<>|#!&~$])")
 def latex_escape(text: str) -> str:
     """``text`` as LaTeX (text mode): its ten special characters and the few non-ASCII
     symbols the report uses replaced."""
-    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+    text = _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+    return re.sub("-(?=-)", "-{}", text)  # "--" and "---" are dashes in LaTeX
 
 
 def markdown_escape(text: str) -> str:
@@ -465,9 +475,37 @@ FIGURE_NAMES = ("discpower", "tau", "robustness")
 
 
 def figure_path(output, name: str, ext: str) -> str:
-    """The path of figure ``name`` of the report ``output``: ``OUT-<name>.<ext>``."""
-    stem = os.path.splitext(os.fspath(output))[0]
-    return f"{stem}-{name}.{ext}"
+    r"""The path of figure ``name`` of the report ``output``: ``OUT-<name>.<ext>``; for a
+    LaTeX report (pdf) the characters of OUT's file name that ``\includegraphics``
+    cannot take (anything but letters, digits, ``.``, ``_``, ``-``) become ``_``."""
+    folder, base = os.path.split(os.path.splitext(os.fspath(output))[0])
+    if ext == "pdf":
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", base)
+    return os.path.join(folder, f"{base}-{name}.{ext}")
+
+
+def output_paths(output) -> list[str]:
+    """Every path a report written to ``output`` may write: its figures, then itself."""
+    fmt = report_format(output)
+    ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
+    figures = [figure_path(output, name, ext) for name in FIGURE_NAMES] if ext else []
+    return [*figures, os.fspath(output)]
+
+
+def check_targets(output, inputs) -> None:
+    """ValueError when the report or one of its figures would be written over one of
+    the ``inputs`` (paths; ``-`` and paths that do not exist are skipped)."""
+    from .writers import output_target
+
+    given = [os.fspath(p) for p in inputs if p is not None and os.fspath(p) != "-"]
+    for path in output_paths(output):
+        target = output_target(path)
+        if not os.path.exists(target):
+            continue
+        for source in given:
+            if os.path.exists(source) and os.path.samefile(source, target):
+                what = "the report" if path == os.fspath(output) else f"its figure {path}"
+                raise ValueError(f"{output}: {what} would overwrite the input {source}")
 
 
 def render(report: Report, output) -> dict[str, bytes]:
@@ -511,9 +549,11 @@ padding:0 1rem;color:#1b1b1b;line-height:1.45}
 h1{font-size:1.6rem}h3{font-size:1.05rem;margin-top:1.5rem}
 h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;
 margin-top:2rem}
-table{border-collapse:collapse;margin:.8rem 0;font-size:.9rem}
+div.table{overflow-x:auto;margin:.8rem 0;max-width:100%}
+table{border-collapse:collapse;font-size:.9rem}
 caption{caption-side:top;text-align:left;color:#444;padding-bottom:.3rem;max-width:60rem}
-th,td{padding:.2rem .6rem;border-bottom:1px solid #e4e4e4;text-align:left}
+th,td{padding:.2rem .6rem;border-bottom:1px solid #e4e4e4;text-align:left;white-space:nowrap}
+tbody th,thead th:first-child{position:sticky;left:0;background:#fff}
 thead th{border-bottom:2px solid #999}tbody th{font-weight:normal}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 sup{color:#a33;font-size:.7em;margin-left:.1em}
@@ -552,7 +592,7 @@ def _html(report: Report) -> str:
             elif isinstance(block, Table):
                 if "html" not in block.formats:
                     continue
-                out.append(f'<table id="{html.escape(block.label)}">')
+                out.append(f'<div class="table"><table id="{html.escape(block.label)}">')
                 if block.caption:
                     out.append(f"<caption>{html.escape(block.caption)}</caption>")
                 if any(block.header):
@@ -562,7 +602,7 @@ def _html(report: Report) -> str:
                 for row in block.rows:
                     first = _html_cell(row[0], "th")
                     out.append("<tr>" + first + "".join(_html_cell(c) for c in row[1:]) + "</tr>")
-                out.append("</tbody></table>")
+                out.append("</tbody></table></div>")
             else:
                 svg = base64.b64encode(svg_text(block.figure).encode("utf-8")).decode("ascii")
                 out.append(
@@ -607,7 +647,8 @@ def _markdown(report: Report, figures: dict[str, str]) -> str:
                 out.append("")
             else:
                 alt = markdown_escape(block.caption)
-                out += [f"![{alt}]({figures[block.name]})", "", f"*{alt}*", ""]
+                target = figures[block.name].replace("<", "%3C").replace(">", "%3E")
+                out += [f"![{alt}](<{target}>)", "", f"*{alt}*", ""]
     return "\n".join(out)
 
 
@@ -641,6 +682,8 @@ def _latex(report: Report, figures: dict[str, str]) -> str:
                     "r" if any(r[i].number for r in block.rows) else "l"
                     for i in range(1, len(block.header))
                 )
+                if block.label == "data":  # long lists (runs, measures) wrap
+                    columns = r"lp{0.65\linewidth}"
                 label = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
                 caption = latex_escape(block.caption)
                 if block.label.endswith("-matrix"):
@@ -650,13 +693,15 @@ def _latex(report: Report, figures: dict[str, str]) -> str:
                     r"\centering\small",
                     *([rf"\caption{{{caption}}}"] if caption else []),
                     rf"\label{{tab:prefeval-{label}}}",
+                    # shrunk to the text width when wider (many runs), never enlarged
+                    r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
                     rf"\begin{{tabular}}{{{columns}}}",
                     r"\toprule",
                 ]
                 if any(block.header):
                     out += [" & ".join(latex_escape(h) for h in block.header) + r" \\", r"\midrule"]
                 out += [" & ".join(_tex_cell(c) for c in row) + r" \\" for row in block.rows]
-                out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+                out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
             else:
                 out += [
                     r"\begin{figure}[tbp]",

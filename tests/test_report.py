@@ -237,7 +237,7 @@ def test_from_tables_equals_from_runs(tmp_path):
     from_runs = build(tmp_path, "runs.html")
     from_tables = build(tmp_path, "tables.html", "--prefs", prefs, "--metrics", metrics, inputs=[])
     text = from_tables.read_text(encoding="utf-8")
-    assert f"read from {html.escape(str(prefs))}" in text
+    assert f"<td>{html.escape(str(prefs))}</td>" in text
     assert _without_data_section(text) == _without_data_section(from_runs.read_text("utf-8"))
 
 
@@ -416,3 +416,45 @@ def test_html_in_a_real_browser(sample_html, tmp_path):
         timeout=120,
     )
     assert shot.exists() and shot.stat().st_size > 20_000
+
+
+def test_api_refuses_to_overwrite_an_input(tmp_path):
+    run = tmp_path / "r-tau.svg"  # a run named like the figure of r.md
+    run.write_bytes(RUNS[0].read_bytes())
+    before = run.read_bytes()
+    with pytest.raises(ValueError, match="would overwrite the input"):
+        prefeval.report(QRELS, [run, RUNS[1]], output=tmp_path / "r.md", trials=20)
+    page = tmp_path / "x.html"  # a run named like the report itself
+    page.write_bytes(before)
+    with pytest.raises(ValueError, match="would overwrite the input"):
+        prefeval.report(QRELS, [page, RUNS[1]], output=page, trials=20)
+    assert page.read_bytes() == before
+    assert run.read_bytes() == before
+    result = invoke("report", "-o", tmp_path / "r.md", QRELS, run, RUNS[1])
+    assert result.exit_code == 2 and "would overwrite the input" in result.stderr
+
+
+def test_awkward_output_names(tmp_path):
+    md = build(tmp_path, "my report.md", "--test", "sign")
+    assert "![" in md.read_text() and "(<my report-tau.svg>)" in md.read_text()
+    assert (tmp_path / "my report-tau.svg").exists()
+    tex = build(tmp_path, "my report#1 50%.tex", "--test", "sign")
+    assert r"\includegraphics[width=\linewidth]{my_report_1_50_-tau.pdf}" in tex.read_text()
+    assert (tmp_path / "my_report_1_50_-tau.pdf").exists()
+
+
+def test_captions_name_only_the_tests_run(tmp_path):
+    text = build(tmp_path, "r.html", "--test", "ttest", "--test", "sign").read_text()
+    assert "HSD" not in text and "h: " not in text
+    assert "t: t-test (bonferroni-corrected); s: sign test (bonferroni-corrected)" in text
+    text = build(tmp_path, "h.html", "--test", "hsd", "--correction", "holm").read_text()
+    assert "holm" not in text and "t-test" not in text
+    assert "h: randomized Tukey HSD (200 trials, family-wise)" in text
+
+
+def test_data_section_states_the_relevance_level(tmp_path):
+    default = parse(build(tmp_path, "a.html", "--test", "sign")).tables["data"]
+    assert ("Relevance level", "") in [(r[0][0], "") for r in default]
+    assert ["relevant: grade > 0"] == [r[1][0] for r in default if r[0][0] == "Relevance level"]
+    level = parse(build(tmp_path, "b.html", "--test", "sign", "-l", "2")).tables["data"]
+    assert ["relevant: grade ≥ 2"] == [r[1][0] for r in level if r[0][0] == "Relevance level"]
