@@ -458,3 +458,19 @@ def test_data_section_states_the_relevance_level(tmp_path):
     assert ["relevant: grade > 0"] == [r[1][0] for r in default if r[0][0] == "Relevance level"]
     level = parse(build(tmp_path, "b.html", "--test", "sign", "-l", "2")).tables["data"]
     assert ["relevant: grade ≥ 2"] == [r[1][0] for r in level if r[0][0] == "Relevance level"]
+
+
+@pytest.mark.parametrize("ext", ["md", "tex"])
+def test_markdown_and_latex_from_tables(tmp_path, ext):
+    prefs, metrics = tmp_path / "prefs.csv", tmp_path / "metrics.jsonl"
+    assert invoke("compare", "-q", "-f", "csv", "-o", prefs, QRELS, *RUNS).exit_code == 0
+    assert invoke("metrics", "-q", "-f", "jsonl", "-o", metrics, QRELS, *RUNS).exit_code == 0
+    from_runs = build(tmp_path, f"runs.{ext}").read_text("utf-8")
+    from_tables = build(
+        tmp_path, f"tables.{ext}", "--prefs", prefs, "--metrics", metrics, inputs=[]
+    ).read_text("utf-8")
+    start = "## Preferences" if ext == "md" else "% ---- Preferences"
+    body = lambda text: text[text.index(start) :].replace("runs-", "X-").replace("tables-", "X-")  # noqa: E731
+    assert body(from_tables) == body(from_runs)
+    figure = "svg" if ext == "md" else "pdf"
+    assert (tmp_path / f"tables-discpower.{figure}").exists()
