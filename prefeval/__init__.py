@@ -4,9 +4,9 @@ Recall-paired preference (RPP; Diaz & Ferraro, SIGIR 2022), lexicographic recall
 (Diaz & Mitra) and lexicographic precision (Diaz, EVIA 2023), computed directly
 between pairs of TREC runs, trec_eval style.
 
-``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree`` and
-``robustness``, ``pairs`` (:mod:`prefeval.api`) return the DataFrame the command of the same name
-writes.
+``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree``,
+``robustness``, ``pairs`` and ``explain`` (:mod:`prefeval.api`) return the DataFrame the
+command of the same name writes.
 
 Heavy modules are imported lazily so that ``import prefeval`` and ``prefeval --help``
 stay fast.
@@ -27,6 +27,7 @@ _LAZY = {
     "agree": "prefeval.api",
     "robustness": "prefeval.api",
     "pairs": "prefeval.api",
+    "explain": "prefeval.api",
     "PrefevalWarning": "prefeval.errors",
     "PreferenceCube": "prefeval.engine",
     "read_qrels": "prefeval.readers",

@@ -35,7 +35,17 @@ import pandas as pd
 
 from .errors import PrefevalWarning
 
-__all__ = ["compare", "metrics", "order", "discpower", "tau", "agree", "robustness", "pairs"]
+__all__ = [
+    "compare",
+    "metrics",
+    "order",
+    "discpower",
+    "tau",
+    "agree",
+    "robustness",
+    "pairs",
+    "explain",
+]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -132,9 +142,11 @@ def _command(func):
     command shows one on a terminal."""
 
     @functools.wraps(func)
-    def call(*args, progress: bool = False, **kwargs):
+    def call(*args, progress: bool | None = False, **kwargs):
         from . import progress as bars
 
+        if progress is None:  # the caller's bar (the command's, on a terminal)
+            return func(*args, progress=None, **kwargs)
         with bars.command(bool(progress)):
             return func(*args, progress=bool(progress), **kwargs)
 
@@ -588,3 +600,56 @@ def pairs(
         notify=notify, progress=progress, against=_against(against),
     )  # fmt: skip
     return _plain(pair_summary(got.evidence, ci))
+
+
+@_command
+def explain(
+    qrels,
+    runs,
+    *,
+    measures=None,
+    queries=None,
+    top: int | None = None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """Why two runs' preferences are what they are (``prefeval explain``): per query the
+    aligned recall levels of the binary population (positions, sgn, p(i)), the levels
+    deciding lexiprecision and lexirecall, and the graded (eq. 5) and subtopic (eq. 6)
+    populations; every ``compare`` value of the pair is recomputed from these rows.
+
+    ``runs``: the two runs, A first (a list, a dict name -> run, or one many-run
+    DataFrame of two runs).  ``queries``: the ids to explain, else the ``top`` N (default
+    5) by |Delta| under the first of ``measures``.
+
+    >>> import prefeval
+    >>> rows = prefeval.explain("sample_data/qrels.txt", ["sample_data/runs/input.sys01",
+    ...                         "sample_data/runs/input.sys02"], queries=["301"])
+    >>> rows[rows.row == "level"]  # doctest: +SKIP
+    """
+    from .explanations import explain as explain_table
+    from .inputs import qrels_input
+    from .readers import read_qrels
+
+    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
+    if top is not None:
+        _number(top, "top", lo=1, integer=True)
+    sources = _runs(runs)
+    if len(sources) != 2:
+        raise ValueError(f"explain compares two runs, not {len(sources)}")
+    table = explain_table(
+        read_qrels(qrels_input(qrels)),
+        sources,
+        _text_list(measures, "measures") or None,
+        queries=_text_list(queries, "queries") or None,
+        top=top,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        binary=binary,
+        notify=notify,
+        progress=progress,
+    )
+    return _plain(table)

@@ -415,7 +415,8 @@ def _baseline_names(baselines):
         return [b.name for b in parse_baselines(baselines)]
 
 
-def _gather(
+def _analysis(
+    command,
     inputs,
     prefs,
     metrics_file,
@@ -426,8 +427,12 @@ def _gather(
     max_docs,
     binary,
     against=(),
+    **options,
 ):
-    from .pipeline import gather
+    """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
+    point), after the checks that name the command's options."""
+    from . import api
+    from .engine import stderr_notice
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     if no_baselines and baselines:
@@ -450,32 +455,34 @@ def _gather(
                 "were computed when the table was written); drop "
                 + ("them" if len(given) > 1 else "it")
             )
-    names = None
     if prefs is None:
         from .readers import run_names
 
         names = run_names(runs)  # a Parquet table of many runs stands for its runs
         if len(names) < 2:
             raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
-    baselines = _baseline_names(baselines) if baselines else ()
-    if against and prefs is None:  # unknown names before any run is read
-        from .engine import against_pairs
+    baselines = _baseline_names(baselines) if baselines else None
+    if against:
+        options["against"] = list(against)
+        if prefs is None:  # unknown names before any run is read
+            from .engine import against_pairs
 
-        with usage_errors():
-            against_pairs(names, against)
+            with usage_errors():
+                against_pairs(names, against)
     with usage_errors():
-        return gather(
+        return getattr(api, command)(
             qrels,
-            runs,
+            runs or None,
             prefs=prefs,
             metrics=metrics_file,
-            measures=measures,
-            baselines=baselines,
-            no_baselines=no_baselines,
+            measures=list(measures) or None,
+            baselines=[] if no_baselines else baselines,
             relevance_level=relevance_level,
             max_docs=max_docs,
             binary=binary,
-            against=against,
+            notify=stderr_notice,
+            progress=None,  # the command's bar, on a terminal
+            **options,
         )
 
 
@@ -539,11 +546,11 @@ def order(
       prefeval order qrels.txt runs/input.*
       prefeval order --prefs prefs.tsv --metrics metrics.tsv --method borda
     """
-    from .aggregation import order as order_table
     from .writers import write_table
 
     _no_against(against, "order", "ranks all runs")
-    got = _gather(
+    table = _analysis(
+        "order",
         inputs,
         prefs,
         metrics_file,
@@ -553,8 +560,9 @@ def order(
         relevance_level,
         max_docs,
         binary,
+        method=method,
+        teleport=teleport,
     )
-    table = order_table(got.evidence, method=method, teleport=teleport)
     write_table(table, output, fmt, precision)
 
 
@@ -656,7 +664,7 @@ def discpower(
     Example:
       prefeval discpower --test ttest --test sign qrels.txt runs/input.*
     """
-    from .statistics import discriminative_power, pair_tests
+    from .statistics import discriminative_power
     from .writers import write_table
 
     if against and "hsd" in tests:
@@ -667,7 +675,8 @@ def discpower(
     if plot_log and not plot:
         raise click.UsageError("--plot-log needs --plot")
     plotting = _plotting(plot)
-    got = _gather(
+    table = _analysis(  # one row per pair: the curves need it, the summary counts it
+        "discpower",
         inputs,
         prefs,
         metrics_file,
@@ -678,9 +687,12 @@ def discpower(
         max_docs,
         binary,
         against,
+        tests=list(tests) or None,
+        correction=correction,
+        trials=trials,
+        seed=seed,
+        pairs=True,
     )
-    default = ("ttest", "sign") if against else ("ttest", "sign", "hsd")
-    table = pair_tests(got.evidence, tests or default, correction, trials, seed)
     if plot:
         plotting.discpower_curves(table, plot, alpha=alpha, log=plot_log)
     result = table if per_pair else discriminative_power(table, alpha)
@@ -721,11 +733,12 @@ def tau(
     Example:
       prefeval tau -B AP -B nDCG qrels.txt runs/input.*
     """
-    from .correlation import tau_matrix_text, tau_table
+    from .correlation import tau_matrix_text
     from .writers import write_table
 
     _no_against(against, "tau", "correlates orderings of all runs")
-    got = _gather(
+    table = _analysis(
+        "tau",
         inputs,
         prefs,
         metrics_file,
@@ -735,10 +748,11 @@ def tau(
         relevance_level,
         max_docs,
         binary,
+        method=method,
     )
-    table = tau_table(got.evidence, method=method)
     if fmt == "tsv" and sys.stderr.isatty():
-        click.echo(tau_matrix_text(table), err=True, nl=False)
+        digits = 3 if precision is None else precision
+        click.echo(tau_matrix_text(table, digits), err=True, nl=False)
     write_table(table, output, fmt, precision)
 
 
@@ -772,10 +786,10 @@ def agree(
     comparisons where the baseline differs, the share where the preference has
     the same sign. With --ties: rows `measure ties comparisons`.
     """
-    from .correlation import agreement_table, ties_table
     from .writers import write_table
 
-    got = _gather(
+    table = _analysis(
+        "agree",
         inputs,
         prefs,
         metrics_file,
@@ -786,8 +800,8 @@ def agree(
         max_docs,
         binary,
         against,
+        ties=ties,
     )
-    table = ties_table(got.evidence) if ties else agreement_table(got.evidence)
     write_table(table, output, fmt, precision)
 
 
@@ -852,16 +866,16 @@ def robustness(
     Example:
       prefeval robustness --queries 5,10,25 --labels 0.9,0.5 qrels.txt runs/input.*
     """
-    from .experiments import robustness as run_robustness
     from .writers import write_table
 
     _no_against(against, "robustness", "correlates orderings of all runs")
     if queries is None and labels is None:
         raise click.UsageError("give --queries and/or --labels")
-    query_sizes = _float_list(queries, int, "--queries") if queries is not None else ()
-    label_fractions = _float_list(labels, float, "--labels") if labels is not None else ()
+    query_sizes = _float_list(queries, int, "--queries") if queries is not None else None
+    label_fractions = _float_list(labels, float, "--labels") if labels is not None else None
     plotting = _plotting(plot)
-    got = _gather(
+    table = _analysis(
+        "robustness",
         inputs,
         prefs,
         metrics_file,
@@ -871,16 +885,12 @@ def robustness(
         relevance_level,
         max_docs,
         binary,
+        queries=query_sizes,
+        labels=label_fractions,
+        samples=samples,
+        seed=seed,
+        policy=policy,
     )
-    with usage_errors():
-        table = run_robustness(
-            got,
-            queries=query_sizes,
-            labels=label_fractions,
-            samples=samples,
-            seed=seed,
-            policy=policy,
-        )
     if plot:
         plotting.robustness_plot(table, plot)
     write_table(table, output, fmt, precision)
@@ -1015,10 +1025,10 @@ def pairs(
     Example:
       prefeval pairs --against sys01 qrels.txt runs/input.*
     """
-    from .statistics import pair_summary
     from .writers import write_table
 
-    got = _gather(
+    table = _analysis(
+        "pairs",
         inputs,
         prefs,
         metrics_file,
@@ -1029,8 +1039,107 @@ def pairs(
         max_docs,
         binary,
         against,
+        ci=confidence,
     )
-    write_table(pair_summary(got.evidence, confidence), output, fmt, precision)
+    write_table(table, output, fmt, precision)
+
+
+@cli.command()
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument(
+    "runs", nargs=-1, required=True, metavar="RUN_A RUN_B", type=click.Path(dir_okay=False)
+)
+@engine_options
+@click.option(
+    "-q",
+    "--query",
+    "queries",
+    multiple=True,
+    metavar="QUERY",
+    help="Explain this query (repeatable, in the order given). Default: the --top queries.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="The N queries (default 5) with the largest |Delta| under the first measure, "
+    "equal ones by query id.",
+)
+@precision_option
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "tsv", "csv", "jsonl", "parquet"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="text for people; tsv, csv (header line), jsonl or parquet (binary: -o FILE or a "
+    "redirected stdout): one row per query, population and recall level.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to FILE atomically (default: stdout).",
+)
+def explain(
+    qrels, runs, measures, relevance_level, max_docs, binary, queries, top, precision, fmt, output
+):
+    """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
+
+    Per query: the value of every measure (as compare -q writes it), the positions of
+    the i-th relevant document in A and B at every recall level of the binary
+    population with sgn and p(i), the levels deciding lexiprecision and lexirecall,
+    then the graded (eq. 5) and subtopic (eq. 6) populations with their weights and
+    RPP, summing to the reported values. RUN_A RUN_B may be one Parquet table of two
+    runs (a run column): A is the first name in sorted order.
+
+    \b
+    Example:
+      prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
+    """
+    from .engine import load_runs, relevant_with_notice, stderr_notice
+    from .explanations import explain_positions, select_queries, to_text
+    from .readers import read_qrels, run_names
+    from .writers import atomic_output, write_stdout, write_table
+
+    count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
+    if count != 2:
+        raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
+    if queries and top is not None:
+        raise click.UsageError("give -q/--query or --top, not both")
+    judged = read_qrels(qrels)
+    measure_list = _parse_measures(measures, judged.has_subtopics)
+    all_queries = judged.query_ids()
+    if queries:  # a wrong query id is reported before the runs are read
+        with usage_errors():
+            select_queries(judged.relevant(relevance_level), [], queries, None, all_queries)
+    relevant = relevant_with_notice(judged, relevance_level)
+    positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
+    with usage_errors():
+        frame = explain_positions(
+            positions,
+            relevant,
+            measure_list,
+            queries=queries,
+            top=top,
+            binary=binary,
+            all_queries=all_queries,
+        )
+    if frame.empty:
+        stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
+    fmt = fmt.lower()
+    if fmt != "text":
+        write_table(frame, output, fmt, precision)
+        return
+    data = to_text(frame, precision, [m.name for m in measure_list]).encode()
+    if output is None or output == "-":
+        write_stdout([data])
+    else:
+        with atomic_output(output) as handle:
+            handle.write(data)
 
 
 def _plotting(plot):

@@ -37,8 +37,9 @@ def tau_table(
     return pd.DataFrame(rows, columns=["measure_a", "measure_b", "tau"])
 
 
-def tau_matrix_text(table: pd.DataFrame) -> str:
-    """A readable upper-triangular matrix of the tau table (as in rpp-sigir2022 Table 2)."""
+def tau_matrix_text(table: pd.DataFrame, digits: int = 3) -> str:
+    """A readable upper-triangular matrix of the tau table (as in rpp-sigir2022 Table 2),
+    values with ``digits`` decimals."""
     names = list(dict.fromkeys([*table["measure_a"], *table["measure_b"]]))
     if not names:
         return ""
@@ -48,7 +49,7 @@ def tau_matrix_text(table: pd.DataFrame) -> str:
     for i, a in enumerate(names[:-1]):
         cells = []
         for j, b in enumerate(names[1:], start=1):
-            cells.append(f" {lookup[(a, b)]:>{width}.3f}" if j > i else " " * (width + 1))
+            cells.append(f" {lookup[(a, b)]:>{width}.{digits}f}" if j > i else " " * (width + 1))
         lines.append(f"{a:<{width}}" + "".join(cells))
     return "\n".join(lines) + "\n"
 

@@ -280,30 +280,44 @@ class _Population:
     lexi: bool = False  # the binary population, where lexicographic measures are read
 
 
+def query_populations(
+    relevant: RelevantSet, k: int, binary: bool, want: set[str]
+) -> list[tuple[str, str, np.ndarray, float]]:
+    """The pseudo-populations of query ``k`` for the RPP families in ``want``:
+    (family, label, mask over the query's relevant documents, weight).  ``rpp``: the
+    binary population (label ``""``, weight 1) with ``binary``, else one per grade
+    lambda (label lambda, p(lambda), eq. 5); ``strpp``: one per subtopic t (label its
+    id, p(t)) and the background (label ``*``), eq. 6."""
+    lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
+    out = []
+    if "rpp" in want:
+        if binary:
+            out.append(("rpp", "", np.ones(hi - lo, dtype=bool), 1.0))
+        else:
+            for lam, mask, weight in graded_populations(relevant.grade[lo:hi]):
+                out.append(("rpp", f"{lam:g}", mask, weight))
+    if "strpp" in want and relevant.has_subtopics:
+        ids = relevant.subtopic_ids[k]
+        for t, mask, weight in subtopic_populations(relevant.subtopics[k]):
+            out.append(("strpp", "*" if t is None else str(ids[t]), mask, weight))
+    return out
+
+
 def _populations(relevant: RelevantSet, binary: bool, want: set[str]) -> list[_Population]:
+    """Every query's populations (:func:`query_populations`), those of all its relevant
+    documents merged into one (its weights summed, in order)."""
     pops: list[_Population] = []
     for k in range(relevant.n_queries):
         lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
         docs = np.arange(lo, hi)
         base = _Population(k, docs, lexi="lexi" in want)
         pops.append(base)
-        if "rpp" in want:
-            if binary:
-                base.rpp, base.rpp_n = 1.0, 1
+        for family, _label, mask, weight in query_populations(relevant, k, binary, want):
+            if mask.all():
+                setattr(base, family, getattr(base, family) + weight)
+                setattr(base, f"{family}_n", getattr(base, f"{family}_n") + 1)
             else:
-                for mask, weight in graded_populations(relevant.grade[lo:hi]):
-                    if mask.all():
-                        base.rpp += weight
-                        base.rpp_n += 1
-                    else:
-                        pops.append(_Population(k, docs[mask], rpp=weight, rpp_n=1))
-        if "strpp" in want and relevant.has_subtopics:
-            for mask, weight in subtopic_populations(relevant.subtopics[k]):
-                if mask.all():
-                    base.strpp += weight
-                    base.strpp_n += 1
-                else:
-                    pops.append(_Population(k, docs[mask], strpp=weight, strpp_n=1))
+                pops.append(_Population(k, docs[mask], **{family: weight, f"{family}_n": 1}))
     return pops
 
 

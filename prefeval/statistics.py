@@ -15,7 +15,10 @@ already control the family-wise error (correction reported as ``tukey``).
 
 from __future__ import annotations
 
+import os
 import warnings
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -77,6 +80,93 @@ def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     return np.where(n > 0, np.minimum(1.0, 2.0 * tail), 1.0)
 
 
+def _usable_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_THREADED_SIZE = 1 << 17  # scores per trial from which threads pay off
+_STREAM_ROWS = 8192  # (trial, query) rows of one random stream
+
+
+def _in_order(pool: ThreadPoolExecutor, fn, items, ahead: int):
+    """``map(fn, items)`` on ``pool``, at most ``ahead`` calls submitted at a time."""
+    pending: deque = deque()
+    for item in items:
+        pending.append(pool.submit(fn, item))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _digit_groups(n: int) -> list[tuple[int, list[int]]]:
+    """The Fisher-Yates steps k = n-1, ..., 1 (a uniform j in 0..k each, radix k+1) in
+    groups whose radix product fits one uint32 draw: ``(product, steps)``."""
+    groups: list[tuple[int, list[int]]] = []
+    product, steps = 1, []
+    for k in range(n - 1, 0, -1):
+        if product * (k + 1) > 1 << 32:
+            groups.append((product, steps))
+            product, steps = 1, []
+        product *= k + 1
+        steps.append(k)
+    if steps:
+        groups.append((product, steps))
+    return groups
+
+
+def _trial_ranges(
+    columns: np.ndarray, first: int, stop: int, entropy, per_stream: int = 1
+) -> np.ndarray:
+    """max - min column mean of each of the trials ``first`` .. ``stop - 1``.
+
+    ``columns`` is the runs x queries score matrix.  The trials come in blocks of
+    ``per_stream`` (``first`` a multiple of it, ``stop`` one too or the last trial):
+    block b draws from its own stream, PCG64 seeded by ``SeedSequence(entropy,
+    spawn_key=(b,))`` (the b-th child of ``SeedSequence(seed).spawn``), and each
+    trial's column sums are reduced on their own, so a trial's range is the same float
+    whatever blocks share its chunk or thread.
+
+    Every query's row is shuffled by Fisher-Yates, vectorized over the (trial, query)
+    rows: for k = n-1 .. 1 a uniform j in 0..k picks the value that lands in column k
+    (summed there and then) and the value at k takes its place, so every one of the n!
+    orders is equally likely.  The j of a row are the mixed-radix digits of uniform
+    integers below (k+1) k (k-1) ... (``Generator.integers``, exact), several per draw.
+    """
+    n, q = columns.shape
+    trials = stop - first
+    rows = trials * q
+    groups = _digit_groups(n)
+    draws = []
+    for start in range(first, stop, per_stream):
+        seeds = np.random.SeedSequence(entropy, spawn_key=(start // per_stream,))
+        rng = np.random.Generator(np.random.PCG64(seeds))
+        size = min(per_stream, stop - start) * q
+        draws.append(
+            [rng.integers(0, product, size=size, dtype=np.uint32) for product, _ in groups]
+        )
+    block = np.tile(columns, (1, trials))  # row k: run k's scores, trial after trial
+    flat = block.reshape(-1)
+    offsets = np.arange(rows, dtype=np.intp)
+    sums = np.empty((trials, n))
+    for g, (_, steps) in enumerate(groups):
+        code = np.concatenate([d[g] for d in draws])
+        for k in steps:
+            radix = np.uint32(k + 1)
+            rest = code // radix
+            index = np.multiply(code - rest * radix, rows, dtype=np.intp)  # j * rows
+            index += offsets
+            code = rest
+            sums[:, k] = flat.take(index).reshape(trials, q).sum(axis=1)
+            flat[index] = block[k]  # row k is done: its values fill the places drawn
+    sums[:, 0] = block[0].reshape(trials, q).sum(axis=1)
+    means = sums / q
+    return means.max(axis=1) - means.min(axis=1)
+
+
 def hsd_pvalues(
     scores: np.ndarray,
     pairs: np.ndarray,
@@ -84,38 +174,65 @@ def hsd_pvalues(
     seed: int | None = 0,
     progress: bool | None = None,
     label: str = "",
+    *,
+    threads: int | None = None,
+    chunk_rows: int | None = None,
 ) -> np.ndarray:
     """Randomized Tukey HSD (Carterette 2012) on a queries x runs score matrix.
 
-    Each trial permutes every query's row independently; p(a, b) = (1 + number of
-    trials whose max minus min column mean >= |mean_a - mean_b|) / (1 + trials), where
-    ">=" follows the tie rule of :mod:`prefeval.ties`.  The columns should come in a
-    canonical order (:func:`pair_tests` sorts them by run name) so that the random
-    permutations, and hence the p-values, do not depend on the order of the runs.
+    Each trial permutes every query's row independently (uniformly, exactly);
+    p(a, b) = (1 + number of trials whose max minus min column mean >= |mean_a -
+    mean_b|) / (1 + trials), where ">=" follows the tie rule of :mod:`prefeval.ties`.
+    The columns should come in a canonical order (:func:`pair_tests` sorts them by run
+    name) so that the random permutations, and hence the p-values, do not depend on the
+    order of the runs.  Each block of trials (8192 // queries of them, at least 1) has
+    its own random stream derived from ``seed`` and the block's number, so the p-values
+    do not depend on ``threads`` (default: the usable CPUs for a matrix of 2**17 scores
+    or more, else 1) nor on ``chunk_rows`` (about how many (trial, query) rows one
+    vectorized step handles; memory does not grow with ``trials``).
     """
-    rng = np.random.default_rng(seed)
+    scores = np.asarray(scores, dtype=np.float64)
     q, n = scores.shape
+    if q == 0 or n < 2 or len(pairs) == 0:
+        return np.ones(len(pairs))
     means = scores.mean(axis=0)
     observed = np.abs(means[pairs[:, 0]] - means[pairs[:, 1]])
     # trials with range >= observed, a range that ties with it included
     threshold = observed - ties.TOLERANCE * np.maximum(1.0, observed)
-    at_least = np.zeros(len(pairs), dtype=np.int64)
-    # trials are drawn and counted chunk by chunk: memory does not grow with --trials
-    chunk = max(1, min(trials, (1 << 22) // max(1, q * n)))
+    entropy = np.random.SeedSequence(seed).entropy
+    columns = np.ascontiguousarray(scores.T)
+    # one stream per block of trials: few streams to seed when the trials are small
+    per_stream = max(1, _STREAM_ROWS // q)
+    if chunk_rows is None:  # about 2 MB of scores per chunk, at least 8192 rows a step
+        chunk_rows = max(_STREAM_ROWS, (2 << 20) // (8 * n))
+    chunk = per_stream * max(1, min(-(-trials // per_stream), chunk_rows // (per_stream * q)))
     starts = range(0, trials, chunk)
-    for start in progress_bar(
-        starts,
-        desc=f"HSD trials {label}".rstrip(),
-        unit="trial",
-        enable=progress,
-        total=trials,
-        count=lambda start: min(trials, start + chunk) - start,
-    ):
-        stop = min(trials, start + chunk)
-        block = rng.permuted(np.broadcast_to(scores, (stop - start, q, n)), axis=2)
-        col = block.mean(axis=1)
-        ranges = np.sort(col.max(axis=1) - col.min(axis=1))
-        at_least += len(ranges) - np.searchsorted(ranges, threshold, "left")
+    if threads is None:
+        # numpy releases the GIL inside its loops; below ~1e5 scores a trial the calls
+        # are too short for a second thread to gain anything
+        threads = _usable_cpus() if q * n >= _THREADED_SIZE else 1
+    workers = max(1, min(threads, len(starts)))
+
+    def run(start: int) -> np.ndarray:
+        return _trial_ranges(columns, start, min(trials, start + chunk), entropy, per_stream)
+
+    at_least = np.zeros(len(pairs), dtype=np.int64)
+    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+    try:
+        done = progress_bar(
+            map(run, starts) if pool is None else _in_order(pool, run, starts, 2 * workers),
+            desc=f"HSD trials {label}".rstrip(),
+            unit="trial",
+            enable=progress,
+            total=trials,
+            count=len,
+        )
+        for ranges in done:  # counted chunk by chunk: memory does not grow with trials
+            ranges.sort()
+            at_least += len(ranges) - np.searchsorted(ranges, threshold, "left")
+    finally:
+        if pool is not None:  # on an error or Ctrl-C, the chunks not started are dropped
+            pool.shutdown(wait=True, cancel_futures=True)
     return (1.0 + at_least) / (1.0 + trials)
 
 
@@ -215,11 +332,17 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
         diffs = evidence.pair_differences(name)
         defined = ~np.isnan(diffs)
         n = defined.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(n > 0, np.nansum(diffs, axis=1) / np.maximum(n, 1), np.nan)
-            mean = ties.snap_zero(mean)
-            spread = np.nanstd(np.where(n[:, None] > 1, diffs, 0.0), axis=1, ddof=1)
-            half = stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)) * spread / np.sqrt(n)
+        raw_mean = ties.defined_mean(diffs, axis=1)
+        mean = ties.snap_zero(raw_mean)
+        # sample standard deviation over the defined queries; below two queries it is
+        # undefined (the interval is NaN below), not numpy's "degrees of freedom <= 0"
+        squares = np.nansum((diffs - raw_mean[:, None]) ** 2, axis=1)
+        spread = np.sqrt(squares / np.maximum(n - 1, 1))
+        half = (
+            stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1))
+            * spread
+            / np.sqrt(np.maximum(n, 1))
+        )
         first = np.zeros(len(diffs))
         if diffs.shape[1]:
             first = diffs[np.arange(len(diffs)), np.argmax(defined, axis=1)]

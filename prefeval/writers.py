@@ -2,10 +2,12 @@
 a file.
 
 Floats are written in their shortest round-trip form (Python's ``repr``), or with
-``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  Parquet keeps
-the DataFrame's column types (categoricals as dictionary-encoded strings, float64,
-int64) and full precision; with ``precision`` N each float is the float64 nearest its
-``%.Nf`` text, exactly what reading the tsv written with N back gives.  Lines are
+``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  A missing
+value (NaN, or NA in a nullable integer or boolean column) is empty in tsv and csv,
+``null`` in jsonl.  Parquet keeps the DataFrame's column types (categoricals as
+dictionary-encoded strings, float64, int64) and full precision; with ``precision`` N
+each float is the float64 nearest its ``%.Nf`` text, exactly what reading the tsv
+written with N back gives.  Lines are
 assembled column-wise with pyarrow so that millions of rows are written at the speed
 of the disk.  A file is written to a temporary name in its folder and renamed into
 place only when complete.
@@ -90,7 +92,16 @@ def float_text(values: np.ndarray, fmt: str):
 
 
 def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Column as (codes, distinct strings)."""
+    """Column as (codes, distinct strings); a missing value of a nullable integer or
+    boolean column (pandas ``Int64``, ``boolean``) has the text None."""
+    nullable = pd.api.types.is_extension_array_dtype(series.dtype) and (
+        pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype)
+    )
+    if nullable:
+        missing = series.isna().to_numpy()
+        numpy_dtype = series.dtype.numpy_dtype
+        codes, texts = _encoded(series.fillna(numpy_dtype.type(0)).astype(numpy_dtype))
+        return np.where(missing, len(texts), codes), [*texts, None]
     if isinstance(series.dtype, pd.CategoricalDtype):
         cats = [str(c) for c in series.cat.categories]
         return series.cat.codes.to_numpy().astype(np.int64), cats
@@ -137,9 +148,11 @@ def iter_chunks(
             encoded.append((codes, digits))
             continue
         if fmt == "csv":
-            texts = [_csv_quote(t) for t in texts]
+            texts = ["" if t is None else _csv_quote(t) for t in texts]
         elif fmt == "jsonl":
-            texts = [_json_token(series, t) for t in texts]
+            texts = ["null" if t is None else _json_token(series, t) for t in texts]
+        else:
+            texts = ["" if t is None else t for t in texts]
         encoded.append((codes, pa.array(texts, pa.string())))
     n = len(frame)
     for start in range(0, n, _CHUNK):

@@ -484,3 +484,19 @@ def test_empty_run_retrieves_nothing():
         got = quiet(prefeval.compare, QRELS, {"none": flavour, "one": run}, measures="LR")
         # query 301 has relevant doc3263378: "one" finds it, "none" nothing; elsewhere ties
         assert got.values.tolist() == [["lexirecall", "none", "one", "all", -1 / 20]]
+
+
+def test_explain_as_cli(tmp_path):
+    """The API's table, written as the command writes it, is the command's output."""
+    from prefeval.writers import write_table
+
+    args = ["-q", "301", "-q", "305", "-m", "rpp,lexiprecision"]
+    cli = invoke("explain", "-f", "tsv", *args, QRELS, RUNS[0], RUNS[1])
+    assert cli.exit_code == 0, cli.stderr
+    api = quiet(prefeval.explain, QRELS, RUNS[:2], queries=["301", "305"],
+                measures="rpp,lexiprecision")  # fmt: skip
+    assert set(api.query_id) == {"301", "305"} and api.query_id.map(type).eq(str).all()
+    write_table(api, str(tmp_path / "api.tsv"), "tsv")
+    assert (tmp_path / "api.tsv").read_text() == cli.stdout
+    with pytest.raises(ValueError, match="two runs"):
+        prefeval.explain(QRELS, RUNS[:3])

@@ -425,3 +425,23 @@ def test_pairs_reversed_by_the_order_of_the_runs_is_exactly_negated():
         assert other[0] == q and (other[4], other[5], other[6]) == (losses, ties_, wins)
         assert float(other[1]) == -float(mean)
         assert (float(other[2]), float(other[3])) == (-float(high), -float(low))
+
+
+def test_tau_matrix_on_a_terminal_follows_precision():
+    import pandas as pd
+
+    from prefeval.correlation import tau_matrix_text
+
+    table = pd.DataFrame(
+        {
+            "measure_a": ["rpp", "rpp", "AP"],
+            "measure_b": ["AP", "nDCG", "nDCG"],
+            "tau": [0.8, 0.6, 0.9],
+        }
+    )
+    assert tau_matrix_text(table, 1).splitlines() == [
+        "           AP   nDCG",
+        "rpp       0.8    0.6",
+        "AP               0.9",
+    ]
+    assert "0.800" in tau_matrix_text(table)  # the default: three decimals

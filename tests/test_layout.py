@@ -354,6 +354,7 @@ ANALYSIS = (
     "agree",
     "agree-ties",
     "robustness",
+    "pairs",
 )
 ALL_COMMANDS = ("compare", "metrics", *ANALYSIS)
 # engine options a command is run with (layout invariance must hold under each)
@@ -379,6 +380,8 @@ def command(label: str, c: Collection, options=()) -> list[str]:
         return ["agree", *options]
     if label == "agree-ties":
         return ["agree", "--ties", *options]
+    if label == "pairs":
+        return ["pairs", *options]
     if label == "robustness":
         level = float(options[options.index("-l") + 1]) if "-l" in options else None
         sizes = "1,2" if len(c.evaluated(level)) >= 2 else "1"
@@ -504,8 +507,15 @@ def run_order_normaliser(reference_names):
                         r[a], r[b] = r[b], r[a]
                         if "value" in col:
                             r[col["value"]] = negated(r[col["value"]])
+                        if "mean" in col:  # pairs: the other side's view of the pair
+                            lo, hi = col["ci_low"], col["ci_high"]
+                            r[col["mean"]] = negated(r[col["mean"]])
+                            r[lo], r[hi] = negated(r[hi]), negated(r[lo])
+                            r[col["wins"]], r[col["losses"]] = r[col["losses"]], r[col["wins"]]
                 measure = first_index(r[col["measure"]] for r in rows)
-                if "test" in col:  # discpower --pairs
+                if "mean" in col:  # pairs
+                    rows.sort(key=lambda r: (measure[r[col["measure"]]], pair_pos[(r[a], r[b])]))
+                elif "test" in col:  # discpower --pairs
                     test = first_index(r[col["test"]] for r in rows)
                     rows.sort(
                         key=lambda r: (

@@ -234,6 +234,73 @@ def test_name_column_and_api(tmp_path):
         prefeval.compare(QRELS, {"a": table, "b": RUNS[0]})
 
 
+@pytest.mark.parametrize("command", ["order", "pairs", "agree"])
+def test_analysis_commands_on_sample_runs_parquet(command):
+    """The analysis commands (computed by prefeval.api) count a many-run table as its
+    runs: the sample table gives the sample text runs' output byte for byte."""
+    text = invoke(command, QRELS, *RUNS)
+    assert text.exit_code == 0, text.stderr
+    parquet = invoke(command, QRELS, SAMPLE / "runs.parquet")
+    assert parquet.exit_code == 0, parquet.stderr
+    assert parquet.stdout == text.stdout
+    assert len(read_tsv(text.stdout)) > 0
+
+
+API_CALLS = [
+    ("compare", {"per_query": True}),
+    ("metrics", {"per_query": True}),
+    ("order", {}),
+    ("discpower", {"trials": 50}),
+    ("tau", {}),
+    ("agree", {}),
+    ("robustness", {"queries": [5], "samples": 2}),
+    ("pairs", {"against": "sys03"}),
+]
+
+
+@pytest.mark.parametrize("call", API_CALLS, ids=[c[0] for c in API_CALLS])
+def test_api_on_a_many_run_table(call):
+    """prefeval.<command>(qrels, "runs.parquet") is the table of the text runs (a path
+    alone, or in a list)."""
+    name, options = call
+    function = getattr(prefeval, name)
+    text = function(str(QRELS), [str(p) for p in RUNS], notify=None, **options)
+    assert len(text) > 0
+    table = str(SAMPLE / "runs.parquet")
+    assert function(str(QRELS), table, notify=None, **options).equals(text)
+    assert function(str(QRELS), [table], notify=None, **options).equals(text)
+
+
+def test_explain_on_a_table_of_two_runs(tmp_path):
+    """explain takes RUN_A RUN_B as one Parquet table of two runs (A first by name);
+    a table of more runs is counted as its runs."""
+    two = write(all_runs()[lambda f: f.run.isin(["sys02", "sys01"])].iloc[::-1], tmp_path / "t.pq")
+    text = invoke("explain", "-q", "301", "-q", "310", "-f", "tsv", QRELS, RUNS[0], RUNS[1])
+    assert text.exit_code == 0, text.stderr
+    parquet = invoke("explain", "-q", "301", "-q", "310", "-f", "tsv", QRELS, two)
+    assert parquet.exit_code == 0, parquet.stderr
+    assert parquet.stdout == text.stdout
+    assert set(read_tsv(text.stdout)["run_a"]) == {"sys01"}
+    people = invoke("explain", "--top", "2", QRELS, two)
+    assert people.exit_code == 0, people.stderr
+    assert people.stdout == invoke("explain", "--top", "2", QRELS, RUNS[0], RUNS[1]).stdout
+    out = tmp_path / "why.parquet"
+    result = invoke("explain", "-q", "301", "-f", "parquet", "-o", out, QRELS, two)
+    assert result.exit_code == 0 and result.stdout == "", result.stderr
+    frame = pq.read_table(out).to_pandas()
+    assert len(frame) == len(
+        read_tsv(invoke("explain", "-q", "301", "-f", "tsv", QRELS, two).stdout)
+    )
+    result = invoke("explain", "-q", "301", QRELS, SAMPLE / "runs.parquet")
+    assert result.exit_code == 2 and "two runs, RUN_A RUN_B; got 6" in result.stderr
+    result = invoke("explain", "-q", "301", QRELS, two, RUNS[2])
+    assert result.exit_code == 2 and "got 3" in result.stderr
+    api = prefeval.explain(QRELS, two, queries=["301"], notify=None)
+    assert api.equals(prefeval.explain(QRELS, RUNS[:2], queries=["301"], notify=None))
+    with pytest.raises(ValueError, match="two runs, not 6"):
+        prefeval.explain(QRELS, SAMPLE / "runs.parquet", queries=["301"])
+
+
 def test_float32_scores_are_widened_exactly(tmp_path):
     """A float32 score is the same number in float64: the run equals the text run whose
     scores are the float32 values' exact decimals."""

@@ -43,13 +43,13 @@ def graded_populations(grades: np.ndarray):
     """Pseudo-populations of eq. 5: for each distinct grade lambda, the documents with
     grade >= lambda, weighted p(lambda) proportional to m_lambda (section 5.3).
 
-    Yields (mask, weight); weights sum to 1.
+    Yields (lambda, mask, weight) by increasing lambda; weights sum to 1.
     """
     levels = np.unique(grades)
     masks = [grades >= lam for lam in levels]
     sizes = np.array([mask.sum() for mask in masks], dtype=float)
-    for mask, size in zip(masks, sizes):
-        yield mask, size / sizes.sum()
+    for lam, mask, size in zip(levels, masks, sizes):
+        yield float(lam), mask, size / sizes.sum()
 
 
 def subtopic_populations(members: np.ndarray):
@@ -57,13 +57,14 @@ def subtopic_populations(members: np.ndarray):
     background t* of documents relevant to any subtopic, p(t) proportional to m_t.
 
     ``members`` is the (m, T) relevance of the query's documents to its subtopics.
-    Yields (mask, weight); nothing when no document is relevant to a subtopic.
+    Yields (t, mask, weight): t the column of the subtopic, None for the background t*
+    (last); nothing when no document is relevant to a subtopic.
     """
     background = members.any(axis=1)
-    masks = [members[:, t] for t in range(members.shape[1]) if members[:, t].any()]
+    columns = [t for t in range(members.shape[1]) if members[:, t].any()]
     if not background.any():
         return
-    masks.append(background)
+    masks = [members[:, t] for t in columns] + [background]
     sizes = np.array([mask.sum() for mask in masks], dtype=float)
-    for mask, size in zip(masks, sizes):
-        yield mask, size / sizes.sum()
+    for t, mask, size in zip([*columns, None], masks, sizes):
+        yield t, mask, size / sizes.sum()

@@ -1,0 +1,471 @@
+"""Why one run is preferred to another: the aligned recall levels behind every measure.
+
+For a pair of runs A, B and chosen queries, :func:`explain` lays out what the engine
+compares (rpp-sigir2022 Figures 3-4, lexiprecision-evia2023 Figure 4): per
+pseudo-population, the sorted positions f_i (A) and f'_i (B) of its relevant
+documents, sgn(f'_i - f_i) and p(i) at every recall level i, the levels that decide
+lexiprecision and lexirecall, each population's RPP (eq. 4) and its weight p(lambda)
+(eq. 5) or p(t) (eq. 6), and the values ``compare -q`` gives for the pair.
+
+The populations are the engine's own (:func:`prefeval.engine.query_populations`),
+compared on the engine's position matrix with the measures' own functions; the
+measure values are the engine's (:func:`prefeval.engine.cube_from_matrix`).
+
+Rows (:data:`COLUMNS`), per query: ``measure`` rows (the values, as compare -q writes
+them), then per population a ``population`` row followed by its ``level`` rows.
+
+- ``query_id, run_a, run_b``; ``row``: ``measure``, ``population`` or ``level``.
+- ``measure``, ``value`` (measure rows): the measure and Delta(A, B).
+- ``family``: ``binary`` (relevant = grade >= level: lexicographic measures, and RPP
+  with --binary), ``graded`` (eq. 5) or ``subtopic`` (eq. 6); on a measure row, the
+  family of populations it is computed from.  ``population``: ``grade>0`` or
+  ``grade>=L`` (binary), ``grade>=lambda`` (graded), ``subtopic=T`` or ``subtopic=*``
+  (the background t*).
+- ``weight``: p(lambda) or p(t) = m / (sum of the family's m), 1 for binary;
+  ``size``: m, the population's relevant documents.
+- ``level``: recall level i (1..m); ``pos_a``, ``pos_b``: f_i and f'_i, empty when
+  the run did not retrieve its i-th relevant document (imputed below everything
+  retrieved); ``retrieved_a``, ``retrieved_b``; ``sgn``: sgn(f'_i - f_i) (+1: A
+  earlier), on a population row the sum over its levels.
+- ``p_uniform``, ``p_dcg``, ``p_inverse``: p(i) = 1/m, proportional to 1/log2(i+1),
+  to 1/i (level rows).
+- ``lexiprecision_decides``, ``lexirecall_decides``: true on the binary population's
+  first and last level where sgn != 0; ``rr_term``: 1/f_i - 1/f'_i on the
+  lexiprecision row (an unretrieved document counts 0).
+- ``rpp_uniform``, ``rpp_dcg``, ``rpp_inverse`` (population rows): the population's
+  RPP, sum over its levels of sgn x p(i).
+
+Recomputing the values from the rows (per query; "family" is graded, or binary with
+--binary, for rpp, subtopic for strpp): ``rpp`` = (sum of the family's population
+``sgn``) / (sum of their ``size``), exactly (eq. 5 with p(lambda) proportional to
+m_lambda); ``dcgrpp``, ``invrpp`` = sum of ``weight`` x ``rpp_dcg`` / ``rpp_inverse``
+(the engine adds the terms by increasing m and sets a sum that ties with 0 to 0.0, so
+another order may differ in the last bit); ``lexiprecision``, ``lexirecall`` = ``sgn``
+of the deciding row (0 when none); ``rrlexiprecision`` = its ``rr_term`` (0 when none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import ties
+from .engine import (
+    cube_from_matrix,
+    load_runs,
+    query_populations,
+    relevant_with_notice,
+    stderr_notice,
+)
+from .measures import Measure, parse_measures
+from .measures.lexicographic import first_difference, last_difference, rr_lexiprecision
+from .measures.rpp import recall_weights, rpp_values
+from .positions import UNRETRIEVED, RunPositions, position_matrix
+from .qrels import Qrels, RelevantSet
+from .readers import read_qrels
+
+COLUMNS = [
+    "query_id",
+    "run_a",
+    "run_b",
+    "row",
+    "measure",
+    "family",
+    "population",
+    "weight",
+    "size",
+    "level",
+    "pos_a",
+    "pos_b",
+    "retrieved_a",
+    "retrieved_b",
+    "sgn",
+    "p_uniform",
+    "p_dcg",
+    "p_inverse",
+    "lexiprecision_decides",
+    "lexirecall_decides",
+    "rr_term",
+    "rpp_uniform",
+    "rpp_dcg",
+    "rpp_inverse",
+    "value",
+]
+_INTS = ("size", "level", "pos_a", "pos_b", "sgn")
+_BOOLS = ("retrieved_a", "retrieved_b")
+_FLAGS = ("lexiprecision_decides", "lexirecall_decides")
+_STRINGS = ("query_id", "run_a", "run_b", "row", "measure", "family", "population")
+DEFAULT_TOP = 5
+
+
+def _grade_text(level: float | None) -> str:
+    return "grade>0" if level is None else f"grade>={level:g}"
+
+
+def select_queries(
+    relevant: RelevantSet,
+    values: np.ndarray,
+    queries: Sequence[str] | None = None,
+    top: int | None = None,
+    all_queries: Sequence[str] | None = None,
+) -> list[int]:
+    """Indices of the queries to explain: ``queries`` in the order given (ValueError for
+    an id not in the qrels, ``all_queries``, or not evaluated), else the ``top``
+    (default 5) with the largest |Delta| in ``values`` (one per evaluated query, the
+    first measure; NaN: undefined, left out), equal |Delta| (tie rule) by query id."""
+    if queries:
+        where = {q: k for k, q in enumerate(relevant.query_ids)}
+        known = set(all_queries) if all_queries is not None else set(where) | set(relevant.dropped)
+        out = []
+        for query in dict.fromkeys(queries):
+            if query not in known:
+                raise ValueError(f"-q {query}: no such query in the qrels")
+            if query not in where:
+                raise ValueError(
+                    f"-q {query}: the query has no relevant document "
+                    f"({_grade_text(relevant.level)}) and is not evaluated"
+                )
+            out.append(where[query])
+        return out
+    top = DEFAULT_TOP if top is None else top
+    defined = np.flatnonzero(~np.isnan(values))
+    group = ties.groups(np.abs(values[defined]))
+    # largest |Delta| first; queries are in natural order, so ties go by query id
+    order = np.lexsort((defined, -group))
+    return [int(k) for k in defined[order][:top]]
+
+
+def _population_rows(
+    base: dict, family: str, label: str, weight: float, positions: np.ndarray, lexi: bool
+) -> list[dict]:
+    """The population row and its level rows; ``positions`` (2, m) are the unsorted
+    positions of its documents in A and B."""
+    pos = np.sort(positions, axis=-1)  # f_i and f'_i, as the engine sorts them
+    pos_a, pos_b = pos[0], pos[1]
+    sign_diff = np.sign(pos_b - pos_a).astype(np.int8)  # the engine's sgn(f'_i - f_i)
+    m = len(sign_diff)
+    p = recall_weights(m)
+    rpp_dcg, rpp_inverse = (float(x) for x in rpp_values(sign_diff[None, :])[0])
+    total = int(sign_diff.sum(dtype=np.int64))
+    common = {**base, "family": family, "population": label, "weight": weight, "size": m}
+    rows = [
+        {
+            **common,
+            "row": "population",
+            "sgn": total,
+            "rpp_uniform": total / m,
+            "rpp_dcg": rpp_dcg,
+            "rpp_inverse": rpp_inverse,
+        }
+    ]
+    first = last = -1
+    rr = np.nan
+    if lexi and sign_diff.any():
+        first = int(first_difference(sign_diff))
+        last = int(last_difference(sign_diff))
+        rr = float(rr_lexiprecision(sign_diff[None], pos_a[None], pos_b[None])[0])
+    for i in range(m):
+        a, b = int(pos_a[i]), int(pos_b[i])
+        rows.append(
+            {
+                **common,
+                "row": "level",
+                "level": i + 1,
+                "pos_a": None if a == UNRETRIEVED else a,
+                "pos_b": None if b == UNRETRIEVED else b,
+                "retrieved_a": a != UNRETRIEVED,
+                "retrieved_b": b != UNRETRIEVED,
+                "sgn": int(sign_diff[i]),
+                "p_uniform": float(p[i, 0]),
+                "p_dcg": float(p[i, 1]),
+                "p_inverse": float(p[i, 2]),
+                "lexiprecision_decides": i == first,
+                "lexirecall_decides": i == last,
+                "rr_term": rr if i == first else np.nan,
+            }
+        )
+    return rows
+
+
+def explain_positions(
+    positions: Sequence[RunPositions],
+    relevant: RelevantSet,
+    measures: Sequence[Measure],
+    *,
+    queries: Sequence[str] | None = None,
+    top: int | None = None,
+    binary: bool = False,
+    all_queries: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The explanation table (:data:`COLUMNS`) of two reduced runs (A, B) on
+    ``relevant``; see :func:`select_queries` for ``queries``, ``top``."""
+    if len(positions) != 2:
+        raise ValueError(f"explain compares two runs, not {len(positions)}")
+    if not measures:
+        raise ValueError("no measure to explain")
+    names = [r.name for r in positions]
+    matrix = position_matrix(list(positions), relevant)
+    cube = cube_from_matrix(matrix, names, relevant, measures, binary=binary)
+    chosen = select_queries(relevant, cube.values[0, 0], queries, top, all_queries)
+    want = {m.family for m in measures}
+    family_of = {"rpp": "binary" if binary else "graded", "strpp": "subtopic", "lexi": "binary"}
+    population_family = {"rpp": "graded", "strpp": "subtopic"}
+    rows: list[dict] = []
+    for k in chosen:
+        base = {"query_id": relevant.query_ids[k], "run_a": names[0], "run_b": names[1]}
+        for j, measure in enumerate(measures):
+            value = float(cube.values[j, 0, k])
+            if not np.isnan(value):
+                family = family_of[measure.family]
+                rows.append(
+                    {**base, "row": "measure", "measure": measure.name, "family": family}
+                    | {"value": value}
+                )
+        lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
+        docs = np.arange(lo, hi)
+        rows += _population_rows(
+            base, "binary", _grade_text(relevant.level), 1.0, matrix[:, docs], lexi=True
+        )
+        # the engine's populations; with --binary the rpp one is the binary population
+        for family, label, mask, weight in query_populations(relevant, k, binary, want):
+            if family == "rpp" and binary:
+                continue
+            text = f"grade>={label}" if family == "rpp" else f"subtopic={label}"
+            rows += _population_rows(
+                base, population_family[family], text, weight, matrix[:, docs[mask]], False
+            )
+    return _frame(rows)
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    for name in _STRINGS:
+        frame[name] = frame[name].fillna("").astype(str)
+    for name in _INTS:
+        frame[name] = frame[name].astype("Int64")
+    for name in _BOOLS:
+        frame[name] = frame[name].astype("boolean")
+    for name in _FLAGS:
+        frame[name] = frame[name].fillna(False).astype(bool)
+    floats = [c for c in COLUMNS if c not in (*_STRINGS, *_INTS, *_BOOLS, *_FLAGS)]
+    for name in floats:
+        frame[name] = frame[name].astype(np.float64)
+    return frame
+
+
+def explain(
+    qrels,
+    runs,
+    measures=None,
+    *,
+    queries: Sequence[str] | None = None,
+    top: int | None = None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    notify: Callable[[str], None] | None = stderr_notice,
+    progress: bool | None = None,
+) -> pd.DataFrame:
+    """Explain the preferences between two ``runs`` (paths, DataFrames or a mapping
+    name -> source; A first) on ``qrels``: the table of :data:`COLUMNS` for the chosen
+    ``queries``, else the ``top`` N (default 5) by |Delta| under the first measure."""
+    qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
+    measure_list = parse_measures(
+        [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
+    )
+    sources = list(runs.items()) if isinstance(runs, dict) else list(runs)
+    if len(sources) != 2:
+        raise ValueError(f"explain compares two runs, not {len(sources)}")
+    all_queries = qrels.query_ids()
+    if queries:
+        select_queries(qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries)
+    relevant = relevant_with_notice(qrels, relevance_level, notify)
+    positions = load_runs(runs, relevant, max_docs, notify=notify, progress=progress)
+    return explain_positions(
+        positions,
+        relevant,
+        measure_list,
+        queries=queries,
+        top=top,
+        binary=binary,
+        all_queries=all_queries,
+    )
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _texts(values, precision: int | None) -> list[str]:
+    """Floats as the table writers write them (compare -q's text), NaN as ``-``."""
+    from .writers import fixed_text, float_text
+
+    values = np.asarray(values, dtype=np.float64)
+    if not len(values):
+        return []
+    text = float_text(values, "tsv") if precision is None else fixed_text(values, "tsv", precision)
+    return [t if t else "-" for t in text.to_pylist()]
+
+
+def _table(header: list[str], rows: list[list[str]], right: Sequence[bool]) -> list[str]:
+    widths = [max(len(r[c]) for r in [header, *rows]) for c in range(len(header))]
+    out = []
+    for r in [header, *rows]:
+        cells = [
+            cell.rjust(w) if align else cell.ljust(w) for cell, w, align in zip(r, widths, right)
+        ]
+        out.append(("  " + "  ".join(cells)).rstrip())
+    return out
+
+
+def _int(value) -> str:
+    return "-" if pd.isna(value) else str(int(value))
+
+
+def _level_lines(levels: pd.DataFrame, precision: int | None) -> list[str]:
+    """The aligned recall levels; a run of levels both runs missed is one line."""
+    p_dcg = _texts(levels["p_dcg"], precision)
+    p_inv = _texts(levels["p_inverse"], precision)
+    rows = []
+    both_missed = (~levels["retrieved_a"] & ~levels["retrieved_b"]).to_numpy(dtype=bool)
+    i, n = 0, len(levels)
+    while i < n:
+        j = i
+        while j < n and both_missed[j]:
+            j += 1
+        if j - i >= 2:
+            first, last = int(levels["level"].iloc[i]), int(levels["level"].iloc[j - 1])
+            rows.append([f"{first}-{last}", "-", "-", "0", "", "", "(both unretrieved)"])
+            i = j
+            continue
+        row = levels.iloc[i]
+        marks = [
+            name
+            for name, flag in (
+                ("lexiprecision", row["lexiprecision_decides"]),
+                ("lexirecall", row["lexirecall_decides"]),
+            )
+            if flag
+        ]
+        rows.append(
+            [
+                str(int(row["level"])),
+                _int(row["pos_a"]),
+                _int(row["pos_b"]),
+                f"{int(row['sgn']):+d}" if row["sgn"] else "0",
+                p_dcg[i],
+                p_inv[i],
+                "<- " + ", ".join(marks) if marks else "",
+            ]
+        )
+        i += 1
+    header = ["level", "pos A", "pos B", "sgn", "p(i) dcg", "p(i) inverse", ""]
+    return _table(header, rows, [True, True, True, True, False, False, False])
+
+
+def _population_table(pops: pd.DataFrame, what: str, precision: int | None) -> list[str]:
+    total = int(pops["size"].sum())
+    uniform = _texts(pops["rpp_uniform"], precision)
+    dcg = _texts(pops["rpp_dcg"], precision)
+    inverse = _texts(pops["rpp_inverse"], precision)
+    rows = [
+        [label, str(int(m)), f"{int(m)}/{total}", str(int(s)), u, d, v]
+        for label, m, s, u, d, v in zip(
+            pops["population"], pops["size"], pops["sgn"], uniform, dcg, inverse
+        )
+    ]
+    header = ["population", "m", what, "sum sgn", "RPP uniform", "RPP dcg", "RPP inverse"]
+    return _table(header, rows, [False, True, True, True, False, False, False])
+
+
+def _value_lines(values: dict, names: Sequence[str], how: dict, precision: int | None):
+    present = [n for n in names if n in values]
+    texts = _texts([values[n] for n in present], precision)
+    width = max((len(n) for n in present), default=0)
+    return [f"  {n.ljust(width)} = {how[n]} = {t}" for n, t in zip(present, texts)]
+
+
+def _rr_text(row) -> str:
+    def inverse(pos):
+        return "0" if pd.isna(pos) else f"1/{int(pos)}"
+
+    return f"{inverse(row['pos_a'])} - {inverse(row['pos_b'])}"
+
+
+def _query_text(query: pd.DataFrame, precision: int | None, asked: Sequence[str]) -> list[str]:
+    first = query.iloc[0]
+    measures = query[query["row"] == "measure"]
+    values = dict(zip(measures["measure"], measures["value"]))
+    lines = [
+        f"query {first['query_id']}: A = {first['run_a']}, B = {first['run_b']} "
+        "(Delta > 0: A preferred)"
+    ]
+    width = max((len(n) for n in values), default=0)
+    for name, text in zip(values, _texts(list(values.values()), precision)):
+        lines.append(f"  {name.ljust(width)}  {text}")
+    pops = query[query["row"] == "population"]
+    levels = query[query["row"] == "level"]
+    binary = pops[pops["family"] == "binary"].iloc[0]
+    m = int(binary["size"])
+    lines.append("")
+    lines.append(
+        f"binary population ({binary['population']}): m = {m}, p(i) uniform = 1/{m}, "
+        f"sum sgn = {int(binary['sgn'])}"
+    )
+    lines += _level_lines(levels[levels["family"] == "binary"], precision)
+    decided = levels[(levels["family"] == "binary") & levels["lexiprecision_decides"]]
+    if len(decided):
+        row = decided.iloc[0]
+        rr = _texts([row["rr_term"]], precision)[0]
+        lines.append(
+            f"  lexiprecision: level {int(row['level'])} decides, sgn {int(row['sgn']):+d}; "
+            f"rrLP = {_rr_text(row)} = {rr}"
+        )
+        row = levels[(levels["family"] == "binary") & levels["lexirecall_decides"]].iloc[0]
+        lines.append(f"  lexirecall: level {int(row['level'])} decides, sgn {int(row['sgn']):+d}")
+    else:
+        lines.append("  lexiprecision, lexirecall: every level ties (0)")
+    binary_rpp = measures[measures["measure"].isin(["rpp", "dcgrpp", "invrpp"])]
+    if binary_rpp["family"].eq("binary").any():
+        how = {
+            "rpp": f"sum sgn / m = {int(binary['sgn'])}/{m}",
+            "dcgrpp": "sum sgn x p(i) dcg",
+            "invrpp": "sum sgn x p(i) inverse",
+        }
+        lines.append("  binary RPP (eq. 4):")
+        lines += _value_lines(values, ["rpp", "dcgrpp", "invrpp"], how, precision)
+    blocks = [
+        ("graded", "graded RPP (eq. 5), p(lambda) = m_lambda / sum m", "p(lambda)", "rpp"),
+        ("subtopic", "subtopic RPP (eq. 6), p(t) = m_t / sum m", "p(t)", "strpp"),
+    ]
+    for family, title, what, prefix in blocks:
+        fam = pops[pops["family"] == family]
+        names = [prefix, prefix.replace("rpp", "dcgrpp"), prefix.replace("rpp", "invrpp")]
+        if not len(fam):
+            if family == "subtopic" and set(names) & set(asked):
+                lines += ["", "subtopic RPP: no subtopic-relevant document, undefined here"]
+            continue
+        sgn, size = int(fam["sgn"].sum()), int(fam["size"].sum())
+        how = {
+            names[0]: f"sum sgn / sum m = {sgn}/{size}",
+            names[1]: f"sum {what} x RPP dcg",
+            names[2]: f"sum {what} x RPP inverse",
+        }
+        lines += ["", title]
+        lines += _population_table(fam, what, precision)
+        lines += _value_lines(values, names, how, precision)
+    return lines
+
+
+def to_text(frame: pd.DataFrame, precision: int | None = None, measures: Sequence[str] = ()) -> str:
+    """The explanation as text for people: per query the measure values (as compare -q
+    writes them), the binary population's aligned levels with the levels deciding
+    lexiprecision and lexirecall, and the graded and subtopic populations; ``measures``
+    (names) asked for, to say so when a subtopic measure is undefined on a query."""
+    out: list[str] = []
+    for _query, part in frame.groupby("query_id", sort=False):
+        if out:
+            out.append("")
+        out += _query_text(part, precision, measures)
+    return "\n".join(out) + "\n" if out else ""

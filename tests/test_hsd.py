@@ -1,0 +1,169 @@
+"""The randomized Tukey HSD (issue 11): exact permutations, determinism, speed-neutral
+options.  Exact p-values come from enumerating every combination of row permutations
+on tiny matrices in rational arithmetic (each score read as the fraction with the
+smallest denominator up to 1000), so ties are decided exactly."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from prefeval.aggregation import Evidence
+from prefeval.statistics import _digit_groups, _trial_ranges, hsd_pvalues, pair_tests
+
+
+def all_pairs(n: int) -> np.ndarray:
+    return np.stack(np.triu_indices(n, 1), axis=1)
+
+
+def exact_pvalues(scores, pairs) -> list[Fraction]:
+    """The permutation p-value: the share of all (n!)^q combinations of row orders whose
+    range of column sums is >= |sum_a - sum_b| (exact fractions: ties count)."""
+    rows = [[Fraction(x).limit_denominator(1000) for x in row] for row in scores]
+    n = len(rows[0])
+    totals = [sum(row[j] for row in rows) for j in range(n)]
+    observed = [abs(totals[a] - totals[b]) for a, b in pairs]
+    ranges = []
+    for orders in itertools.product(itertools.permutations(range(n)), repeat=len(rows)):
+        sums = [sum(row[order[j]] for row, order in zip(rows, orders)) for j in range(n)]
+        ranges.append(max(sums) - min(sums))
+    return [Fraction(sum(r >= o for r in ranges), len(ranges)) for o in observed]
+
+
+def entropy(seed: int = 0):
+    return np.random.SeedSequence(seed).entropy
+
+
+def test_digit_groups_cover_every_fisher_yates_step():
+    assert _digit_groups(21) == [
+        (21 * 20 * 19 * 18 * 17 * 16 * 15, list(range(20, 13, -1))),
+        (math.factorial(14) // math.factorial(4), list(range(13, 3, -1))),
+        (4 * 3 * 2, [3, 2, 1]),
+    ]
+    assert _digit_groups(2) == [(2, [1])]
+    assert _digit_groups(1) == []
+    for n in (3, 13, 14, 110):
+        groups = _digit_groups(n)
+        assert [k for _, steps in groups for k in steps] == list(range(n - 1, 0, -1))
+        assert math.prod(product for product, _ in groups) == math.factorial(n)
+        assert all(product <= 1 << 32 for product, _ in groups)
+
+
+# halves: the column sums and the observed differences tie exactly in many combinations
+TINY = {
+    "3x3 halves": np.array([[1.0, 0.5, 0.0], [0.5, 0.5, 0.0], [1.0, 0.0, 0.5]]),
+    "3x3 reals": np.array([[0.9, 0.2, 0.4], [0.35, 0.8, 0.1], [0.7, 0.05, 0.6]]),
+    "4x2 thirds": np.array([[1, 0], [2 / 3, 1 / 3], [1, 1 / 3], [0, 1 / 3]]),
+    "2x4": np.array([[0.9, 0.1, 0.2, 0.0], [0.8, 0.3, 0.0, 0.1]]),
+    "3x4 quarters": np.array([[1, 0, 0.5, 0.25], [0.75, 0, 0.5, 1], [1, 0.25, 0, 0.5]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_randomized_pvalues_estimate_the_exact_permutation_pvalue(name):
+    scores = TINY[name]
+    pairs = all_pairs(scores.shape[1])
+    exact = np.array([float(p) for p in exact_pvalues(scores, pairs)])
+    assert np.any((exact > 0.05) & (exact < 0.95))  # not a trivial case
+    trials = 20000
+    p = hsd_pvalues(scores, pairs, trials, seed=11, progress=False)
+    # p = (1 + count) / (1 + B): count ~ Binomial(B, exact)
+    count = p * (1 + trials) - 1
+    np.testing.assert_allclose(count, np.round(count), atol=1e-6)
+    spread = np.sqrt(exact * (1 - exact) * trials)
+    assert np.all(np.abs(count - exact * trials) <= 4.5 * spread + 1), (count, exact * trials)
+
+
+def test_every_order_of_a_row_is_equally_likely():
+    """n = 21 (three digit groups, two near the uint32 limit): the value that meets
+    query 0's 1 is uniform.
+
+    Query 0 has a 1 in one column, 0 elsewhere; query 1 has the values 0, 0.001, ...,
+    0.020.  A trial's range of column sums is 1 + v - (the least other value of query
+    1), v the value that lands with the 1: 1 + v for v > 0, 0.999 for v = 0.  The range
+    tells v, which must be uniform."""
+    n, trials = 21, 21000
+    values = np.arange(n) / 1000.0
+    columns = np.stack([np.eye(n)[0], values], axis=1)  # runs x queries
+    ranges = _trial_ranges(columns, 0, trials, entropy(4)) * 2  # means: sums / 2 queries
+    v = np.where(ranges < 1.0, ranges - 0.999, ranges - 1.0)
+    landed = np.rint(v * 1000.0).astype(int)
+    np.testing.assert_allclose(v * 1000.0, landed, atol=1e-6)
+    counts = np.bincount(landed, minlength=n)
+    assert counts.sum() == trials and len(counts) == n
+    assert stats.chisquare(counts).pvalue > 1e-3, counts
+
+
+def test_trial_streams_do_not_depend_on_chunks():
+    """Trial t's range is the same float whatever trials it is computed with."""
+    rng = np.random.default_rng(3)
+    columns = np.ascontiguousarray(rng.random((6, 9)))
+    whole = _trial_ranges(columns, 0, 40, entropy(2))
+    parts = np.concatenate([_trial_ranges(columns, a, b, entropy(2)) for a, b in
+                            ((0, 1), (1, 8), (8, 9), (9, 40))])  # fmt: skip
+    np.testing.assert_array_equal(whole, parts)
+    assert len(np.unique(whole)) > 20  # the trials differ
+    assert not np.array_equal(whole, _trial_ranges(columns, 0, 40, entropy(3)))
+    # blocks of 4 trials per stream (the last one short): split at block boundaries
+    whole = _trial_ranges(columns, 0, 38, entropy(2), per_stream=4)
+    parts = np.concatenate([_trial_ranges(columns, a, b, entropy(2), per_stream=4) for a, b in
+                            ((0, 4), (4, 12), (12, 36), (36, 38))])  # fmt: skip
+    np.testing.assert_array_equal(whole, parts)
+    assert len(np.unique(whole)) > 20
+
+
+def test_pvalues_do_not_depend_on_threads_or_chunk_size():
+    rng = np.random.default_rng(5)
+    scores = rng.random((30, 7)) + np.linspace(0, 0.3, 7)
+    pairs = all_pairs(7)
+    trials = 700
+    reference = hsd_pvalues(scores, pairs, trials, seed=9, progress=False, threads=1)
+    assert np.any((reference > 0.05) & (reference < 0.95)) and np.any(reference < 0.05)
+    for threads, chunk_rows in ((2, None), (3, 1), (1, 31), (2, 300), (1, 10**7)):
+        again = hsd_pvalues(
+            scores, pairs, trials, seed=9, progress=False, threads=threads, chunk_rows=chunk_rows
+        )
+        np.testing.assert_array_equal(again, reference, err_msg=f"{threads=} {chunk_rows=}")
+
+
+def test_pvalues_do_not_depend_on_the_order_of_the_runs():
+    rng = np.random.default_rng(8)
+    runs = ["b", "e", "a", "d", "c"]
+    values = rng.random((12, 5)) + np.linspace(0, 0.4, 5)
+    queries = [str(i) for i in range(12)]
+
+    def hsd(order):
+        ev = Evidence([runs[i] for i in order], queries, None, {"X": values[:, order]},
+                      {"X": True})  # fmt: skip
+        table = pair_tests(ev, ("hsd",), trials=500, seed=1, progress=False)
+        return {frozenset(k): p for k, p in zip(zip(table.run_a, table.run_b), table.p_value)}
+
+    first = hsd([0, 1, 2, 3, 4])
+    assert len(first) == 10 and len(set(first.values())) > 3
+    assert first == hsd([3, 0, 4, 2, 1]) == hsd([4, 3, 2, 1, 0])
+
+
+def test_pvalues_are_deterministic_per_seed():
+    scores = TINY["3x3 reals"]
+    pairs = all_pairs(3)
+    a = hsd_pvalues(scores, pairs, 300, seed=7, progress=False)
+    np.testing.assert_array_equal(a, hsd_pvalues(scores, pairs, 300, seed=7, progress=False))
+    assert not np.array_equal(a, hsd_pvalues(scores, pairs, 300, seed=8, progress=False))
+
+
+def test_degenerate_matrices():
+    # two runs: one Fisher-Yates step; run 0 wins every query by 1 and the range of a
+    # trial is |sum of +-1| / q: it reaches 1 only when all 5 signs agree (2 / 2^5)
+    scores = np.array([[1.0, 0.0]] * 5)
+    trials = 6000
+    p = hsd_pvalues(scores, all_pairs(2), trials, seed=0, progress=False)
+    count = p[0] * (1 + trials) - 1
+    assert abs(count - trials / 16) <= 4.5 * np.sqrt(trials / 16 * 15 / 16)
+    # no queries or a single run: nothing to test
+    np.testing.assert_array_equal(hsd_pvalues(np.empty((0, 3)), all_pairs(3), 10), 1.0)
+    assert hsd_pvalues(np.ones((4, 1)), all_pairs(1), 10).shape == (0,)
