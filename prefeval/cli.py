@@ -13,7 +13,11 @@ import click
 
 from ._version import __version__
 
-FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl"], case_sensitive=False)
+FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl", "parquet"], case_sensitive=False)
+FORMAT_HELP = (
+    "Output format: tsv (header line), csv (header line), jsonl, or parquet (binary: "
+    "-o FILE or a redirected stdout)."
+)
 #: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
 MAX_RANK = 2**31 - 1
 SEED = click.IntRange(0, 2**63 - 1)
@@ -69,6 +73,10 @@ class PrefevalCommand(click.Command):
         if sum(1 for path in inputs if path == "-") > 1:
             raise click.UsageError("'-' (standard input) may be given for one input only")
         output = ctx.params.get("output")
+        fmt = ctx.params.get("fmt")
+        if fmt is not None and fmt.lower() == "parquet" and output in (None, "-"):
+            if sys.stdout.isatty():
+                raise click.UsageError("-f parquet writes binary: give -o FILE or redirect")
         if output is not None and output != "-":
             import os
 
@@ -253,7 +261,7 @@ def _parse_measures(measures, has_subtopics):
     type=FORMAT_CHOICE,
     default="tsv",
     show_default=True,
-    help="Output format: tsv with a header line, csv with a header line, or JSON lines.",
+    help=FORMAT_HELP,
 )
 @click.option(
     "-o",
@@ -298,10 +306,11 @@ def compare(
         relevant_with_notice,
         stderr_notice,
     )
-    from .readers import read_qrels, run_name
+    from .readers import read_qrels, run_names
     from .writers import write_frames
 
-    if len(runs) < 2:
+    names = run_names(runs)  # a Parquet table of many runs stands for its runs
+    if len(names) < 2:
         raise click.UsageError("need at least two runs to compare")
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
@@ -311,7 +320,7 @@ def compare(
     pairs = None
     if against:
         with usage_errors():
-            pairs = against_pairs([run_name(r) for r in runs], against)
+            pairs = against_pairs(names, against)
     positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
     total = SummaryAccumulator()
 
@@ -396,7 +405,7 @@ def output_options(func):
         type=FORMAT_CHOICE,
         default="tsv",
         show_default=True,
-        help="Output format: tsv (header line), csv (header line) or jsonl.",
+        help=FORMAT_HELP,
     )(func)
 
 
@@ -455,17 +464,20 @@ def _analysis(
                 "were computed when the table was written); drop "
                 + ("them" if len(given) > 1 else "it")
             )
-    if prefs is None and len(runs) < 2:
-        raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
+    if prefs is None:
+        from .readers import run_names
+
+        names = run_names(runs)  # a Parquet table of many runs stands for its runs
+        if len(names) < 2:
+            raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
     baselines = _baseline_names(baselines) if baselines else None
     if against:
         options["against"] = list(against)
         if prefs is None:  # unknown names before any run is read
             from .engine import against_pairs
-            from .readers import run_name
 
             with usage_errors():
-                against_pairs([run_name(r) for r in runs], against)
+                against_pairs(names, against)
     with usage_errors():
         return getattr(api, command)(
             qrels,
@@ -1080,11 +1092,11 @@ def pairs(
     "-f",
     "--format",
     "fmt",
-    type=click.Choice(["text", "tsv", "csv", "jsonl"], case_sensitive=False),
+    type=click.Choice(["text", "tsv", "csv", "jsonl", "parquet"], case_sensitive=False),
     default="text",
     show_default=True,
-    help="text for people; tsv, csv (header line) or jsonl: one row per query, population "
-    "and recall level.",
+    help="text for people; tsv, csv (header line), jsonl or parquet (binary: -o FILE or a "
+    "redirected stdout): one row per query, population and recall level.",
 )
 @click.option(
     "-o",
@@ -1102,7 +1114,8 @@ def explain(
     the i-th relevant document in A and B at every recall level of the binary
     population with sgn and p(i), the levels deciding lexiprecision and lexirecall,
     then the graded (eq. 5) and subtopic (eq. 6) populations with their weights and
-    RPP, summing to the reported values.
+    RPP, summing to the reported values. RUN_A RUN_B may be one Parquet table of two
+    runs (a run column): A is the first name in sorted order.
 
     \b
     Example:
@@ -1111,11 +1124,12 @@ def explain(
     from .engine import stderr_notice
     from .explanations import explain as explain_table
     from .explanations import to_text
-    from .readers import read_qrels
+    from .readers import read_qrels, run_names
     from .writers import atomic_output, write_stdout, write_table
 
-    if len(runs) != 2:
-        raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {len(runs)}")
+    count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
+    if count != 2:
+        raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
     if queries and top is not None:
         raise click.UsageError("give -q/--query or --top, not both")
     judged = read_qrels(qrels)

@@ -26,7 +26,7 @@ from .measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_p
 from .positions import RunPositions, position_matrix, run_positions
 from .progress import progress_bar
 from .qrels import Qrels, RelevantSet
-from .readers import decompress, name_runs, parse_run, read_raw, read_run
+from .readers import name_runs, parse_any_run, read_raw, read_run
 
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
@@ -204,7 +204,9 @@ def load_runs(
     """Read runs (on all cores), keeping only relevant positions and retrieved counts;
     run files already reduced against the same judgments come from the cache.
 
-    ``sources`` are paths, pandas DataFrames, or a mapping name -> source.
+    ``sources`` are paths (TREC text, gzip or Parquet), pandas DataFrames, or a mapping
+    name -> source.  A file's cache key is the digest of its stored bytes, Parquet too;
+    the runs of a many-run Parquet table are read whole and not cached.
     """
     named = name_runs(sources)
     items = [(None, source) for _, source in named]
@@ -228,7 +230,7 @@ def load_runs(
                 except KeyError:
                     pass
                 cache.invalid("runs", key)
-            columns = parse_run(decompress(raw, path), path, name, known=relevant.docnos())
+            columns = parse_any_run(raw, path, name, known=relevant.docnos())
             positions = run_positions(columns, relevant, max_docs)
             if key:
                 cache.put(

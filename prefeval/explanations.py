@@ -275,9 +275,11 @@ def explain(
     measure_list = parse_measures(
         [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
     )
-    sources = list(runs.items()) if isinstance(runs, dict) else list(runs)
-    if len(sources) != 2:
-        raise ValueError(f"explain compares two runs, not {len(sources)}")
+    from .readers import name_runs
+
+    runs = dict(name_runs(runs))  # a many-run (Parquet) table stands for its runs
+    if len(runs) != 2:
+        raise ValueError(f"explain compares two runs, not {len(runs)}")
     all_queries = qrels.query_ids()
     if queries:
         select_queries(qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries)

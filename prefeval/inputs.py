@@ -52,17 +52,20 @@ def _column(frame: pd.DataFrame, names: tuple, what: str, where: str, required: 
     return frame[present[0]]
 
 
-def id_strings(values, what: str, where: str) -> np.ndarray:
-    """Ids as an object array of ``str``, as the text reader sees them (see module doc)."""
+def id_strings(values, what: str, where: str, first_row: int = 0) -> np.ndarray:
+    """Ids as an object array of ``str``, as the text reader sees them (see module doc);
+    rows in errors are counted from ``first_row`` (0 as pandas' positions)."""
     values = pd.Series(values, copy=False).reset_index(drop=True)
     if isinstance(values.dtype, pd.CategoricalDtype):
         codes = values.cat.codes.to_numpy()
         if (codes < 0).any():
-            raise InputError(where, None, f"row {int(np.argmax(codes < 0))}: missing {what}")
-        return id_strings(values.cat.categories.to_series(), what, where)[codes]
+            raise InputError(
+                where, None, f"row {first_row + int(np.argmax(codes < 0))}: missing {what}"
+            )
+        return id_strings(values.cat.categories.to_series(), what, where, first_row)[codes]
     missing = values.isna().to_numpy()
     if missing.any():
-        raise InputError(where, None, f"row {int(np.argmax(missing))}: missing {what}")
+        raise InputError(where, None, f"row {first_row + int(np.argmax(missing))}: missing {what}")
     kind = pd.api.types.infer_dtype(values, skipna=False)
     if kind in ("string", "empty"):
         out = values.to_numpy(dtype=object)
@@ -76,7 +79,8 @@ def id_strings(values, what: str, where: str) -> np.ndarray:
             raise InputError(
                 where,
                 None,
-                f"row {row}: {what} {float(number[row])!r} is not an integer; give ids as strings",
+                f"row {first_row + row}: {what} {float(number[row])!r} is not an integer; "
+                "give ids as strings",
             )
         out = pd.Series(number.astype(np.int64)).astype(str).to_numpy(dtype=object)
     else:
@@ -89,7 +93,7 @@ def id_strings(values, what: str, where: str) -> np.ndarray:
         )
     empty = out == ""
     if empty.any():
-        raise InputError(where, None, f"row {int(np.argmax(empty))}: empty {what}")
+        raise InputError(where, None, f"row {first_row + int(np.argmax(empty))}: empty {what}")
     return out
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from .errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
 #: query id of summary rows (as in trec_eval); not allowed as a real query id
 RESERVED_QUERY = "all"
 
@@ -106,21 +107,54 @@ def read_bytes(path: str | os.PathLike) -> bytes:
     return decompress(read_raw(path), path)
 
 
+def text_bytes(raw: bytes, path: str) -> bytes:
+    """The text of a TREC file from its stored bytes (gunzipped); a gzip-compressed
+    Parquet file is an error."""
+    from .parquet import is_parquet
+
+    data = decompress(raw, path)
+    if data is not raw and is_parquet(data):
+        raise InputError(
+            path,
+            None,
+            "a gzip-compressed Parquet file: Parquet compresses its columns itself; "
+            "give the Parquet file uncompressed",
+        )
+    return data
+
+
 def run_name(path: str | os.PathLike) -> str:
-    """Run name from a file name: basename without a leading ``input.`` and a trailing ``.gz``
-    (``stdin`` for ``-``).
+    """Run name from a file name: basename without a leading ``input.`` and a trailing ``.gz``,
+    ``.parquet`` or ``.pq`` (``stdin`` for ``-``).
 
     This is the rule of the reference implementation (pref_eval), restricted to the
-    start and the end of the name.
+    start and the end of the name.  A trailing ``.parquet`` or ``.pq`` (Parquet's
+    extensions, a container like ``.gz``) is dropped too: ``bm25.parquet`` is ``bm25``.
     """
     if os.fspath(path) == STDIN:
         return "stdin"
     name = os.path.basename(os.fspath(path))
     if name.startswith("input."):
         name = name[len("input.") :]
-    if name.endswith(".gz"):
-        name = name[: -len(".gz")]
+    for extension in (".gz", ".parquet", ".pq"):
+        if name.endswith(extension):
+            name = name[: -len(extension)]
+            break
     return name
+
+
+def run_names(runs) -> list[str]:
+    """The names :func:`name_runs` gives the run paths ``runs``, a many-run Parquet table
+    standing for its runs (only its run column is read)."""
+    from . import parquet
+
+    names: list[str] = []
+    for path in runs:
+        if parquet.has_runs_column(path):
+            names.extend(parquet.run_names(path))
+        else:
+            names.append(run_name(path))
+    return names
 
 
 def name_runs(runs) -> list[tuple[str, object]]:
@@ -128,14 +162,31 @@ def name_runs(runs) -> list[tuple[str, object]]:
     :class:`RunColumns`' name, ``run{i}`` for another in-memory run at position i (from 1).
 
     One path, DataFrame or RunColumns alone is a list of one; two runs with one name are
-    an error.
+    an error.  A path to a Parquet table with a ``run`` (or ``name``) column stands for
+    its runs, read at once (named by that column, in sorted name order).
     """
+    from . import parquet
+
     if isinstance(runs, (str, os.PathLike, RunColumns)) or _is_frame(runs):
         runs = [runs]
     items = list(runs.items()) if isinstance(runs, dict) else [(None, s) for s in runs]
+    expanded = []
+    for i, (name, source) in enumerate(items):
+        if isinstance(source, (str, os.PathLike)) and parquet.has_runs_column(source):
+            path = os.fspath(source)
+            if name is not None:
+                raise InputError(
+                    path,
+                    None,
+                    f"a table of many runs (a run column) given as the one run {name!r}; "
+                    "give it in a list of runs",
+                )
+            expanded.extend((i, run.name, run) for run in parquet.parse_runs(read_raw(path), path))
+        else:
+            expanded.append((i, name, source))
     out: list[tuple[str, object]] = []
     seen: dict[str, int] = {}
-    for i, (name, source) in enumerate(items):
+    for i, name, source in expanded:
         if name is None:
             if isinstance(source, RunColumns):
                 name = source.name
@@ -146,6 +197,8 @@ def name_runs(runs) -> list[tuple[str, object]]:
         name = str(name)
         if name in seen:
             where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
+            if isinstance(source, RunColumns):
+                where = source.path
             raise InputError(
                 os.fspath(where),
                 None,
@@ -192,6 +245,8 @@ class FirstError:
     """Problems found by vectorized checks, each its first offending line; the one on
     the earliest line is reported, as a line-by-line reader would."""
 
+    unit = "line"
+
     def __init__(self, path: str):
         self.path = path
         self.found: list[tuple[int, str]] = []
@@ -237,6 +292,8 @@ def split_fields(data: bytes, path: str, wanted: int, exact: bool, what: str, pa
         start, message = problem
         if parse is not None and start > 0:
             parse(data[:start], path)  # raises on an earlier problem
+        if data.startswith(PARQUET_MAGIC):
+            message += " (the file starts like Parquet, PAR1, but does not end like it: truncated?)"
         raise InputError(path, _line_of(data, start), message)
     errors = FirstError(path)
     raw = np.frombuffer(data, dtype=np.uint8)
@@ -389,17 +446,32 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
     ``iter`` is ``0`` or ``Q0`` for plain judgments; any other integer is a
     Web-track (ndeval) subtopic id.  Grades are finite numbers.
     """
+    fields = split_fields(data, path, 4, True, "qid iter docno grade", parse_qrels)
+    qid, it, docno, grade = fields.columns
+    return qrels_rows(
+        qid,
+        it,
+        docno,
+        lambda: _numbers(grade, fields, "grade", allow_inf=False),
+        fields.errors,
+        fields.line,
+    )
+
+
+def qrels_rows(qid, it, docno, grades, errors, line) -> QrelsRows:
+    """The checks of judgment rows shared by the text and Parquet readers: ``qid``,
+    ``it``, ``docno`` string arrays, ``grades()`` the float grades (adding its problems
+    to ``errors``), ``line`` each row's line number (None: rows counted from 1)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fields = split_fields(data, path, 4, True, "qid iter docno grade", parse_qrels)
-    errors = fields.errors
-    qid, it, docno, grade = fields.columns
+    if line is None:
+        line = np.arange(1, len(qid) + 1)
     reserved = np.asarray(pc.equal(qid, RESERVED_QUERY), dtype=bool)
     if reserved.any():
         k = int(np.flatnonzero(reserved)[0])
         errors.add(
-            fields.line[k],
+            line[k],
             f"query id {RESERVED_QUERY!r} is reserved for summary rows; rename the query",
         )
     plain = pc.is_in(it, value_set=pa.array(["0", "Q0"], it.type))
@@ -409,13 +481,13 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         k = _first_uncastable(it_text, pa.int64())
         errors.add(
-            fields.line[k],
+            line[k],
             f"iteration {it[k].as_py()!r} is neither 0, Q0 nor an integer subtopic id",
         )
         iteration = np.zeros(len(it), dtype=np.int64)
         iteration[:k] = np.asarray(pc.cast(it_text.slice(0, k), pa.int64()), dtype=np.int64)
         iteration[k:] = -np.arange(1, len(it) - k + 1)  # distinct: no false duplicates
-    relevance = _numbers(grade, fields, "grade", allow_inf=False)
+    relevance = grades()
     qcode, _ = _codes(qid)
     dcode, _ = _codes(docno)
     _, icode = np.unique(iteration, return_inverse=True)
@@ -424,11 +496,11 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
         row, earlier = duplicate
         subtopic = int(iteration[row])
         errors.add(
-            fields.line[row],
+            line[row],
             f"duplicate judgment of document {docno[row].as_py()!r} for query "
             f"{qid[row].as_py()!r}"
             + (f" subtopic {subtopic}" if subtopic else "")
-            + f" (first at line {int(fields.line[earlier])})",
+            + f" (first at {errors.unit} {int(line[earlier])})",
         )
     errors.check()
     return QrelsRows(qid.to_pylist(), iteration, docno.to_pylist(), relevance)
@@ -447,8 +519,14 @@ def read_qrels(source, *, name: str | None = None):
         return source
     if _is_frame(source):
         return Qrels.from_frame(source, name=name or "<qrels DataFrame>")
+    from . import parquet
+
     path = os.fspath(source)
-    rows = parse_qrels(read_bytes(path), path)
+    raw = read_raw(path)
+    if parquet.is_parquet(raw):
+        rows = parquet.parse_qrels(raw, path)
+    else:
+        rows = parse_qrels(text_bytes(raw, path), path)
     return Qrels.from_rows(rows, name=name or path)
 
 
@@ -607,7 +685,17 @@ def read_run(source, *, name: str | None = None) -> RunColumns:
     if _is_frame(source):
         return _run_from_frame(source, name or "run")
     path = os.fspath(source)
-    return parse_run(read_bytes(path), path, name)
+    return parse_any_run(read_raw(path), path, name)
+
+
+def parse_any_run(raw: bytes, path: str, name: str | None = None, known=None) -> RunColumns:
+    """One run from a file's stored bytes: Parquet (by its magic bytes), else TREC text
+    (plain or gzip); see :func:`parse_run`."""
+    from . import parquet
+
+    if parquet.is_parquet(raw):
+        return parquet.parse_run(raw, path, name or run_name(path), known)
+    return parse_run(text_bytes(raw, path), path, name, known)
 
 
 def _run_from_frame(frame, name: str) -> RunColumns:

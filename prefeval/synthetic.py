@@ -392,6 +392,27 @@ def _write(path: Path, data: bytes, gz: bool) -> int:
     return len(data)
 
 
+def _write_runs_table(path: Path, names: list[str], texts: list[bytes]) -> int:
+    """All runs in one Parquet table ``run, query_id, doc_id, score`` (the runs' lines in
+    order, scores as the text reader reads them), for the examples of Parquet input."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .readers import parse_run
+
+    runs = [parse_run(data, f"input.{name}", name) for name, data in zip(names, texts)]
+    table = pa.table(
+        {
+            "run": pa.array([r.name for r in runs for _ in range(len(r))], pa.string()),
+            "query_id": pa.concat_arrays([r.query_id for r in runs]),
+            "doc_id": pa.concat_arrays([r.doc_id for r in runs]),
+            "score": pa.array(np.concatenate([r.score for r in runs]), pa.float64()),
+        }
+    )
+    pq.write_table(table, path, compression="zstd")
+    return path.stat().st_size
+
+
 def generate(
     out_dir, shape: str = "sample", scale: float = 1.0, seed: int = 0, gzip_runs: bool = False
 ) -> dict:
@@ -399,7 +420,8 @@ def generate(
 
     ``scale`` multiplies the number of queries (at least 2; ignored for ``sample``).
     With ``gzip_runs`` every run is written as ``input.<name>.gz``; the ``sample`` shape
-    always gzips ``input.sys06``.  Returns a dict of counts.
+    always gzips ``input.sys06`` and also writes every run in one Parquet table
+    ``runs.parquet`` (columns ``run, query_id, doc_id, score``).  Returns a dict of counts.
     """
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; choose from {sorted(SHAPES)}")
@@ -422,6 +444,7 @@ def generate(
 
     run_lines = 0
     names = []
+    texts = []
     width = max(2, len(str(sh.runs)))  # sys01.. or sys001.. so names sort as strings
     for r, ss in enumerate(runs_ss.spawn(sh.runs)):
         name = f"sys{r + 1:0{width}d}"
@@ -434,6 +457,9 @@ def generate(
         nbytes += _write(path, data, gz)
         run_lines += n
         names.append(name)
+        texts.append(data)
+    if sh.name == "sample":
+        nbytes += _write_runs_table(out / "runs.parquet", names, texts)
 
     return {
         "shape": sh.name,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-from .readers import BOM, read_bytes
+from .readers import BOM, read_raw, text_bytes
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
@@ -27,7 +27,8 @@ NO_METRIC_ROWS = "no per-query rows (summary rows only: write the table with met
 
 
 def read_table(path: str, required: list[str]) -> pd.DataFrame:
-    """A tsv/csv/jsonl table (format sniffed from its first line); text columns as str.
+    """A tsv/csv/jsonl table (format sniffed from its first line), or a Parquet table
+    (by its magic bytes, :func:`prefeval.parquet.read_table`); text columns as str.
 
     A leading UTF-8 byte-order mark is skipped.  tsv fields are taken verbatim (the
     tsv writer does not quote, so a ``"`` is an ordinary character); csv fields may
@@ -37,7 +38,12 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
 
-    data = read_bytes(path)
+    from . import parquet
+
+    raw = read_raw(path)
+    if parquet.is_parquet(raw):
+        return parquet.read_table(raw, path, required)
+    data = text_bytes(raw, path)
     start = len(BOM) if data.startswith(BOM) else 0
     buffer = pa.py_buffer(data).slice(start)  # no copy of a large table
     first = _NON_SPACE.search(data, start)

@@ -1,9 +1,13 @@
-"""Table writers: tsv (with header), csv and jsonl, to stdout or atomically to a file.
+"""Table writers: tsv (with header), csv, jsonl and Parquet, to stdout or atomically to
+a file.
 
 Floats are written in their shortest round-trip form (Python's ``repr``), or with
 ``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  A missing
 value (NaN, or NA in a nullable integer or boolean column) is empty in tsv and csv,
-``null`` in jsonl.  Lines are
+``null`` in jsonl.  Parquet keeps the DataFrame's column types (categoricals as
+dictionary-encoded strings, float64, int64) and full precision; with ``precision`` N
+each float is the float64 nearest its ``%.Nf`` text, exactly what reading the tsv
+written with N back gives.  Lines are
 assembled column-wise with pyarrow so that millions of rows are written at the speed
 of the disk.  A file is written to a temporary name in its folder and renamed into
 place only when complete.
@@ -21,6 +25,8 @@ import numpy as np
 import pandas as pd
 
 FORMATS = ("tsv", "csv", "jsonl")
+#: binary formats, written by :func:`write_table` only (never to a terminal)
+BINARY_FORMATS = ("parquet",)
 #: float columns that echo a parameter (discpower's alpha, robustness' level): never rounded
 EXACT_COLUMNS = ("alpha", "level")
 _CHUNK = 1 << 20  # rows per formatting chunk
@@ -213,7 +219,18 @@ def write_table(
     frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv", precision: int | None = None
 ) -> None:
     """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout;
-    ``precision`` N writes floats as ``%.Nf`` (default: shortest round-trip form)."""
+    ``precision`` N writes floats as ``%.Nf`` (default: shortest round-trip form).
+    ``fmt`` ``parquet``: see :func:`parquet_bytes` (standard output must not be a
+    terminal)."""
+    if fmt in BINARY_FORMATS:
+        if output is None or output == "-":
+            if sys.stdout.isatty():
+                raise OutputError("<stdout>", PARQUET_TTY)
+            write_stdout([parquet_bytes(frame, precision)])
+            return
+        with atomic_output(output) as handle:
+            handle.write(parquet_bytes(frame, precision))
+        return
     if output is None or output == "-":
         write_stdout(iter_chunks(frame, fmt, precision=precision))
         return
@@ -229,6 +246,10 @@ def write_frames(
     same columns) one after the other, one header: a table too large to hold whole is
     written as it is computed, still atomically."""
 
+    if fmt in BINARY_FORMATS:
+        _write_parquet_frames(frames, output, precision)
+        return
+
     def chunks():
         for i, frame in enumerate(frames):
             yield from iter_chunks(frame, fmt, header=i == 0, precision=precision)
@@ -239,6 +260,82 @@ def write_frames(
     with atomic_output(output) as handle:
         for chunk in chunks():
             handle.write(chunk)
+
+
+def _write_parquet_frames(frames, output, precision) -> None:
+    """One Parquet file of ``frames``, a row group (or more) per frame, written as they
+    come (atomically to a file; to standard output once complete)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    def write(handle) -> None:
+        writer = None
+        try:
+            for frame in frames:
+                table = _parquet_table(frame, precision, writer.schema if writer else None)
+                if writer is None:
+                    writer = pq.ParquetWriter(handle, table.schema)
+                writer.write_table(table)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    if output is None or output == "-":
+        if sys.stdout.isatty():
+            raise OutputError("<stdout>", PARQUET_TTY)
+        buffer = io.BytesIO()
+        write(buffer)
+        write_stdout([buffer.getvalue()])
+        return
+    with atomic_output(output) as handle:
+        write(handle)
+
+
+PARQUET_TTY = "-f parquet writes binary: give -o FILE or redirect standard output"
+
+
+def parquet_bytes(frame: pd.DataFrame, precision: int | None = None) -> bytes:
+    """The Parquet file of ``frame`` (no index): its column types as they are; with
+    ``precision`` N each finite float (but :data:`EXACT_COLUMNS`) is the float64 nearest
+    its ``%.Nf`` text, the value a reader of the tsv table written with N gets."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(_parquet_table(frame, precision), sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _parquet_table(frame: pd.DataFrame, precision: int | None = None, schema=None):
+    """``frame`` as an Arrow table for Parquet (see :func:`parquet_bytes`); ``schema``:
+    cast to it (the first table's, when a table is written frame by frame)."""
+    import pyarrow as pa
+
+    if precision is not None:
+        frame = frame.copy()
+        for name in frame.columns:
+            series = frame[name]
+            if str(name) in EXACT_COLUMNS or not pd.api.types.is_float_dtype(series.dtype):
+                continue
+            values = series.to_numpy(dtype=np.float64)
+            finite = np.isfinite(values)
+            rounded = values.copy()
+            if finite.any():
+                text = fixed_text(values[finite], "tsv", precision)
+                rounded[finite] = np.asarray(text.cast(pa.float64()), dtype=np.float64)
+            frame[name] = rounded
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # one dictionary index type for every frame of a table (categoricals of frames with
+    # more or fewer categories would otherwise differ)
+    fields = [
+        pa.field(f.name, pa.dictionary(pa.int32(), f.type.value_type))
+        if pa.types.is_dictionary(f.type)
+        else f
+        for f in table.schema
+    ]
+    table = table.cast(pa.schema(fields, metadata=table.schema.metadata))
+    return table if schema is None else table.cast(schema)
 
 
 def write_stdout(chunks) -> None:

@@ -98,3 +98,27 @@ def test_compare_streams_blocks_and_keeps_the_summary(monkeypatch, tmp_path):
         .reset_index(drop=True)
         .equals(full[full.query_id == "all"].reset_index(drop=True))
     )
+
+
+def test_parquet_written_partition_by_partition(monkeypatch, tmp_path):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    one = tmp_path / "one.parquet"
+    assert (
+        invoke("compare", "-q", "-f", "parquet", "-o", one, SAMPLE / "qrels.txt", *RUNS).exit_code
+        == 0
+    )
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 1000)
+    many = tmp_path / "many.parquet"
+    assert (
+        invoke("compare", "-q", "-f", "parquet", "-o", many, SAMPLE / "qrels.txt", *RUNS).exit_code
+        == 0
+    )
+    assert pq.ParquetFile(many).num_row_groups > pq.ParquetFile(one).num_row_groups
+    a, b = (pd.read_parquet(p).astype({"query_id": str}) for p in (one, many))
+    key = ["measure", "run_a", "run_b", "query_id"]
+    a = a.sort_values(key).reset_index(drop=True).astype(str)
+    b = b.sort_values(key).reset_index(drop=True).astype(str)
+    assert a.equals(b)  # every row, the summary's bits too
