@@ -27,9 +27,11 @@ ANALYSIS = ("order_nb", "discpower_nb", "tau_nb")
 SCALING_RUNS = (10, 30, 110)  # robust: compare and FLOOR on the first N runs
 
 # Engines measured on the Parquet shapes: extra prefeval options per engine, or None when
-# this prefeval has no such engine (the rows are then reported as skipped).  Set the Dask
-# local-cluster option here once prefeval has one.
-PARQUET_ENGINES: dict[str, tuple[str, ...] | None] = {"local": (), "dask": None}
+# this prefeval has no such engine (the rows are then reported as skipped).  The Dask
+# engine (a local cluster of one worker process per core) exists for compare only.
+PARQUET_ENGINES: dict[str, tuple[str, ...] | None] = {"local": (), "dask": ("--engine", "dask")}
+#: the commands of each engine (None: all)
+ENGINE_COMMANDS: dict[str, tuple[str, ...] | None] = {"local": None, "dask": ("compare",)}
 
 
 @dataclass
@@ -238,6 +240,13 @@ def _parquet_entries() -> list[Entry]:
         def skip(_c: Ctx, why: str | None = why) -> str | None:
             return why
 
+        only = ENGINE_COMMANDS.get(eng)
+
+        def skip_analysis(_c: Ctx, why: str | None = why, only=only, eng=eng) -> str | None:
+            if only is not None and "order" not in only:
+                return f"skipped: the {eng} engine computes compare only"
+            return why
+
         def pf(cmd: str, *o: str, to: str, e: tuple[str, ...] = opts or ()):
             return lambda c: c.pref(cmd, *e, *o, "-o", c.o(to))
 
@@ -258,13 +267,13 @@ def _parquet_entries() -> list[Entry]:
                 f"order_nb{sfx}",
                 f"`order --no-baselines`, {eng} engine",
                 pf("order", "--no-baselines", to=f"order{sfx}.tsv"),
-                skip=skip,
+                skip=skip_analysis,
             ),
             Entry(
                 f"discpower_nb_10k{sfx}",
                 f"`discpower --no-baselines --trials 10000` (ttest, sign, hsd), {eng} engine",
                 pf("discpower", "--no-baselines", "--trials", "10000", to=f"dp{sfx}.tsv"),
-                skip=skip,
+                skip=skip_analysis,
             ),
         ]
     return out

@@ -208,8 +208,8 @@ SHAPES: dict[str, DataShape] = {
         DataShape("robust", "trec", "trec", summary="TREC Robust-like, 110 runs x 249 queries"),
         DataShape("web", "trec", "trec", summary="Web-track-like, 60 x 50, subtopic qrels"),
         DataShape("recsys", "trec", "trec", summary="21 runs x 17,564 short rankings"),
-        # Needs Parquet input support in prefeval (runs/qrels as Parquet files); until then
-        # its prefeval commands fail ("not available"), so it is not a default shape.
+        # Large (1M users at scale 1; 100k at --scale 0.1): not a default shape, run it
+        # with --shapes recsys-xl.
         DataShape(
             "recsys-xl",
             "parquet",
@@ -217,7 +217,7 @@ SHAPES: dict[str, DataShape] = {
             default=False,
             generator=generate_recsys_xl,
             runs=XL_RUNS,
-            summary="Parquet, 1M users x 10 runs x 20 items (needs Parquet input support)",
+            summary="Parquet, 1M users x 10 runs x 20 items",
         ),
     )
 }

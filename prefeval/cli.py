@@ -253,6 +253,21 @@ def _parse_measures(measures, has_subtopics):
     is_flag=True,
     help="Also write each pair reversed (Delta(b, a) = -Delta(a, b)): a runs x runs matrix.",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"], case_sensitive=False),
+    default="local",
+    show_default=True,
+    help="local: this process, by query partitions; dask: the same partitions as tasks on "
+    "a Dask cluster (needs prefeval[dask]).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Dask scheduler address (tcp://host:8786) for --engine dask; default a local "
+    "cluster of one worker process per core.",
+)
 @precision_option
 @click.option(
     "-f",
@@ -281,6 +296,8 @@ def compare(
     no_summary,
     against,
     both_directions,
+    engine,
+    scheduler,
     precision,
     fmt,
     output,
@@ -314,13 +331,44 @@ def compare(
         raise click.UsageError("need at least two runs to compare")
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
+    engine = engine.lower()
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler needs --engine dask")
+    if engine == "dask":
+        try:
+            import dask.dataframe  # noqa: F401
+            import distributed  # noqa: F401
+        except ImportError:
+            raise click.UsageError(
+                "--engine dask needs Dask: pip install 'prefeval[dask]'"
+            ) from None
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
-    relevant = relevant_with_notice(judged, relevance_level)
     pairs = None
     if against:
         with usage_errors():
             pairs = against_pairs(names, against)
+    if engine == "dask":
+        from .distributed import dask_compare
+
+        with usage_errors():
+            frames = dask_compare(
+                judged,
+                list(runs),
+                [m.name for m in measure_list],
+                relevance_level=relevance_level,
+                max_docs=max_docs,
+                binary=binary,
+                pairs=pairs,
+                per_query=per_query,
+                both_directions=both_directions,
+                summary=not no_summary,
+                scheduler=scheduler,
+                notify=stderr_notice,
+            )
+        write_frames(frames, output, fmt.lower(), precision)
+        return
+    relevant = relevant_with_notice(judged, relevance_level)
     positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
     total = SummaryAccumulator()
 

@@ -15,7 +15,9 @@ def test_pins_equal_the_declared_minimums():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {}
     for spec in project["dependencies"] + project["optional-dependencies"]["test"]:
-        name, low = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9.]+)", spec).groups()
+        name, low = re.fullmatch(
+            r"([A-Za-z0-9_.-]+)(?:\[[a-z,]+\])?\s*>=\s*([0-9.]+)", spec
+        ).groups()
         declared[name.lower().replace("_", "-")] = low
     pinned = {}
     for line in (ROOT / "tests" / "minimum-versions.txt").read_text().splitlines():
