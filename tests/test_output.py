@@ -155,7 +155,8 @@ def test_signal_while_writing_leaves_no_temporary_file(tmp_path, signum):
         time.sleep(0.005)
     else:
         pytest.fail(f"compare finished or stalled before writing (status {proc.poll()})")
-    time.sleep(0.05)
+    # at once: the temporary file exists, so the table is being written (a pause here let
+    # a fast machine finish the write before the signal came)
     proc.send_signal(signum)
     status = proc.wait(timeout=120)
     stderr = proc.stderr.read().decode()
