@@ -162,6 +162,21 @@ def _baselines(value) -> list[str]:
     return [b.name for b in parse_baselines(_text_list(value, "baselines"))]
 
 
+def _significance(tests, default, correction, alpha, trials, seed) -> list[str]:
+    """The tests (``default`` when none given), after checking them and the options of
+    :func:`discpower` and :func:`report`: correction, alpha, HSD trials and seed."""
+    from .statistics import CORRECTIONS, TESTS
+
+    tests = _text_list(tests, "tests") or default
+    for test in tests:
+        _choice(test, TESTS, "tests")
+    _choice(correction, CORRECTIONS, "correction")
+    _number(alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
+    _number(trials, "trials", lo=1, integer=True)
+    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
+    return tests
+
+
 def _against(against) -> list[str]:
     return _text_list(against, "against")
 
@@ -417,18 +432,14 @@ def discpower(
     >>> prefeval.discpower("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                    tests="sign", baselines=["AP"])  # doctest: +SKIP
     """
-    from .statistics import CORRECTIONS, TESTS, discriminative_power, pair_tests
+    from .statistics import TESTS, discriminative_power, pair_tests
 
     against = _against(against)
     if against and "hsd" in _text_list(tests, "tests"):
         raise ValueError("tests='hsd' with against=: the HSD needs every pair; drop one")
-    tests = _text_list(tests, "tests") or (["ttest", "sign"] if against else list(TESTS))
-    for test in tests:
-        _choice(test, TESTS, "tests")
-    _choice(correction, CORRECTIONS, "correction")
-    _number(alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
-    _number(trials, "trials", lo=1, integer=True)
-    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
+    tests = _significance(
+        tests, ["ttest", "sign"] if against else list(TESTS), correction, alpha, trials, seed
+    )
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, against=against,
@@ -696,8 +707,8 @@ def report(
     >>> prefeval.report("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                 output="report.html", baselines=["AP"])  # doctest: +SKIP
     """
-    from . import reports
-    from .statistics import CORRECTIONS, TESTS
+    from . import plotting, reports
+    from .statistics import TESTS
 
     if output is None:
         raise ValueError("output: give the report's file (.html, .md or .tex)")
@@ -711,18 +722,9 @@ def report(
     elif isinstance(runs, dict):
         paths += [r for r in runs.values() if isinstance(r, (str, os.PathLike))]
     reports.check_targets(output, [*paths, *tables])
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ImportError("a report needs matplotlib: pip install 'prefeval[plot]'") from None
-    tests = _text_list(tests, "tests") or list(TESTS)
-    for test in tests:
-        _choice(test, TESTS, "tests")
+    plotting.require("a report")
+    tests = _significance(tests, list(TESTS), correction, alpha, trials, seed)
     tests = [t for t in TESTS if t in tests]  # one order of the marks: t, s, h
-    _choice(correction, CORRECTIONS, "correction")
-    _number(alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
-    _number(trials, "trials", lo=1, integer=True)
-    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
     _number(samples, "samples", lo=1, hi=10**6, integer=True)
     _number(digits, "digits", lo=0, hi=15, integer=True)
     got = _gather(

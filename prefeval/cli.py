@@ -1279,10 +1279,7 @@ def report(
     _no_against(against, "report", "shows every pair of runs")
     with usage_errors():
         check_targets(output, [*inputs, prefs, metrics_file])  # before any computing
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise click.UsageError("report needs matplotlib: pip install 'prefeval[plot]'") from None
+    _require_matplotlib("report")
     from .writers import check_output
 
     for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
@@ -1310,15 +1307,22 @@ def report(
     )
 
 
+def _require_matplotlib(what: str) -> None:
+    """A usage error when matplotlib is missing (:func:`prefeval.plotting.require`)."""
+    from .plotting import require
+
+    try:
+        require(what)
+    except ImportError as error:
+        raise click.UsageError(str(error)) from None
+
+
 def _plotting(plot):
     """The plotting module for --plot FILE (None without it), checked before any computing:
     matplotlib is installed and FILE is neither -o nor an input."""
     if plot is None:
         return None
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise click.UsageError("--plot needs matplotlib: pip install 'prefeval[plot]'") from None
+    _require_matplotlib("--plot")
     import os
 
     from .writers import output_target

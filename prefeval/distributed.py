@@ -4,7 +4,7 @@
 queries (pandas DataFrames: judgments ``query_id, iteration, doc_id, relevance``, runs
 ``run, query_id, doc_id, score``) to the partition's per-query preferences and its
 partial sums (:class:`PartitionResult`).  :func:`dask_compare` runs it on Dask
-workers, one task per query partition of :func:`prefeval.engine.query_partitions`:
+workers, one task per query partition of :func:`prefeval.engine.compare_partitions`:
 the partitions are the local engine's, so the per-query rows come in the same order
 and the summary, added block by block in query order, is the same bits.  Spark's
 ``mapInArrow`` could call the kernel just as well (see the README).
@@ -21,7 +21,13 @@ import numpy as np
 import pandas as pd
 
 from . import ties
-from .engine import SummaryAccumulator, compute_cube, load_runs, query_partitions
+from .engine import (
+    SummaryAccumulator,
+    compare_partitions,
+    compute_cube,
+    load_runs,
+    run_pairs,
+)
 from .measures import parse_measures
 from .qrels import Qrels
 
@@ -87,10 +93,6 @@ def compare_partition(
     )
     if both_directions:
         cube = cube.both_directions()
-    values = cube.values
-    n_q = values.shape[2]
-    block = sum_block or ties.SUM_BLOCK
-    sums = [np.nansum(values[:, :, lo : lo + block], axis=2) for lo in range(0, n_q, block)]
     frame = None
     if per_query:
         frame = cube.to_frame(per_query=True, summary=False)
@@ -98,21 +100,10 @@ def compare_partition(
             frame[column] = frame[column].astype(str)
     return PartitionResult(
         frame,
-        np.stack(sums) if sums else np.zeros((0, *values.shape[:2])),
-        np.sum(~np.isnan(values), axis=2),
+        ties.block_sums(cube.values, axis=2, block=sum_block),
+        np.sum(~np.isnan(cube.values), axis=2),
         {p.name: int(p.missing_queries) for p in positions if p.missing_queries},
     )
-
-
-class BlockAccumulator(SummaryAccumulator):
-    """:class:`~prefeval.engine.SummaryAccumulator` fed with the block sums of
-    partitions (in query order): the same additions, so the same bits."""
-
-    def add_result(self, result: PartitionResult, like) -> None:
-        for block in result.block_sums:
-            self.sums = block + 0.0 if self.sums is None else self.sums + block
-        self.counts = result.counts if self.counts is None else self.counts + result.counts
-        self.cube = like
 
 
 def dask_compare(
@@ -145,8 +136,7 @@ def dask_compare(
     queries = list(relevant.query_ids)
     names, frames = _run_tables(runs)
     measure_list = parse_measures(measures, judged.has_subtopics)
-    n_pairs = len(names) * (len(names) - 1) // 2 if pairs is None else len(pairs)
-    parts = query_partitions(len(queries), len(measure_list) * max(1, n_pairs))
+    parts = compare_partitions(len(queries), len(names), len(measure_list), pairs)
     partition_of = pd.Series(
         np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
         index=pd.Index(queries, dtype=object),
@@ -204,20 +194,20 @@ def _results(
             # them on the workers is no news to the user of a command
             warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
             futures = client.compute(tasks)
-        total = BlockAccumulator()
+        total = SummaryAccumulator()
         missing: dict[str, int] = {}
         like = None
         for future in futures:
             result = future.result()
             future.release()
             if like is None:  # the runs and pairs of the summary rows
-                chosen = _pairs(len(names), pairs)
+                chosen = run_pairs(len(names), pairs)
                 shape = (len(measure_list), len(chosen), 0)
                 like = PreferenceCube(
                     [m.name for m in measure_list], names, [], chosen, np.zeros(shape)
                 )
                 like = like.both_directions() if both_directions else like
-            total.add_result(result, like)
+            total.add_blocks(result.block_sums, result.counts, like)
             for name, count in result.missing.items():
                 missing[name] = missing.get(name, 0) + count
             if per_query and result.frame is not None and len(result.frame):
@@ -236,13 +226,6 @@ def _results(
         client.close()
         if cluster is not None and own_cluster:
             cluster.close()
-
-
-def _pairs(n_runs: int, chosen) -> np.ndarray:
-    if chosen is not None:
-        return np.asarray(chosen, dtype=np.int64).reshape(-1, 2)
-    ia, ja = np.triu_indices(n_runs, 1)
-    return np.stack([ia, ja], axis=1).astype(np.int64)
 
 
 def _run_tables(runs) -> tuple[list[str], list]:

@@ -367,10 +367,8 @@ def cube_from_matrix(
     ``queries``: only the queries of that range of query indices (a partition)."""
     part = range(relevant.n_queries) if queries is None else queries
     n_runs, n_q = len(run_names), len(part)
-    if pairs is None:
-        ia, ja = np.triu_indices(n_runs, 1)
-    else:
-        ia, ja = (np.asarray(c, dtype=np.int64) for c in np.asarray(pairs).reshape(-1, 2).T)
+    chosen = run_pairs(n_runs, pairs)
+    ia, ja = chosen[:, 0], chosen[:, 1]
     n_p = len(ia)
     want = {m.family for m in measures}
     families = [f for f in ("rpp", "strpp") if f in want]
@@ -445,9 +443,24 @@ def cube_from_matrix(
         measures=[m.name for m in measures],
         runs=list(run_names),
         query_ids=list(relevant.query_ids[part.start : part.stop]),
-        pairs=np.stack([ia, ja], axis=1).astype(np.int64),
+        pairs=chosen,
         values=values,
     )
+
+
+def run_pairs(n_runs: int, pairs=None) -> np.ndarray:
+    """(pairs x 2) run indices: ``pairs`` as given, else every unordered pair, a < b."""
+    if pairs is not None:
+        return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    ia, ja = np.triu_indices(n_runs, 1)
+    return np.stack([ia, ja], axis=1).astype(np.int64)
+
+
+def compare_partitions(n_queries: int, n_runs: int, n_measures: int, pairs=None) -> list[range]:
+    """The query partitions compare computes (:func:`query_partitions`) for that many
+    runs and measures and those ``pairs`` (default all)."""
+    cells = n_measures * max(1, len(run_pairs(n_runs, pairs)))
+    return query_partitions(n_queries, cells)
 
 
 def query_partitions(n_queries: int, cells_per_query: int) -> list[range]:
@@ -470,9 +483,8 @@ def partitioned_cubes(
     """:func:`compute_cube` one query partition (:func:`query_partitions`) at a time:
     yields the cube of each, in query order, so that memory is bounded by a partition."""
     matrix = position_matrix(runs, relevant)
-    n_pairs = len(runs) * (len(runs) - 1) // 2 if pairs is None else len(pairs)
     names = [r.name for r in runs]
-    for part in query_partitions(relevant.n_queries, len(measures) * max(1, n_pairs)):
+    for part in compare_partitions(relevant.n_queries, len(runs), len(measures), pairs):
         yield cube_from_matrix(
             matrix, names, relevant, measures, binary=binary, progress=progress, pairs=pairs,
             queries=part,
@@ -491,10 +503,16 @@ class SummaryAccumulator:
         self.cube = None
 
     def add(self, cube: PreferenceCube) -> None:
-        self.sums = ties.defined_sum(cube.values, axis=2, start=self.sums)
-        counts = np.sum(~np.isnan(cube.values), axis=2)
+        self.add_blocks(
+            ties.block_sums(cube.values, axis=2), np.sum(~np.isnan(cube.values), axis=2), cube
+        )
+
+    def add_blocks(self, sums: np.ndarray, counts: np.ndarray, like: PreferenceCube) -> None:
+        """Merge the next partition's block sums (blocks x measures x pairs) and counts of
+        defined values; ``like``: a cube with the summary's measures, runs and pairs."""
+        self.sums = ties.running_sum(sums, self.sums)
         self.counts = counts if self.counts is None else self.counts + counts
-        self.cube = cube
+        self.cube = like
 
     def means(self) -> np.ndarray:
         """Mean over the defined values, measures x pairs; NaN where none (as

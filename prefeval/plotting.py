@@ -23,6 +23,15 @@ _STYLES = (("-", "-."), ("--", ":"))
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 
 
+def require(what: str) -> None:
+    """ImportError naming ``what`` (the option or command) and the extra to install,
+    when matplotlib is missing: checked before any computing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError(f"{what} needs matplotlib: pip install 'prefeval[plot]'") from None
+
+
 def plot_format(path) -> str:
     """The format of ``path`` from its extension; ValueError when it is not one of FORMATS."""
     ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")

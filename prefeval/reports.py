@@ -142,7 +142,7 @@ def _data_section(inputs, sources: dict) -> Section:
     return Section("Data", [table])
 
 
-def _matrix_table(ev, name, order_rows, pair_rows, tests, alpha, digits) -> Table:
+def _matrix_table(name, order_rows, pair_rows, tests, digits) -> Table:
     """Runs x runs mean Delta(row, column), rows and columns in MC4 order."""
     rank = dict(zip(order_rows["run"], order_rows["rank"]))
     ranked = sorted(rank, key=lambda run: (rank[run], run))  # ties by name
@@ -280,12 +280,10 @@ def build(
         section = Section(name, level=3)
         section.blocks.append(
             _matrix_table(
-                ev,
                 name,
                 order_rows,
                 means[means["measure"] == name],
                 _significance(pair_table, name, alpha),
-                alpha,
                 digits,
             )
         )

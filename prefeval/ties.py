@@ -93,14 +93,31 @@ def group_means(scores: np.ndarray) -> np.ndarray:
 SUM_BLOCK = 256
 
 
+def block_sums(values, axis: int = -1, block: int | None = None) -> np.ndarray:
+    """Sums of the defined (non-NaN) entries along ``axis``, one per block of ``block``
+    (default :data:`SUM_BLOCK`) entries: shape (blocks, the other axes)."""
+    values = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
+    block = block or SUM_BLOCK
+    starts = range(0, values.shape[-1], block)
+    if not starts:
+        return np.zeros((0, *values.shape[:-1]))
+    return np.stack([np.nansum(values[..., lo : lo + block], axis=-1) for lo in starts])
+
+
+def running_sum(sums: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """``start`` (zeros when None) plus each of the block ``sums`` in turn: the order in
+    which every sum over queries is taken, so partial sums merge to the same bits."""
+    total = np.zeros(sums.shape[1:]) if start is None else start
+    for part in sums:
+        total = total + part
+    return total
+
+
 def defined_sum(values, axis: int = -1, start: np.ndarray | None = None) -> np.ndarray:
     """Sum of the defined (non-NaN) entries along ``axis``, block by block
-    (:data:`SUM_BLOCK`), added to ``start`` (the running sum of earlier blocks)."""
-    values = np.moveaxis(np.asarray(values, dtype=np.float64), axis, -1)
-    total = np.zeros(values.shape[:-1]) if start is None else start
-    for lo in range(0, values.shape[-1], SUM_BLOCK):
-        total = total + np.nansum(values[..., lo : lo + SUM_BLOCK], axis=-1)
-    return total
+    (:func:`block_sums`, :func:`running_sum`), added to ``start`` (the running sum of
+    earlier blocks)."""
+    return running_sum(block_sums(values, axis), start)
 
 
 def defined_mean(values, axis: int = -1) -> np.ndarray:
