@@ -12,6 +12,7 @@ and the summary, added block by block in query order, is the same bits.  Spark's
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Iterator
@@ -172,7 +173,13 @@ def dask_compare(
         if scheduler:
             client = Client(scheduler, timeout="15s")
         else:
-            client = Client(LocalCluster(processes=True, dashboard_address=None))
+            # the workers share the command's stderr: their log of a failed task (an
+            # input error, raised again here) would print a traceback beside its message;
+            # a dashboard on any free port (the default 8787 may be taken: a warning)
+            cluster = LocalCluster(
+                processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
+            )
+            client = Client(cluster)
     except (OSError, TimeoutError) as error:
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
     return _results(

@@ -25,7 +25,7 @@ RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 @pytest.fixture(scope="module")
 def scheduler():
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     yield cluster.scheduler_address
     cluster.close()
@@ -134,3 +134,30 @@ def test_dask_reads_parquet_runs_on_the_workers(scheduler, tmp_path):
         ).to_parquet(path)
         singles.append(path)
     same_output(["-q", "--against", "sys02", SAMPLE / "qrels.txt", *singles], scheduler)
+
+
+def test_input_error_on_a_worker_is_one_message(tmp_path):
+    """A bad Parquet run is found by a worker of the command's own cluster: the error
+    comes back as one message, without the workers' log of the failed task."""
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    frame = pd.read_parquet(SAMPLE / "runs.parquet")
+    frame.loc[5, "score"] = float("nan")
+    bad = tmp_path / "bad.parquet"
+    frame.to_parquet(bad)
+    out = tmp_path / "out.tsv"
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefeval", "compare", "--engine", "dask", "-o", str(out),
+         str(SAMPLE / "qrels.txt"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith("score is not a number")
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not out.exists()
