@@ -206,15 +206,25 @@ def load_runs(
 
     ``sources`` are paths (TREC text, gzip or Parquet), pandas DataFrames, or a mapping
     name -> source.  A file's cache key is the digest of its stored bytes, Parquet too;
-    the runs of a many-run Parquet table are read whole and not cached.
+    the runs of a many-run Parquet table are read together, batch by batch
+    (:func:`prefeval.parquet.table_positions`), and not cached.
     """
+    from . import parquet
+
     named = name_runs(sources)
     items = [(None, source) for _, source in named]
     names = [name for name, _ in named]
     relevant.docnos()  # build the shared lookup before threads start
+    tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
+    for _, source in named:
+        if isinstance(source, parquet.TableRun) and source.path not in tables:
+            tables[source.path] = parquet.table_positions(source.path, relevant, max_docs)
 
     def reduce(job):
         (_, source), name = job
+        if isinstance(source, parquet.TableRun):
+            found = tables[source.path][source.name]
+            return RunPositions(name, found.doc, found.rank, found.retrieved)
         if isinstance(source, (str, os.PathLike)):
             path = os.fspath(source)
             raw = read_raw(path)

@@ -19,6 +19,7 @@ counted from 1, as the data rows of a text table) or ``FILE: column X: ...``.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -120,7 +121,7 @@ def _first(mask) -> int:
     return int(np.flatnonzero(np.asarray(mask, dtype=bool))[0])
 
 
-def ids(column, what: str, path: str, name: str | None = None):
+def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
     """A string id column (pyarrow ``string``, ``large_string`` beyond 2 GiB): strings
     as they are, numbers as :func:`prefeval.inputs.id_strings` makes them."""
     import pyarrow as pa
@@ -137,18 +138,20 @@ def ids(column, what: str, path: str, name: str | None = None):
             column = column.cast(text)
         except pa.ArrowInvalid:
             bad = [v is not None and _not_utf8(v) for v in column.to_pylist()]
-            message = f"row {_first(bad) + 1}: {what} is not valid UTF-8"
+            message = f"row {offset + _first(bad) + 1}: {what} is not valid UTF-8"
             raise InputError(path, None, message) from None
         kind = column.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         if column.null_count:
-            raise InputError(path, None, f"row {_first(column.is_null()) + 1}: missing {what}")
+            raise InputError(
+                path, None, f"row {offset + _first(column.is_null()) + 1}: missing {what}"
+            )
         empty = pc.equal(pc.binary_length(column), 0)
         if len(column) and pc.any(empty).as_py():
-            raise InputError(path, None, f"row {_first(empty) + 1}: empty {what}")
+            raise InputError(path, None, f"row {offset + _first(empty) + 1}: empty {what}")
         return _small_strings(column)
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
-        values = id_strings(column.to_pandas(), what, path, first_row=1)
+        values = id_strings(column.to_pandas(), what, path, first_row=offset + 1)
         return pa.array(values.tolist(), pa.string())
     raise InputError(
         path, None, f"column {name or what}: type {kind}; give ids as strings or integers"
@@ -164,7 +167,7 @@ def _not_utf8(value: bytes) -> bool:
 
 
 def numbers(
-    column, what: str, path: str, finite: bool = False, name: str | None = None
+    column, what: str, path: str, finite: bool = False, name: str | None = None, offset: int = 0
 ) -> np.ndarray:
     """float64 values of a number column, widened exactly (integers beyond 2**53 are
     rounded to the nearest float64, as the text reader rounds their decimal text); a
@@ -177,13 +180,15 @@ def numbers(
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
         raise InputError(path, None, f"column {name or what}: type {kind}, not a number type")
     if column.null_count:
-        raise InputError(path, None, f"row {_first(column.is_null()) + 1}: missing {what}")
+        raise InputError(path, None, f"row {offset + _first(column.is_null()) + 1}: missing {what}")
     values = np.asarray(pc.cast(column, pa.float64(), safe=False), dtype=np.float64)
     bad = ~np.isfinite(values) if finite else np.isnan(values)
     if bad.any():
         k = _first(bad)
         kind = "a finite number" if finite else "a number"
-        raise InputError(path, None, f"row {k + 1}: {what} {float(values[k])!r} is not {kind}")
+        raise InputError(
+            path, None, f"row {offset + k + 1}: {what} {float(values[k])!r} is not {kind}"
+        )
     return values
 
 
@@ -192,12 +197,12 @@ def numbers(
 RUN_COLUMNS = "a Parquet run has columns query_id, doc_id, score (or qid, docno, score)"
 
 
-def _run_table(data: bytes, path: str, many: bool):
-    """(query ids, docnos, scores, run names or None) of a Parquet run file."""
+def _run_table(data: bytes, path: str):
+    """(query ids, docnos, scores) of a Parquet file of one run."""
     pfile = _file(data, path)
     names = list(pfile.schema_arrow.names)
     run = _find(names, RUN, path)
-    if run is not None and not many:
+    if run is not None:
         raise InputError(
             path,
             None,
@@ -207,38 +212,20 @@ def _run_table(data: bytes, path: str, many: bool):
     query = _need(names, QUERY, path, RUN_COLUMNS)
     doc = _need(names, DOC, path, RUN_COLUMNS)
     score = _need(names, SCORE, path, RUN_COLUMNS)
-    table = _read(pfile, path, [c for c in (run, query, doc, score) if c is not None])
+    table = _read(pfile, path, [query, doc, score])
     qid = ids(table.column(query), "query id", path, name=query)
     docno = ids(table.column(doc), "document id", path, name=doc)
-    values = numbers(table.column(score), "score", path, name=score)
-    names_column = ids(table.column(run), "run name", path, name=run) if run is not None else None
-    return qid, docno, values, names_column
-
-
-def _duplicate(path: str, qid, docno, codes, run_names=None) -> None:
-    from .readers import first_duplicate
-
-    duplicate = first_duplicate(*codes)
-    if duplicate is None:
-        return
-    row, earlier = duplicate
-    of_run = f" of run {run_names[row].as_py()!r}" if run_names is not None else ""
-    raise InputError(
-        path,
-        None,
-        f"row {row + 1}: document {docno[row].as_py()!r} appears twice for query "
-        f"{qid[row].as_py()!r}{of_run} (first at row {earlier + 1})",
-    )
+    return qid, docno, numbers(table.column(score), "score", path, name=score)
 
 
 def parse_run(data: bytes, path: str, name: str, known=None):
     """One run from a Parquet file's bytes (:class:`prefeval.readers.RunColumns`)."""
     from .readers import RunColumns, _codes, _codes_with
 
-    qid, docno, score, _ = _run_table(data, path, many=False)
+    qid, docno, score = _run_table(data, path)
     qcode, qvalues = _codes(qid)
     dcode, dvalues, kcode = _codes_with(docno, known)
-    _duplicate(path, qid, docno, (qcode, dcode))
+    _duplicate_rows(path, qid, docno, (qcode, dcode), np.arange(len(score)))
     found = None if kcode is None else (known, kcode)
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
 
@@ -269,55 +256,266 @@ def has_runs_column(path: str | os.PathLike) -> bool:
     return _find(list(pfile.schema_arrow.names), RUN, path) is not None
 
 
+# --------------------------------------------------------------------------- many runs
+
+#: rows read at a time from a table of many runs: memory is bounded by a batch (and
+#: the rows of one run's query carried over to the next), not by the table
+BATCH_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class TableRun:
+    """One run of a many-run Parquet table (a ``run`` column): read when needed, batch
+    by batch, never with the whole table."""
+
+    path: str
+    name: str
+
+
+def _many_run_columns(pfile, path: str) -> list[str]:
+    """The run, query, document and score columns of a many-run table."""
+    names = list(pfile.schema_arrow.names)
+    run = _find(names, RUN, path)
+    return [
+        run,
+        _need(names, QUERY, path, RUN_COLUMNS),
+        _need(names, DOC, path, RUN_COLUMNS),
+        _need(names, SCORE, path, RUN_COLUMNS),
+    ]
+
+
+def _batches(path: str, columns: list[str]):
+    """(file row of the first row, RecordBatch) of ``columns``, :data:`BATCH_ROWS` at a
+    time, in file order."""
+    import pyarrow as pa
+
+    pfile = _open(path)
+
+    def read():
+        # row group by row group: over the whole file, iter_batches reads ahead and
+        # holds most of a large file (1.7 GB of Arrow memory for 200M rows)
+        for group in range(pfile.num_row_groups):
+            yield from pfile.iter_batches(
+                batch_size=BATCH_ROWS, row_groups=[group], columns=columns, use_threads=True
+            )
+
+    batches = read()
+    offset = 0
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError, ValueError) as error:
+            raise InputError(path, None, f"not a readable Parquet file: {error}") from None
+        yield offset, batch
+        offset += batch.num_rows
+
+
+def _run_rows(path: str, columns: list[str]):
+    """(offset, run names, query ids, docnos, scores) of every batch of a many-run
+    table, each column checked (rows in errors counted in the whole file)."""
+    run, query, doc, score = columns
+    for offset, batch in _batches(path, columns):
+        yield (
+            offset,
+            ids(batch.column(0), "run name", path, name=run, offset=offset),
+            ids(batch.column(1), "query id", path, name=query, offset=offset),
+            ids(batch.column(2), "document id", path, name=doc, offset=offset),
+            numbers(batch.column(3), "score", path, name=score, offset=offset),
+        )
+
+
 def run_names(path: str | os.PathLike) -> list[str]:
-    """The run names of a many-run Parquet table, sorted (its run column only is read)."""
+    """The run names of a many-run Parquet table, sorted (its run column only is read,
+    batch by batch)."""
     import pyarrow.compute as pc
 
     path = os.fspath(path)
-    pfile = _open(path)
-    column = _find(list(pfile.schema_arrow.names), RUN, path)
-    names = ids(_read(pfile, path, [column]).column(column), "run name", path, name=column)
-    return sorted(pc.unique(names).to_pylist())
+    column = _find(list(_open(path).schema_arrow.names), RUN, path)
+    names: set[str] = set()
+    for offset, batch in _batches(path, [column]):
+        values = ids(batch.column(0), "run name", path, name=column, offset=offset)
+        names.update(pc.unique(values).to_pylist())
+    return sorted(names)
 
 
-def parse_runs(data: bytes, path: str) -> list:
-    """The runs of a many-run Parquet table, in sorted name order (as the API takes one
-    DataFrame of many runs), each a :class:`prefeval.readers.RunColumns` named by the
-    run column; a docno twice for one query of one run is an error."""
+def table_names(path: str | os.PathLike) -> list[tuple[str, TableRun]]:
+    """(name, :class:`TableRun`) of every run of a many-run table, in sorted name order."""
+    path = os.fspath(path)
+    return [(name, TableRun(path, name)) for name in run_names(path)]
+
+
+def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
+    """An error for the first row repeating an earlier row's ``codes`` (query, docno and,
+    in a many-run table, run): ``rows`` are the rows' 0-based rows in the file,
+    ``run_of(i)`` the run name of row i (None: a file of one run)."""
+    from .readers import first_duplicate
+
+    duplicate = first_duplicate(*codes)
+    if duplicate is None:
+        return
+    row, earlier = duplicate
+    of_run = f" of run {run_of(row)!r}" if run_of is not None else ""
+    raise InputError(
+        path,
+        None,
+        f"row {int(rows[row]) + 1}: document {docno[row].as_py()!r} appears twice for query "
+        f"{qid[row].as_py()!r}{of_run} (first at row {int(rows[earlier]) + 1})",
+    )
+
+
+def table_run(path: str, name: str):
+    """Run ``name`` of a many-run table (:class:`prefeval.readers.RunColumns`), its rows
+    kept batch by batch: memory is bounded by that run, not the table."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    from .readers import RunColumns, _codes
+    from .readers import RunColumns, _codes, _small_strings
 
-    qid, docno, score, names = _run_table(data, path, many=True)
-    rcode, rvalues = _codes(names)
+    columns = _many_run_columns(_open(path), path)
+    pieces = []
+    for offset, names, qid, docno, score in _run_rows(path, columns):
+        mine = np.flatnonzero(np.asarray(pc.equal(names, name), dtype=bool))
+        if len(mine):
+            take = pa.array(mine)
+            pieces.append((qid.take(take), docno.take(take), score[mine], offset + mine))
+    if pieces:
+        qid = _small_strings(pa.chunked_array([p[0] for p in pieces]))
+        docno = _small_strings(pa.chunked_array([p[1] for p in pieces]))
+        score = np.concatenate([p[2] for p in pieces])
+        rows = np.concatenate([p[3] for p in pieces])
+    else:
+        qid = docno = pa.array([], pa.string())
+        score, rows = np.zeros(0), np.zeros(0, dtype=np.int64)
     qcode, qvalues = _codes(qid)
     dcode, dvalues = _codes(docno)
-    _duplicate(path, qid, docno, (rcode, qcode, dcode), names)
-    labels = rvalues.to_pylist()
-    rank = np.empty(len(labels), dtype=np.int64)
-    rank[np.argsort(np.array(labels, dtype=object), kind="stable")] = np.arange(len(labels))
-    by_run = rank[rcode] if len(rcode) else rcode
-    order = np.argsort(by_run, kind="stable")
-    bounds = np.searchsorted(by_run[order], np.arange(len(labels) + 1))
-    take = pa.array(order)
-    qid, docno = qid.take(take), docno.take(take)
-    score, qcode, dcode = score[order], qcode[order], dcode[order]
-    out = []
-    for k, label in enumerate(sorted(labels)):
-        lo, hi = int(bounds[k]), int(bounds[k + 1])
-        out.append(
-            RunColumns(
-                label,
-                path,
-                qid.slice(lo, hi - lo),
-                docno.slice(lo, hi - lo),
-                score[lo:hi],
-                dcode[lo:hi],
-                dvalues,
-                qcode[lo:hi],
-                qvalues,
-            )
+    _duplicate_rows(path, qid, docno, (qcode, dcode), rows, lambda row: name)
+    return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues)
+
+
+class _NotGrouped(Exception):
+    """The rows of one run's query are not consecutive in the table."""
+
+
+def table_positions(path: str, relevant, max_docs: int | None = None) -> dict:
+    """run name -> :class:`prefeval.positions.RunPositions` of every run of a many-run
+    table, read batch by batch.
+
+    When the rows of each (run, query) are consecutive (as a table written run by run
+    or query by query has them, in any order of the blocks), every complete block is
+    reduced as soon as it is read, so memory is bounded by a batch; otherwise the
+    runs are read one at a time (:func:`table_run`).  Either way the positions are
+    the same: ranks depend only on each (run, query)'s rows.
+    """
+    from .positions import run_positions
+
+    path = os.fspath(path)
+    try:
+        return _grouped_positions(path, relevant, max_docs)
+    except _NotGrouped:
+        return {
+            name: run_positions(table_run(path, name), relevant, max_docs)
+            for name in run_names(path)
+        }
+
+
+def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .positions import RunPositions, _value_set, reduce_rows
+    from .readers import _codes
+
+    columns = _many_run_columns(_open(path), path)
+    nq = relevant.n_queries
+    queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
+    docnos = relevant.docnos()
+    parts: dict[str, list] = {}  # run -> RunPositions of the blocks reduced
+    retrieved: dict[str, np.ndarray] = {}  # run -> documents retrieved per query
+    done: dict[str, np.ndarray] = {}  # run -> evaluated queries already reduced
+    done_other: set[tuple[str, str]] = set()  # (run, query id) of queries not evaluated
+
+    def reduce(names, qid, docno, score, rows):
+        rcode, rvalues = _codes(names)
+        qcode, qvalues = _codes(qid)
+        dcode, dvalues = _codes(docno)
+        n = len(rcode)
+        if n == 0:
+            return
+        change = np.flatnonzero((rcode[1:] != rcode[:-1]) | (qcode[1:] != qcode[:-1])) + 1
+        starts = np.concatenate([[0], change])
+        key = rcode.astype(np.int64) * len(qvalues) + qcode
+        if len(np.unique(key[starts])) != len(starts):
+            raise _NotGrouped
+        _duplicate_rows(
+            path, qid, docno, (rcode, qcode, dcode), rows, lambda row: names[row].as_py()
         )
+        # a hash of the evaluated queries built once (index_in would hash them per batch)
+        qidx = queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
+        code = pc.index_in(dvalues, value_set=_value_set(docnos, dvalues))
+        code = np.asarray(code.fill_null(-1), dtype=np.int64)[dcode]
+        labels = rvalues.to_pylist()
+        group_run, group_q = rcode[starts], qidx[starts]
+        for r, label in enumerate(labels):
+            seen = done.setdefault(label, np.zeros(nq, dtype=bool))
+            count = retrieved.setdefault(label, np.zeros(nq, dtype=np.int64))
+            mine = group_run == r
+            evaluated = group_q[mine & (group_q >= 0)]
+            if seen[evaluated].any():
+                raise _NotGrouped
+            seen[evaluated] = True
+            for start in starts[mine & (group_q < 0)]:
+                key_other = (label, qid[int(start)].as_py())
+                if key_other in done_other:
+                    raise _NotGrouped
+                done_other.add(key_other)
+            rows_r = np.flatnonzero((rcode == r) & (qidx >= 0))
+            if len(rows_r):
+                part = reduce_rows(
+                    label,
+                    qidx[rows_r],
+                    score[rows_r],
+                    docno.take(pa.array(rows_r)),
+                    code[rows_r],
+                    relevant,
+                    max_docs,
+                )
+                count += part.retrieved
+                part.retrieved = None  # one count per run, not one per block
+                parts.setdefault(label, []).append(part)
+
+    carry = None
+    for offset, names, qid, docno, score in _run_rows(path, columns):
+        rows = np.arange(offset, offset + len(score), dtype=np.int64)
+        if carry is not None:
+            names = pa.concat_arrays([carry[0], names])
+            qid = pa.concat_arrays([carry[1], qid])
+            docno = pa.concat_arrays([carry[2], docno])
+            score = np.concatenate([carry[3], score])
+            rows = np.concatenate([carry[4], rows])
+        # the last (run, query) may go on in the next batch: carry it over
+        last = len(score) - 1
+        same = (
+            pc.and_(pc.equal(names, names[last]), pc.equal(qid, qid[last])) if len(score) else None
+        )
+        tail = len(score)
+        if same is not None:
+            same = np.asarray(same, dtype=bool)
+            breaks = np.flatnonzero(~same)
+            tail = int(breaks[-1]) + 1 if len(breaks) else 0
+        reduce(names[:tail], qid[:tail], docno[:tail], score[:tail], rows[:tail])
+        carry = (names[tail:], qid[tail:], docno[tail:], score[tail:], rows[tail:])
+    if carry is not None:
+        reduce(*carry)
+    out = {}
+    for name in sorted(done):
+        mine = parts.get(name, [])
+        doc = np.concatenate([p.doc for p in mine]) if mine else np.zeros(0, np.int64)
+        rank = np.concatenate([p.rank for p in mine]) if mine else np.zeros(0, np.int32)
+        by_doc = np.argsort(doc, kind="stable")
+        out[name] = RunPositions(name, doc[by_doc], rank[by_doc], retrieved[name])
     return out
 
 

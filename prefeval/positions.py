@@ -119,7 +119,6 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    nq = relevant.n_queries
     qvals = pa.array(relevant.query_ids, pa.string())
     # evaluated-query index of every distinct query id of the run, then of every row
     query_code, query_values = columns.query_codes()
@@ -143,6 +142,17 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     else:
         q, score, docno = qidx, columns.score, columns.doc_id
         code = row_code
+    return reduce_rows(columns.name, q, score, docno, code, relevant, max_docs)
+
+
+def reduce_rows(
+    name: str, q, score, docno, code, relevant: RelevantSet, max_docs: int | None = None
+) -> RunPositions:
+    """:class:`RunPositions` of one run's rows of evaluated queries: ``q`` their query
+    indices, ``score``, ``docno`` (pyarrow strings) and ``code`` their relevant-docno
+    codes (-1: not a relevant docno).  Rows of a query must all be given at once; a
+    query without rows retrieved nothing."""
+    nq = relevant.n_queries
     n = len(q)
     order = _trec_order(q, score, docno)
     qs = q[order]
@@ -168,7 +178,7 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     # a canonical order (by relevant document), whatever the file's line order
     by_doc = np.argsort(doc, kind="stable")
     return RunPositions(
-        name=columns.name,
+        name=name,
         doc=doc[by_doc].astype(np.int64),
         rank=rel_rank[by_doc].astype(np.int32),
         retrieved=retrieved.astype(np.int64),

@@ -133,6 +133,14 @@ class RelevantSet:
         )
 
 
+def _strings(values) -> pd.Series:
+    """Ids as a pandas string Series (Arrow-backed where pandas has it: a few bytes per
+    id, not a Python object each), from a list, a Series or a pyarrow string array."""
+    if hasattr(values, "to_pandas"):  # pyarrow
+        values = values.to_pylist() if len(values) == 0 else values.to_pandas()
+    return pd.Series(values, dtype="str").reset_index(drop=True)
+
+
 class Qrels:
     """Judgment rows ``query_id, iteration, doc_id, relevance`` (iteration 0 = plain)."""
 
@@ -140,9 +148,9 @@ class Qrels:
         self.name = name
         self.frame = pd.DataFrame(
             {
-                "query_id": pd.Series(list(query_id), dtype=object),
+                "query_id": _strings(query_id),
                 "iteration": np.asarray(iteration, dtype=np.int64),
-                "doc_id": pd.Series(list(doc_id), dtype=object),
+                "doc_id": _strings(doc_id),
                 "relevance": np.asarray(relevance, dtype=float),
             }
         )
@@ -191,6 +199,8 @@ class Qrels:
     def general(self) -> pd.DataFrame:
         """One row per judged document: ``query_id, doc_id, relevance`` = maximum grade
         over its rows (over subtopics for ndeval qrels)."""
+        if not self.has_subtopics:  # one row per (query, document): duplicates are errors
+            return self.frame[["query_id", "doc_id", "relevance"]]
         return self.frame.groupby(["query_id", "doc_id"], sort=False, as_index=False)[
             "relevance"
         ].max()
@@ -212,11 +222,13 @@ class Qrels:
         present = set(rel["query_id"].unique())
         query_ids = [q for q in all_q if q in present]
         dropped = [q for q in all_q if q not in present]
-        qpos = {q: i for i, q in enumerate(query_ids)}
-        qindex = rel["query_id"].map(qpos).to_numpy(dtype=np.int64)
-        doc_sorted = rel["doc_id"].to_numpy(dtype=object)
-        order = np.lexsort((doc_sorted.astype(str), qindex))
-        docs = doc_sorted[order].tolist()
+        qindex = pd.Index(query_ids, dtype=object).get_indexer(rel["query_id"])
+        # by query, then docno in code-point order (as Python compares str; UTF-8 byte
+        # order is the same order)
+        by = pd.DataFrame({"q": qindex, "d": rel["doc_id"].to_numpy()})
+        order = by.sort_values(["q", "d"], kind="stable").index.to_numpy()
+        docs = by["d"].take(order).tolist()
+        del by
         grades_all = rel["relevance"].to_numpy(dtype=float)[order]
         offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
         np.cumsum(np.bincount(qindex, minlength=len(query_ids)), out=offsets[1:])

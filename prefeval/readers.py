@@ -163,7 +163,8 @@ def name_runs(runs) -> list[tuple[str, object]]:
 
     One path, DataFrame or RunColumns alone is a list of one; two runs with one name are
     an error.  A path to a Parquet table with a ``run`` (or ``name``) column stands for
-    its runs, read at once (named by that column, in sorted name order).
+    its runs (named by that column, in sorted name order), each a
+    :class:`prefeval.parquet.TableRun` read when needed.
     """
     from . import parquet
 
@@ -181,7 +182,7 @@ def name_runs(runs) -> list[tuple[str, object]]:
                     f"a table of many runs (a run column) given as the one run {name!r}; "
                     "give it in a list of runs",
                 )
-            expanded.extend((i, run.name, run) for run in parquet.parse_runs(read_raw(path), path))
+            expanded.extend((i, name, run) for name, run in parquet.table_names(path))
         else:
             expanded.append((i, name, source))
     out: list[tuple[str, object]] = []
@@ -197,7 +198,7 @@ def name_runs(runs) -> list[tuple[str, object]]:
         name = str(name)
         if name in seen:
             where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
-            if isinstance(source, RunColumns):
+            if isinstance(source, (RunColumns, parquet.TableRun)):
                 where = source.path
             raise InputError(
                 os.fspath(where),
@@ -503,7 +504,7 @@ def qrels_rows(qid, it, docno, grades, errors, line) -> QrelsRows:
             + f" (first at {errors.unit} {int(line[earlier])})",
         )
     errors.check()
-    return QrelsRows(qid.to_pylist(), iteration, docno.to_pylist(), relevance)
+    return QrelsRows(qid, iteration, docno, relevance)
 
 
 def read_qrels(source, *, name: str | None = None):
@@ -680,8 +681,12 @@ def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> Ru
 def read_run(source, *, name: str | None = None) -> RunColumns:
     """Read one run from a path or a pandas DataFrame (``query_id, doc_id, score``, or
     PyTerrier's ``qid, docno, score``: see :mod:`prefeval.inputs`)."""
+    from . import parquet
+
     if isinstance(source, RunColumns):
         return source
+    if isinstance(source, parquet.TableRun):
+        return parquet.table_run(source.path, source.name)
     if _is_frame(source):
         return _run_from_frame(source, name or "run")
     path = os.fspath(source)

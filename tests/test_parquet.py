@@ -607,3 +607,96 @@ def test_stdin_parquet(tmp_path):
     expected = invoke("compare", "-q", QRELS, RUNS[0], RUNS[1])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode() == expected.stdout.replace("sys01", "stdin")
+
+
+# --------------------------------------------------------------------------- batch by batch
+
+
+def _blocks_reversed(frame):
+    """The (run, query) blocks in reverse order, each block's rows as they were."""
+    block = (frame.run + "\t" + frame.query_id).ne((frame.run + "\t" + frame.query_id).shift())
+    number = block.cumsum()
+    return frame.assign(_b=-number).sort_values("_b", kind="stable").drop(columns="_b")
+
+
+GROUPED = {
+    "run by run": (lambda f: f, True),
+    "query by query, runs interleaved": (
+        lambda f: f.sort_values("query_id", kind="stable", key=lambda q: q.str[::-1]),
+        True,
+    ),
+    "blocks reversed": (_blocks_reversed, True),
+    "rows shuffled": (shuffled, False),
+    "one row moved away from its block": (
+        lambda f: pd.concat([f.iloc[1:], f.iloc[:1]], ignore_index=True),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("max_docs", [None, 7])
+@pytest.mark.parametrize("batch", [13, 1000, 1 << 20])
+@pytest.mark.parametrize("layout", GROUPED)
+def test_many_run_table_batch_by_batch(layout, batch, max_docs, monkeypatch, tmp_path):
+    """A many-run table is reduced batch by batch when each (run, query)'s rows are
+    consecutive, else run by run; either way, for any batch size, the positions and
+    so the output equal the text runs'."""
+    from prefeval import parquet
+
+    change, grouped = GROUPED[layout]
+    monkeypatch.setattr(parquet, "BATCH_ROWS", batch)
+    by_run = []
+    table_run = parquet.table_run
+    monkeypatch.setattr(parquet, "table_run", lambda *a: by_run.append(a) or table_run(*a))
+    table = write(change(all_runs()), tmp_path / "t.parquet", row_group_size=300)
+    kw = dict(per_query=True, notify=None, max_docs=max_docs)
+    got = prefeval.compare(QRELS, table, **kw)
+    assert got.equals(prefeval.compare(QRELS, RUNS, **kw))
+    assert len(got) > 1000
+    assert (len(by_run) == 0) == grouped, len(by_run)
+
+
+def test_many_run_table_errors_cite_file_rows(monkeypatch, tmp_path):
+    """Read batch by batch, a bad value or a duplicate is reported at its row of the file
+    (from 1), a duplicate that crosses a batch boundary too."""
+    from prefeval import parquet
+
+    monkeypatch.setattr(parquet, "BATCH_ROWS", 100)
+    frame = all_runs()
+    # a duplicate of row 250 (0-based) right after it: rows 251 and 252 of the file
+    twice = pd.concat([frame.iloc[:251], frame.iloc[250:]], ignore_index=True)
+    path = write(twice, tmp_path / "twice.parquet")
+    result = invoke("compare", QRELS, path)
+    row = frame.iloc[250]
+    one_line_error(
+        result,
+        path,
+        f"row 252: document {row.doc_id!r} appears twice for query {row.query_id!r} of run "
+        f"{row.run!r} (first at row 251)",
+    )
+    missing = frame.assign(score=frame.score.where(frame.index != 345))
+    path = write(missing, tmp_path / "missing.parquet")
+    one_line_error(invoke("order", QRELS, path), path, "row 346: missing score")
+    empty = frame.assign(doc_id=frame.doc_id.where(frame.index != 1234, ""))
+    path = write(empty, tmp_path / "empty.parquet")
+    one_line_error(invoke("compare", QRELS, path), path, "row 1235: empty document id")
+
+
+def test_many_run_table_with_queries_not_judged(monkeypatch, tmp_path):
+    """Rows of queries the qrels do not evaluate are checked (a duplicate there is an
+    error as in a text run) and dropped, whatever their place."""
+    from prefeval import parquet
+
+    monkeypatch.setattr(parquet, "BATCH_ROWS", 64)
+    frame = all_runs()
+    extra = frame[frame.query_id == frame.query_id.iloc[0]].assign(query_id="not-judged")
+    for layout, rows in {
+        "grouped": pd.concat([extra, frame], ignore_index=True),
+        "split": pd.concat([extra.iloc[:3], frame, extra.iloc[3:]], ignore_index=True),
+    }.items():
+        path = write(rows, tmp_path / f"{layout}.parquet")
+        got = prefeval.compare(QRELS, path, per_query=True, notify=None)
+        assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, notify=None)), layout
+    twice = pd.concat([extra.iloc[:5], extra.iloc[4:5], frame], ignore_index=True)
+    path = write(twice, tmp_path / "twice.parquet")
+    one_line_error(invoke("compare", QRELS, path), path, "row 6: document")
