@@ -26,6 +26,11 @@ class Evidence:
 
     ``cube``: preferences (measures x pairs x queries, see PreferenceCube), or None.
     ``metrics``: baseline name -> (queries x runs) matrix of per-query values.
+    ``streamed``: instead of a cube (merged from query partitions, see
+    :func:`prefeval.pipeline.gather`), per preference measure its win rates (as
+    :meth:`win_rates`) and its :class:`~prefeval.moments.PairMoments` over
+    ``streamed_pairs``: what ``order`` and ``discpower`` need, the same bits as from
+    the cube.
     """
 
     runs: list[str]
@@ -33,10 +38,15 @@ class Evidence:
     cube: object = None
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
     higher_is_better: dict[str, bool] = field(default_factory=dict)
+    streamed: dict = field(default_factory=dict)
+    streamed_pairs: np.ndarray | None = None
+    _moments: dict = field(default_factory=dict, repr=False)
 
     @property
     def preference_measures(self) -> list[str]:
-        return list(self.cube.measures) if self.cube is not None else []
+        if self.cube is not None:
+            return list(self.cube.measures)
+        return list(self.streamed)
 
     @property
     def measures(self) -> list[str]:
@@ -58,13 +68,28 @@ class Evidence:
     def pairs(self) -> np.ndarray:
         if self.cube is not None:
             return self.cube.pairs
+        if self.streamed_pairs is not None:
+            return self.streamed_pairs
         ia, ja = np.triu_indices(len(self.runs), 1)
         return np.stack([ia, ja], axis=1)
 
     def win_rates(self, name: str) -> np.ndarray:
         """(queries x runs) W_q(a) of eq. 7; queries where the measure is undefined dropped."""
+        if name in self.streamed:
+            return self.streamed[name][0]
         values = self.preferences(name)
         return win_rates(values, self.cube.pairs, len(self.runs))
+
+    def moments(self, name: str):
+        """:class:`~prefeval.moments.PairMoments` of :meth:`pair_differences` (computed
+        once)."""
+        from .moments import PairMoments
+
+        if name in self.streamed:
+            return self.streamed[name][1]
+        if name not in self._moments:
+            self._moments[name] = PairMoments.of(self.pair_differences(name))
+        return self._moments[name]
 
     def scores(self, name: str) -> np.ndarray:
         """(queries x runs) per-query scores, higher is better: W_q for a preference,
@@ -179,11 +204,11 @@ def run_scores(
         return method, score
     if method == "borda":
         return method, borda(evidence.scores(name))
-    if method == "winrate":
-        return method, evidence.scores(name).mean(axis=0)
+    if method == "winrate":  # summed by blocks of queries, as every mean over queries
+        return method, ties.defined_mean(evidence.scores(name), axis=0)
     if method == "copeland":
-        means = ties.defined_mean(evidence.preferences(name), axis=1)
-        return method, copeland(means, evidence.cube.pairs, len(evidence.runs))
+        means = evidence.moments(name).mean()
+        return method, copeland(means, evidence.pairs(), len(evidence.runs))
     raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
 
 

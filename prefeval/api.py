@@ -391,7 +391,7 @@ def order(
     _number(teleport, "teleport", lo=0, hi=1, lo_open=True)
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress,
+        notify=notify, progress=progress, stream=True,
     )  # fmt: skip
     return _plain(order_table(got.evidence, method=method, teleport=teleport))
 
@@ -442,7 +442,7 @@ def discpower(
     )
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, against=against,
+        notify=notify, progress=progress, against=against, stream=True,
     )  # fmt: skip
     table = pair_tests(got.evidence, tests, correction, trials, seed, progress=progress)
     return _plain(table if pairs else discriminative_power(table, alpha))

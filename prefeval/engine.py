@@ -33,8 +33,8 @@ SUMMARY_QUERY = "all"
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22
 #: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
-#: memory of the preferences held at once (64 MiB of float64 values, ~8M rows of output)
-PARTITION_CELLS = 1 << 23
+#: memory of the preferences held at once (32 MiB of float64 values, ~4M rows of output)
+PARTITION_CELLS = 1 << 22
 
 
 def stderr_notice(message: str) -> None:
@@ -127,36 +127,52 @@ class PreferenceCube:
         (measure, pair, query order), then summary rows with query_id ``all`` (the
         ``means``, measures x pairs, when given: merged from query partitions)."""
         n_m, n_p, n_q = self.values.shape
-        parts = []
-        if per_query:
-            m = np.repeat(np.arange(n_m), n_p * n_q)
-            p = np.tile(np.repeat(np.arange(n_p), n_q), n_m)
-            q = np.tile(np.arange(n_q), n_m * n_p)
-            v = self.values.reshape(-1)
-            ok = ~np.isnan(v)
-            parts.append((m[ok], p[ok], q[ok], v[ok]))
+        pairs = self.pairs if len(self.pairs) else np.zeros((0, 2), dtype=np.int64)
+        defined = ~np.isnan(self.values) if per_query else None
         if summary:
             means = self.summary() if means is None else means
-            m = np.repeat(np.arange(n_m), n_p)
-            p = np.tile(np.arange(n_p), n_m)
-            v = means.reshape(-1)
-            ok = ~np.isnan(v)
-            parts.append((m[ok], p[ok], np.full(int(ok.sum()), n_q), v[ok]))
-        if parts:
-            m, p, q, v = (np.concatenate(cols) for cols in zip(*parts))
-        else:
-            m = p = q = np.zeros(0, dtype=np.int64)
-            v = np.zeros(0)
-        pairs = self.pairs if len(self.pairs) else np.zeros((0, 2), dtype=np.int64)
+        # the codes of each column filled measure by measure in its smallest integer type
+        # (as pandas keeps them): a partition's rows take no more than the frame itself
+        counts = defined.sum(axis=(1, 2)) if per_query else np.zeros(n_m, dtype=np.int64)
+        n_rows = int(counts.sum()) + (int((~np.isnan(means)).sum()) if summary else 0)
+        m = np.empty(n_rows, dtype=_code_type(n_m))
+        a = np.empty(n_rows, dtype=_code_type(len(self.runs)))
+        b = np.empty(n_rows, dtype=a.dtype)
+        q = np.empty(n_rows, dtype=_code_type(n_q + 1))
+        v = np.empty(n_rows)
+        at = 0
+        for k in range(n_m) if per_query else ():
+            flat = np.flatnonzero(defined[k])  # (pair, query) in pair, query order
+            pair, query = np.divmod(flat, max(n_q, 1))
+            end = at + len(flat)
+            m[at:end] = k
+            a[at:end], b[at:end] = pairs[pair, 0], pairs[pair, 1]
+            q[at:end] = query
+            v[at:end] = self.values[k].reshape(-1)[flat]
+            at = end
+        if summary:
+            km, kp = np.nonzero(~np.isnan(means))
+            m[at:], a[at:], b[at:] = km, pairs[kp, 0], pairs[kp, 1]
+            q[at:] = n_q
+            v[at:] = means[km, kp]
         return pd.DataFrame(
             {
                 "measure": pd.Categorical.from_codes(m, self.measures),
-                "run_a": pd.Categorical.from_codes(pairs[p, 0], self.runs),
-                "run_b": pd.Categorical.from_codes(pairs[p, 1], self.runs),
+                "run_a": pd.Categorical.from_codes(a, self.runs),
+                "run_b": pd.Categorical.from_codes(b, self.runs),
                 "query_id": pd.Categorical.from_codes(q, [*self.query_ids, SUMMARY_QUERY]),
                 "value": v,
             }
         )
+
+
+def _code_type(n: int):
+    """The smallest signed integer type holding codes 0..n-1 (pandas' choice for n
+    categories)."""
+    for kind in (np.int8, np.int16, np.int32):
+        if n < np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def against_pairs(runs: Sequence[str], against: Sequence[str]) -> np.ndarray:

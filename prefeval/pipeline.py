@@ -18,8 +18,10 @@ from .aggregation import Evidence
 from .engine import (
     PreferenceCube,
     against_pairs,
+    compare_partitions,
     compute_cube,
     load_runs,
+    partitioned_cubes,
     relevant_with_notice,
     stderr_notice,
 )
@@ -68,13 +70,17 @@ def gather(
     notify: Callable[[str], None] | None = stderr_notice,
     progress: bool | None = None,
     against=(),
+    stream: bool = False,
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
     ``runs``: as :func:`prefeval.readers.name_runs` takes them (paths, DataFrames, or a
     dict name -> run); ``prefs``/``metrics``: tables as paths or DataFrames.
     ``against``: run names; only the pairs with them (:func:`~prefeval.engine.against_pairs`)
-    are kept, and only those computed when the full cube is not cached.
+    are kept, and only those computed when the full cube is not cached.  ``stream``: the
+    caller needs only win rates and pair moments (``order``, ``discpower``): when the
+    preferences span more than one query partition and are not cached, they are
+    computed partition by partition and never held whole (:func:`_streamed`).
     """
     judged = read_qrels(qrels) if qrels is not None else None
     sources = dict(name_runs(runs)) if len(runs) else {}
@@ -124,7 +130,14 @@ def gather(
         key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
         cube = _cached_cube(key)
         chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
-        if cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
+        n_parts = len(
+            compare_partitions(
+                inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen
+            )
+        )
+        if cube is None and stream and n_parts > 1:
+            inputs.evidence = _streamed(inputs, chosen, progress)
+        elif cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
             cube = compute_cube(
                 inputs.positions,
                 inputs.relevant,
@@ -138,8 +151,9 @@ def gather(
                 cache.prune()
         elif chosen is not None:
             cube = cube.select_pairs(chosen)
-    evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
-    inputs.evidence = evidence
+    if cube is not None:
+        inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
+    evidence = inputs.evidence
     if no_baselines:
         return inputs
     if metrics is not None:
@@ -177,6 +191,36 @@ def gather(
 
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
     return inputs
+
+
+def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
+    """The evidence of ``order`` and ``discpower`` merged from query partitions
+    (:func:`~prefeval.engine.partitioned_cubes`): per measure the win rates of each
+    partition stacked in query order and the pair moments merged block by block, the
+    same bits as from the whole cube; memory holds one partition's preferences."""
+    from .aggregation import win_rates
+    from .moments import PairMoments
+
+    names = [p.name for p in inputs.positions]
+    rates: dict[str, list] = {m.name: [] for m in inputs.measures}
+    moments: dict[str, PairMoments] = {}
+    chosen = None
+    for part in partitioned_cubes(
+        inputs.positions,
+        inputs.relevant,
+        inputs.measures,
+        binary=inputs.binary,
+        progress=progress,
+        pairs=pairs,
+    ):
+        chosen = part.pairs
+        for k, name in enumerate(part.measures):
+            rates[name].append(win_rates(part.values[k], part.pairs, len(names)))
+            moments.setdefault(name, PairMoments(len(part.pairs))).add(part.values[k])
+    streamed = {name: (np.concatenate(rates[name]), moments[name]) for name in rates}
+    return Evidence(
+        names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen
+    )
 
 
 def _cached_cube(key: str) -> PreferenceCube | None:

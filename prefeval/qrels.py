@@ -46,7 +46,7 @@ class RelevantSet:
     level: float | None
     query_ids: list[str]
     offsets: np.ndarray
-    doc_id: list[str]
+    doc_id: pd.Series  # of str (a list of str will do)
     grade: np.ndarray
     dropped: list[str] = field(default_factory=list)
     # subtopic qrels only: per query a (m, T) boolean matrix and its subtopic ids
@@ -90,9 +90,12 @@ class RelevantSet:
             return
         import pyarrow as pa
 
-        unique, code = np.unique(np.asarray(self.doc_id, dtype=object), return_inverse=True)
-        docnos = pa.array(unique.tolist(), pa.string())
-        key = self.query_of_doc().astype(np.int64) * len(unique) + code.reshape(-1)
+        from .readers import _small_strings
+
+        # codes into the sorted distinct docnos (code-point order, as Python sorts str)
+        code, unique = pd.factorize(_strings(self.doc_id), sort=True)
+        docnos = _small_strings(pa.array(unique, pa.large_string()))
+        key = self.query_of_doc().astype(np.int64) * len(unique) + code
         order = np.argsort(key, kind="stable")
         self._keys, self._gid = key[order], order.astype(np.int64)
         self._docnos = docnos
@@ -125,7 +128,7 @@ class RelevantSet:
             level=self.level,
             query_ids=qids,
             offsets=np.asarray(offsets, dtype=np.int64),
-            doc_id=[self.doc_id[i] for i in idx],
+            doc_id=_strings(self.doc_id).take(idx).reset_index(drop=True),
             grade=self.grade[idx],
             dropped=list(self.dropped),
             subtopics=subs if self.subtopics is not None else None,
@@ -225,9 +228,9 @@ class Qrels:
         qindex = pd.Index(query_ids, dtype=object).get_indexer(rel["query_id"])
         # by query, then docno in code-point order (as Python compares str; UTF-8 byte
         # order is the same order)
-        by = pd.DataFrame({"q": qindex, "d": rel["doc_id"].to_numpy()})
+        by = pd.DataFrame({"q": qindex, "d": rel["doc_id"].array})
         order = by.sort_values(["q", "d"], kind="stable").index.to_numpy()
-        docs = by["d"].take(order).tolist()
+        docs = by["d"].take(order).reset_index(drop=True)
         del by
         grades_all = rel["relevance"].to_numpy(dtype=float)[order]
         offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
@@ -238,8 +241,9 @@ class Qrels:
             st = self.subtopic_frame()
             st = st[is_relevant(st["relevance"].to_numpy(), level)]
             st_by_q = dict(tuple(st.groupby("query_id", sort=False)))
+            doc_list = docs.tolist()
             for k, q in enumerate(query_ids):
-                qdocs = docs[offsets[k] : offsets[k + 1]]
+                qdocs = doc_list[offsets[k] : offsets[k + 1]]
                 part = st_by_q.get(q)
                 if part is None:
                     subtopics.append(np.zeros((len(qdocs), 0), dtype=bool))

@@ -16,7 +16,6 @@ already control the family-wise error (correction reported as ``tukey``).
 from __future__ import annotations
 
 import os
-import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,34 +31,32 @@ CORRECTIONS = ("bonferroni", "holm", "none")
 DEFAULT_TRIALS = 10000
 
 
-def _defined(diffs: np.ndarray) -> np.ndarray:
-    """Drop queries (columns) where the measure is undefined for the pairs (NaN)."""
-    return diffs[:, ~np.isnan(diffs).any(axis=0)]
-
-
 def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     """Two-sided t-test p-value for every run pair (vectorized over pairs).
 
     For a preference, a one-sample t-test of Delta(a, b) against 0; for a metric, the
     paired t-test of a's and b's values, which is the same test on their differences.
-    A pair whose differences all tie (:mod:`prefeval.ties`) gets p = 1 when they are 0
-    and p = 0 otherwise (scipy would warn and divide by a zero variance).
+    t = mean / (s / sqrt(n)) over the queries where the pair's difference is defined,
+    p = 2 P(T_{n-1} >= |t|) (``scipy.stats.t``), from the merged
+    :class:`~prefeval.moments.PairMoments` (so equal to ``scipy.stats.ttest_1samp`` to
+    about 1e-15).  Below two queries p = 1.  A pair whose differences all tie
+    (:mod:`prefeval.ties`: the largest ties with the smallest) gets p = 1 when they are
+    0 and p = 0 otherwise (scipy would warn and divide by a zero variance).
     """
     from scipy import stats
 
-    diffs = _defined(evidence.pair_differences(name))
-    out = np.ones(len(diffs))
-    if diffs.shape[1] < 2:
-        return out
-    # differences that all tie with the first (prefeval.ties) are constant
-    constant = np.all(ties.tie(diffs, diffs[:, :1]), axis=1)
-    out[constant] = np.where(ties.is_zero(diffs[constant, 0]), 1.0, 0.0)
-    varying = ~constant
+    moments = evidence.moments(name)
+    out = np.ones(len(moments.n))
+    constant = moments.constant()
+    small = moments.n < 2
+    mean = moments.mean()
+    fixed = constant & ~small
+    out[fixed] = np.where(ties.is_zero(mean[fixed]), 1.0, 0.0)
+    varying = ~constant & ~small
     if varying.any():
-        with warnings.catch_warnings():
-            # scipy's "precision loss" notice for nearly constant differences
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out[varying] = stats.ttest_1samp(diffs[varying], 0.0, axis=1).pvalue
+        n = moments.n[varying]
+        t = mean[varying] / np.sqrt(moments.variance()[varying] / n)
+        out[varying] = np.minimum(1.0, 2.0 * stats.t.sf(np.abs(t), n - 1))
     return out
 
 
@@ -68,13 +65,13 @@ def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
 
     Equals ``scipy.stats.binomtest(wins, wins + losses, 0.5).pvalue``; with p = 1/2
     the two-sided p-value is min(1, 2 P(X <= min(wins, losses))), computed for all
-    pairs at once with ``scipy.stats.binom``.
+    pairs at once with ``scipy.stats.binom``.  Signs by :mod:`prefeval.ties`; an
+    undefined difference counts for neither.
     """
     from scipy import stats
 
-    signs = ties.sign(evidence.pair_differences(name))  # NaN (undefined) counts for neither
-    wins = np.sum(signs > 0, axis=1)
-    losses = np.sum(signs < 0, axis=1)
+    moments = evidence.moments(name)
+    wins, losses = moments.wins, moments.losses
     n = wins + losses
     tail = stats.binom.cdf(np.minimum(wins, losses), np.maximum(n, 1), 0.5)
     return np.where(n > 0, np.minimum(1.0, 2.0 * tail), 1.0)
@@ -329,27 +326,17 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
     pairs = evidence.pairs()
     frames = []
     for name in evidence.measures:
-        diffs = evidence.pair_differences(name)
-        defined = ~np.isnan(diffs)
-        n = defined.sum(axis=1)
-        raw_mean = ties.defined_mean(diffs, axis=1)
-        mean = ties.snap_zero(raw_mean)
-        # sample standard deviation over the defined queries; below two queries it is
-        # undefined (the interval is NaN below), not numpy's "degrees of freedom <= 0"
-        squares = np.nansum((diffs - raw_mean[:, None]) ** 2, axis=1)
-        spread = np.sqrt(squares / np.maximum(n - 1, 1))
+        moments = evidence.moments(name)
+        n = moments.n
+        mean = ties.snap_zero(moments.mean())
+        spread = np.sqrt(np.where(n > 1, moments.variance(), 0.0))
         half = (
             stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1))
             * spread
             / np.sqrt(np.maximum(n, 1))
         )
-        first = np.zeros(len(diffs))
-        if diffs.shape[1]:
-            first = diffs[np.arange(len(diffs)), np.argmax(defined, axis=1)]
-        constant = np.all(~defined | ties.tie(diffs, first[:, None]), axis=1)
-        half = np.where(constant, 0.0, half)
+        half = np.where(moments.constant(), 0.0, half)
         half = np.where(n > 1, half, np.nan)
-        signs = ties.sign(diffs)
         frames.append(
             pd.DataFrame(
                 {
@@ -360,9 +347,9 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
                     "mean": mean,
                     "ci_low": mean - half,
                     "ci_high": mean + half,
-                    "wins": np.sum(signs > 0, axis=1),
-                    "ties": np.sum(signs == 0, axis=1),
-                    "losses": np.sum(signs < 0, axis=1),
+                    "wins": moments.wins,
+                    "ties": moments.tied,
+                    "losses": moments.losses,
                 },
                 columns=PAIR_COLUMNS,
             )

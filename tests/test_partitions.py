@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import invoke, read_tsv
 
-from prefeval import engine, ties
+from prefeval import cache, engine, ties
 from prefeval.measures import parse_measures
 from prefeval.readers import read_qrels
 
@@ -122,3 +122,115 @@ def test_parquet_written_partition_by_partition(monkeypatch, tmp_path):
     a = a.sort_values(key).reset_index(drop=True).astype(str)
     b = b.sort_values(key).reset_index(drop=True).astype(str)
     assert a.equals(b)  # every row, the summary's bits too
+
+
+# --------------------------------------------------------------------------- order, discpower
+
+ANALYSES = [
+    ("order", {"method": "mc4"}),
+    ("order", {"method": "borda"}),
+    ("order", {"method": "winrate"}),
+    ("order", {"method": "copeland"}),
+    ("discpower", {"trials": 300}),
+    ("discpower", {"trials": 300, "pairs": True}),
+    ("discpower", {"against": ["sys03"], "pairs": True}),
+]
+
+
+def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells):
+    """``command`` with preferences merged from partitions of at most ``parts_cells``
+    cells (the whole cube never computed) equals it on the whole cube, bit for bit."""
+    import pandas as pd
+
+    import prefeval
+    from prefeval import pipeline
+
+    monkeypatch.setattr(cache, "_ENABLED", False)  # no cached cube: computed both times
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 1 << 40)
+    whole = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", parts_cells)
+    calls = []
+    partitioned = engine.partitioned_cubes
+
+    def counted(*args, **kw):
+        for part in partitioned(*args, **kw):
+            calls.append(part.values.size)
+            yield part
+
+    def whole_cube(*args, **kw):
+        raise AssertionError("the whole cube was computed")
+
+    monkeypatch.setattr(pipeline, "partitioned_cubes", counted)
+    monkeypatch.setattr(pipeline, "compute_cube", whole_cube)
+    merged = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
+    assert len(calls) > 2 and max(calls) <= parts_cells
+    pd.testing.assert_frame_equal(merged, whole, check_exact=True)
+    assert len(whole) > 5
+
+
+@pytest.mark.parametrize("command,options", ANALYSES, ids=lambda x: str(x))
+@pytest.mark.parametrize("qrels", ["qrels.txt", "qrels.subtopics.txt"])
+def test_analysis_merged_from_partitions(monkeypatch, qrels, command, options):
+    """order (every method) and discpower (every test, --pairs, --against) from query
+    partitions: the same table, to the last bit, as from all queries at once."""
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    cells = 200 if "against" in options else 1000  # 5 pairs, not 15: smaller partitions
+    _merged_equals_whole(monkeypatch, str(SAMPLE / qrels), RUNS, command, options, cells)
+
+
+@pytest.mark.parametrize("command,options", [ANALYSES[0], ANALYSES[5]], ids=["order", "discpower"])
+def test_analysis_merged_from_partitions_web2012(monkeypatch, web2012, command, options):
+    monkeypatch.setattr(ties, "SUM_BLOCK", 8)
+    runs = sorted(str(p) for p in (web2012 / "runs").glob("*.gz"))
+    qrels = str(web2012 / "qrels.diversity-ndeval.txt.gz")
+    _merged_equals_whole(monkeypatch, qrels, runs, command, options, 3000)
+
+
+def test_pair_moments_merge_block_by_block(monkeypatch):
+    """PairMoments over awkward values (NaN, constant rows, one defined value, values
+    1e-13 apart, large offsets) match numpy's two-pass mean and variance, and the same
+    values fed in whole blocks give the same bits."""
+    from prefeval.moments import PairMoments
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 4)
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(6, 30))
+    values[1, ::3] = np.nan
+    values[2] = 0.25
+    values[3, :29] = np.nan
+    values[4] = 1e6 + 1e-13 * np.arange(30)
+    values[5] = np.nan
+    whole = PairMoments.of(values)
+    fed = PairMoments(6)
+    for lo in (0, 8, 20):  # whole blocks of 4, then the rest
+        fed.add(values[:, lo : {0: 8, 8: 20, 20: 30}[lo]])
+    for name in ("n", "m2", "low", "high", "wins", "tied", "losses"):
+        assert np.array_equal(getattr(fed, name), getattr(whole, name)), name
+    assert np.array_equal(fed.mean(), whole.mean(), equal_nan=True)
+    assert np.array_equal(whole.mean(), ties.defined_mean(values, axis=1), equal_nan=True)
+    for row in range(5):
+        x = values[row][~np.isnan(values[row])]
+        assert whole.n[row] == len(x)
+        assert abs(whole.mean()[row] - x.mean()) <= 1e-12 * max(1, abs(x.mean()))
+        if len(x) > 1:
+            assert abs(whole.variance()[row] - x.var(ddof=1)) <= 1e-12 * max(1, x.var())
+    assert list(whole.constant()) == [False, False, True, True, True, True]
+    assert whole.n[5] == 0 and np.isnan(whole.mean()[5]) and np.isnan(whole.variance()[3])
+    assert (whole.wins + whole.tied + whole.losses == whole.n).all()
+
+
+def test_ttest_from_moments_is_scipys():
+    """The t-test from merged moments equals scipy.stats.ttest_1samp to 1e-12."""
+    from scipy import stats
+
+    from prefeval.aggregation import Evidence
+    from prefeval.statistics import ttest_pvalues
+
+    rng = np.random.default_rng(5)
+    scores = rng.normal(size=(40, 5)) + np.linspace(0, 2.0, 5)
+    evidence = Evidence([f"r{i}" for i in range(5)], [str(q) for q in range(40)])
+    evidence.metrics = {"m": scores}
+    got = ttest_pvalues(evidence, "m")
+    pairs = evidence.pairs()
+    want = stats.ttest_rel(scores[:, pairs[:, 0]], scores[:, pairs[:, 1]], axis=0).pvalue
+    assert np.allclose(got, want, rtol=1e-12, atol=0) and got.min() < 0.01

@@ -1,0 +1,84 @@
+"""Per-pair moments of differences, merged over query partitions.
+
+The pairwise statistics (the t-test, the sign test, the confidence intervals of
+``pairs``) need, per run pair, only a few numbers over the queries: the count of
+defined differences, their sum, their sum of squared deviations (M2), their extremes
+and the signs.  :class:`PairMoments` computes them block by block of
+:data:`prefeval.ties.SUM_BLOCK` queries and merges the blocks one after the other in
+query order (sums as :func:`prefeval.ties.defined_sum`; M2 by Chan, Golub and
+LeVeque's pairwise update, each block's own M2 taken two-pass about its mean).  Query
+partitions are whole blocks, so the moments merged partition by partition are the
+same bits as those of all queries at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ties
+
+
+class PairMoments:
+    """Moments of (pairs x queries) differences, NaN = undefined, fed in query order."""
+
+    def __init__(self, n_pairs: int):
+        self.n = np.zeros(n_pairs, dtype=np.int64)
+        self.sums = None  # the sums of the blocks so far, added in order (ties.running_sum)
+        self.block_mean = np.zeros(n_pairs)  # Chan's running mean (for M2 only)
+        self.m2 = np.zeros(n_pairs)
+        self.low = np.full(n_pairs, np.inf)
+        self.high = np.full(n_pairs, -np.inf)
+        self.wins = np.zeros(n_pairs, dtype=np.int64)
+        self.tied = np.zeros(n_pairs, dtype=np.int64)
+        self.losses = np.zeros(n_pairs, dtype=np.int64)
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> PairMoments:
+        """The moments of all the (pairs x queries) ``values`` at once."""
+        moments = cls(values.shape[0])
+        moments.add(values)
+        return moments
+
+    def add(self, values: np.ndarray) -> None:
+        """Merge the next queries' (pairs x queries) values: whole blocks of
+        :data:`~prefeval.ties.SUM_BLOCK` queries (but for the last queries)."""
+        values = np.asarray(values, dtype=np.float64)
+        n_p, n_q = values.shape
+        defined = ~np.isnan(values)
+        self.sums = ties.running_sum(ties.block_sums(values, axis=1), self.sums)
+        signs = ties.sign(values)
+        self.wins += np.sum(signs > 0, axis=1)
+        self.tied += np.sum(signs == 0, axis=1)
+        self.losses += np.sum(signs < 0, axis=1)
+        if n_q:
+            self.low = np.minimum(self.low, np.where(defined, values, np.inf).min(axis=1))
+            self.high = np.maximum(self.high, np.where(defined, values, -np.inf).max(axis=1))
+        block = ties.SUM_BLOCK
+        for lo in range(0, n_q, block):
+            part, ok = values[:, lo : lo + block], defined[:, lo : lo + block]
+            count = ok.sum(axis=1)
+            zeroed = np.where(ok, part, 0.0)
+            mean = zeroed.sum(axis=1) / np.maximum(count, 1)
+            m2 = np.where(ok, (part - mean[:, None]) ** 2, 0.0).sum(axis=1)
+            total = self.n + count
+            delta = mean - self.block_mean
+            share = np.where(total > 0, count / np.maximum(total, 1), 0.0)
+            self.m2 = self.m2 + m2 + delta * delta * self.n * share
+            self.block_mean = self.block_mean + delta * share
+            self.n = total
+
+    def mean(self) -> np.ndarray:
+        """Mean of the defined values (the bits of :func:`prefeval.ties.defined_mean`;
+        NaN where none; not snapped to 0)."""
+        sums = self.sums if self.sums is not None else np.zeros(len(self.n))
+        return np.where(self.n > 0, sums / np.maximum(self.n, 1), np.nan)
+
+    def variance(self) -> np.ndarray:
+        """Sample variance (n - 1 degrees of freedom); NaN below two values."""
+        return np.where(self.n > 1, self.m2 / np.maximum(self.n - 1, 1), np.nan)
+
+    def constant(self) -> np.ndarray:
+        """Whether every defined value ties (:mod:`prefeval.ties`) with every other: the
+        largest ties with the smallest (True where there is no value)."""
+        empty = self.n == 0
+        return empty | ties.tie(np.where(empty, 0.0, self.high), np.where(empty, 0.0, self.low))
