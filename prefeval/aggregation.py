@@ -18,6 +18,8 @@ from . import ties
 METHODS = ("mc4", "borda", "winrate", "copeland")
 DEFAULT_METHOD = "mc4"
 DEFAULT_TELEPORT = 0.05
+#: queries ranked at once by MC4 and Borda (their counts are sums over queries)
+_ROWS = 1 << 16
 
 
 @dataclass
@@ -156,10 +158,11 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     n = scores.shape[1]
     if n == 1:
         return np.ones(1)
-    g = ties.groups(scores)
     above = np.zeros((n, n), dtype=np.int64)  # above[a, b]: queries ranking a over b
-    for a in range(n):
-        above[a] = (g[:, a, None] > g).sum(axis=0)
+    for lo in range(0, len(scores), _ROWS):  # counted by chunks of queries: bounded memory
+        g = ties.groups(scores[lo : lo + _ROWS])
+        for a in range(n):
+            above[a] += (g[:, a, None] > g).sum(axis=0)
     beats = above.T > above  # beats[a, b]: b beats a
     move = beats / n
     np.fill_diagonal(move, 0.0)
@@ -174,8 +177,12 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
 
 
 def borda(scores: np.ndarray) -> np.ndarray:
-    """Sum over queries of Borda points (tied runs share, :func:`prefeval.ties.rank_points`)."""
-    return ties.rank_points(scores).sum(axis=0)
+    """Sum over queries of Borda points (tied runs share, :func:`prefeval.ties.rank_points`;
+    halves, so the sum is exact in any order, here by chunks of queries)."""
+    total = np.zeros(scores.shape[1])
+    for lo in range(0, len(scores), _ROWS):
+        total += ties.rank_points(scores[lo : lo + _ROWS]).sum(axis=0)
+    return total
 
 
 def copeland(pair_means: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:

@@ -282,6 +282,11 @@ def load_runs(
         )
     if cache.enabled():
         cache.prune()
+    # the parse buffers are freed; let Arrow's allocator hand them back to the system
+    # (it keeps them otherwise: some 300 MB after 21 recsys runs) before computing
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
     for positions in out:
         missing = positions.missing_queries
         if missing and notify is not None:

@@ -394,6 +394,11 @@ def table_run(path: str, name: str):
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues)
 
 
+#: (run, query) blocks of queries the qrels do not evaluate that the batch-by-batch
+#: reading remembers (to tell a block split in two): beyond, the table is read per run
+OTHER_GROUPS = 1 << 20
+
+
 class _NotGrouped(Exception):
     """The rows of one run's query are not consecutive in the table."""
 
@@ -468,7 +473,7 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
             seen[evaluated] = True
             for start in starts[mine & (group_q < 0)]:
                 key_other = (label, qid[int(start)].as_py())
-                if key_other in done_other:
+                if key_other in done_other or len(done_other) >= OTHER_GROUPS:
                     raise _NotGrouped
                 done_other.add(key_other)
             rows_r = np.flatnonzero((rcode == r) & (qidx >= 0))

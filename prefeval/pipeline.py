@@ -202,7 +202,11 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
     from .moments import PairMoments
 
     names = [p.name for p in inputs.positions]
-    rates: dict[str, list] = {m.name: [] for m in inputs.measures}
+    n_queries = inputs.relevant.n_queries
+    # one (queries x runs) matrix per measure, filled partition by partition (a query
+    # where the measure is undefined has no row: the rows used are counted)
+    rates = {m.name: np.empty((n_queries, len(names))) for m in inputs.measures}
+    used = dict.fromkeys(rates, 0)
     moments: dict[str, PairMoments] = {}
     chosen = None
     for part in partitioned_cubes(
@@ -215,9 +219,11 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
     ):
         chosen = part.pairs
         for k, name in enumerate(part.measures):
-            rates[name].append(win_rates(part.values[k], part.pairs, len(names)))
+            rows = win_rates(part.values[k], part.pairs, len(names))
+            rates[name][used[name] : used[name] + len(rows)] = rows
+            used[name] += len(rows)
             moments.setdefault(name, PairMoments(len(part.pairs))).add(part.values[k])
-    streamed = {name: (np.concatenate(rates[name]), moments[name]) for name in rates}
+    streamed = {name: (rates[name][: used[name]], moments[name]) for name in rates}
     return Evidence(
         names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen
     )

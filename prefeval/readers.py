@@ -609,8 +609,10 @@ def _regular_columns(data: bytes):
     if ncols not in (5, 6):
         return None
     names = [f"c{i}" for i in range(ncols)]
+    kept: list[list] = [[], [], []]  # qid, docno, score: block by block
     try:
-        table = pacsv.read_csv(
+        # streamed in blocks of 16 MiB: only the three kept columns grow with the file
+        reader = pacsv.open_csv(
             pa.py_buffer(data),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
@@ -626,21 +628,27 @@ def _regular_columns(data: bytes):
                 check_utf8=True,
             ),
         )
+        for batch in reader:
+            columns = [batch.column(name) for name in names[:5]]
+            for column in columns[:4]:
+                if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
+                    return None  # an empty field: irregular spacing
+            if len(columns[0]) and pc.any(pc.starts_with(columns[0], "#")).as_py():
+                return None
+            score = np.asarray(columns[4], dtype=np.float64)
+            if np.isnan(score).any():
+                return None
+            kept[0].append(columns[0])
+            kept[1].append(columns[2])
+            kept[2].append(score)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
         return None
     try:
-        columns = [table.column(name).combine_chunks() for name in names[:5]]
+        qid, docno = (pa.chunked_array(c, pa.string()).combine_chunks() for c in kept[:2])
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return None  # a column beyond 2 GiB: split_fields reads it as large strings
-    for column in columns[:4]:
-        if len(column) and pc.min(pc.binary_length(column)).as_py() == 0:
-            return None  # an empty field: irregular spacing
-    if len(columns[0]) and pc.any(pc.starts_with(columns[0], "#")).as_py():
-        return None
-    score = np.asarray(columns[4], dtype=np.float64)
-    if np.isnan(score).any():
-        return None
-    return columns[0], columns[2], score
+    score = np.concatenate(kept[2]) if kept[2] else np.zeros(0)
+    return qid, docno, score
 
 
 def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> RunColumns:

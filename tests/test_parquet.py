@@ -697,6 +697,9 @@ def test_many_run_table_with_queries_not_judged(monkeypatch, tmp_path):
         path = write(rows, tmp_path / f"{layout}.parquet")
         got = prefeval.compare(QRELS, path, per_query=True, notify=None)
         assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, notify=None)), layout
+    monkeypatch.setattr(parquet, "OTHER_GROUPS", 3)  # too many such blocks: run by run
+    got = prefeval.compare(QRELS, path, per_query=True, notify=None)
+    assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, notify=None))
     twice = pd.concat([extra.iloc[:5], extra.iloc[4:5], frame], ignore_index=True)
     path = write(twice, tmp_path / "twice.parquet")
     one_line_error(invoke("compare", QRELS, path), path, "row 6: document")

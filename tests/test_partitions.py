@@ -234,3 +234,17 @@ def test_ttest_from_moments_is_scipys():
     pairs = evidence.pairs()
     want = stats.ttest_rel(scores[:, pairs[:, 0]], scores[:, pairs[:, 1]], axis=0).pvalue
     assert np.allclose(got, want, rtol=1e-12, atol=0) and got.min() < 0.01
+
+
+def test_mc4_and_borda_count_by_chunks_of_queries(monkeypatch):
+    """MC4's majorities and Borda's points are sums over queries: counted 7 queries at a
+    time they are the same, to the bit, as over all queries at once (ties included)."""
+    from prefeval import aggregation
+
+    rng = np.random.default_rng(11)
+    scores = rng.integers(0, 4, size=(100, 6)).astype(float) / 3  # many ties
+    whole = aggregation.mc4(scores), aggregation.borda(scores)
+    monkeypatch.setattr(aggregation, "_ROWS", 7)
+    chunked = aggregation.mc4(scores), aggregation.borda(scores)
+    assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
+    assert len(np.unique(whole[1])) > 1
