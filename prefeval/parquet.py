@@ -292,11 +292,22 @@ def _batches(path: str, columns: list[str]):
     pfile = _open(path)
 
     def read():
-        # row group by row group: over the whole file, iter_batches reads ahead and
-        # holds most of a large file (1.7 GB of Arrow memory for 200M rows)
+        # a few row groups at a time (about BATCH_ROWS rows): over the whole file,
+        # iter_batches reads ahead and holds most of a large file (1.7 GB of Arrow
+        # memory for 200M rows); small row groups are read together
+        groups, rows = [], 0
         for group in range(pfile.num_row_groups):
+            size = pfile.metadata.row_group(group).num_rows
+            if groups and rows + size > BATCH_ROWS:
+                yield from pfile.iter_batches(
+                    batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
+                )
+                groups, rows = [], 0
+            groups.append(group)
+            rows += size
+        if groups:
             yield from pfile.iter_batches(
-                batch_size=BATCH_ROWS, row_groups=[group], columns=columns, use_threads=True
+                batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
             )
 
     batches = read()
@@ -430,13 +441,13 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .positions import RunPositions, _value_set, reduce_rows
+    from .positions import RunPositions, reduce_rows
     from .readers import _codes
 
     columns = _many_run_columns(_open(path), path)
     nq = relevant.n_queries
     queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
-    docnos = relevant.docnos()
+    judged = pd.Index(relevant.docnos().to_pandas())  # codes as relevant.lookup takes
     parts: dict[str, list] = {}  # run -> RunPositions of the blocks reduced
     retrieved: dict[str, np.ndarray] = {}  # run -> documents retrieved per query
     done: dict[str, np.ndarray] = {}  # run -> evaluated queries already reduced
@@ -457,10 +468,10 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
         _duplicate_rows(
             path, qid, docno, (rcode, qcode, dcode), rows, lambda row: names[row].as_py()
         )
-        # a hash of the evaluated queries built once (index_in would hash them per batch)
+        # hashes of the evaluated queries and judged docnos built once (index_in would
+        # hash them again for every batch)
         qidx = queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
-        code = pc.index_in(dvalues, value_set=_value_set(docnos, dvalues))
-        code = np.asarray(code.fill_null(-1), dtype=np.int64)[dcode]
+        code = judged.get_indexer(dvalues.to_pandas()).astype(np.int64)[dcode]
         labels = rvalues.to_pylist()
         group_run, group_q = rcode[starts], qidx[starts]
         for r, label in enumerate(labels):

@@ -222,7 +222,9 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
             rows = win_rates(part.values[k], part.pairs, len(names))
             rates[name][used[name] : used[name] + len(rows)] = rows
             used[name] += len(rows)
-            moments.setdefault(name, PairMoments(len(part.pairs))).add(part.values[k])
+            if name not in moments:
+                moments[name] = PairMoments(len(part.pairs))
+            moments[name].add(part.values[k])
     streamed = {name: (rates[name][: used[name]], moments[name]) for name in rates}
     return Evidence(
         names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen

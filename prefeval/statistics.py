@@ -1,6 +1,6 @@
 """Discriminative power (Sakai): the share of run pairs a measure tells apart.
 
-Tests, all from scipy.stats:
+Tests (distributions from scipy.stats):
 
 - ``ttest``: a preference's per-query Delta(a, b) against 0 (one-sample t-test);
   a metric's per-query values of a and b (paired t-test).
@@ -41,7 +41,7 @@ def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     :class:`~prefeval.moments.PairMoments` (so equal to ``scipy.stats.ttest_1samp`` to
     about 1e-15).  Below two queries p = 1.  A pair whose differences all tie
     (:mod:`prefeval.ties`: the largest ties with the smallest) gets p = 1 when they are
-    0 and p = 0 otherwise (scipy would warn and divide by a zero variance).
+    0 and p = 0 otherwise (a zero variance has no t).
     """
     from scipy import stats
 
