@@ -292,13 +292,13 @@ def _batches(path: str, columns: list[str]):
     pfile = _open(path)
 
     def read():
-        # a few row groups at a time (about BATCH_ROWS rows): over the whole file,
+        # a few row groups at a time (up to BATCH_ROWS / 2 rows): over the whole file,
         # iter_batches reads ahead and holds most of a large file (1.7 GB of Arrow
         # memory for 200M rows); small row groups are read together
         groups, rows = [], 0
         for group in range(pfile.num_row_groups):
             size = pfile.metadata.row_group(group).num_rows
-            if groups and rows + size > BATCH_ROWS:
+            if groups and rows + size > BATCH_ROWS // 2:
                 yield from pfile.iter_batches(
                     batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
                 )
@@ -441,13 +441,14 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .positions import RunPositions, reduce_rows
+    from .positions import RunPositions, _value_set, reduce_rows
     from .readers import _codes
 
     columns = _many_run_columns(_open(path), path)
     nq = relevant.n_queries
     queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
-    judged = pd.Index(relevant.docnos().to_pandas())  # codes as relevant.lookup takes
+    docnos = relevant.docnos()
+    judged = pd.Index(docnos.to_pandas())  # codes as relevant.lookup takes
     parts: dict[str, list] = {}  # run -> RunPositions of the blocks reduced
     retrieved: dict[str, np.ndarray] = {}  # run -> documents retrieved per query
     done: dict[str, np.ndarray] = {}  # run -> evaluated queries already reduced
@@ -471,7 +472,12 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
         # hashes of the evaluated queries and judged docnos built once (index_in would
         # hash them again for every batch)
         qidx = queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
-        code = judged.get_indexer(dvalues.to_pandas()).astype(np.int64)[dcode]
+        if len(judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
+            code = pc.index_in(dvalues, value_set=_value_set(docnos, dvalues))
+            code = np.asarray(code.fill_null(-1), dtype=np.int64)
+        else:
+            code = judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
+        code = code[dcode]
         labels = rvalues.to_pylist()
         group_run, group_q = rcode[starts], qidx[starts]
         for r, label in enumerate(labels):
