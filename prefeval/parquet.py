@@ -25,6 +25,7 @@ import numpy as np
 
 from .errors import InputError
 from .readers import PARQUET_MAGIC as MAGIC
+from .readers import FirstError
 
 QUERY = ("query_id", "qid")
 DOC = ("doc_id", "docno")
@@ -361,19 +362,11 @@ def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
     """An error for the first row repeating an earlier row's ``codes`` (query, docno and,
     in a many-run table, run): ``rows`` are the rows' 0-based rows in the file,
     ``run_of(i)`` the run name of row i (None: a file of one run)."""
-    from .readers import first_duplicate
+    from .readers import _duplicate_message
 
-    duplicate = first_duplicate(*codes)
-    if duplicate is None:
-        return
-    row, earlier = duplicate
-    of_run = f" of run {run_of(row)!r}" if run_of is not None else ""
-    raise InputError(
-        path,
-        None,
-        f"row {int(rows[row]) + 1}: document {docno[row].as_py()!r} appears twice for query "
-        f"{qid[row].as_py()!r}{of_run} (first at row {int(rows[earlier]) + 1})",
-    )
+    duplicate = _duplicate_message(qid, docno, codes, lambda i: f"row {int(rows[i]) + 1}", run_of)
+    if duplicate is not None:
+        raise InputError(path, None, f"row {int(rows[duplicate[0]]) + 1}: {duplicate[1]}")
 
 
 def table_run(path: str, name: str):
@@ -574,23 +567,14 @@ def parse_qrels(data: bytes, path: str):
     return qrels_rows(qid, it, docno, lambda: relevance, RowErrors(path), None)
 
 
-class RowErrors:
+class RowErrors(FirstError):
     """:class:`prefeval.readers.FirstError` for a table: problems at rows (from 1),
     reported as ``FILE: row N: message``."""
 
     unit = "row"
 
-    def __init__(self, path: str):
-        self.path = path
-        self.found: list[tuple[int, str]] = []
-
-    def add(self, row: int, message: str) -> None:
-        self.found.append((int(row), message))
-
-    def check(self) -> None:
-        if self.found:
-            row, message = min(self.found, key=lambda item: item[0])
-            raise InputError(self.path, None, f"row {row}: {message}")
+    def error(self, row: int, message: str) -> InputError:
+        return InputError(self.path, None, f"row {row}: {message}")
 
 
 # --------------------------------------------------------------------------- tables

@@ -257,8 +257,10 @@ class FirstError:
 
     def check(self) -> None:
         if self.found:
-            line, message = min(self.found, key=lambda item: item[0])
-            raise InputError(self.path, line, message)
+            raise self.error(*min(self.found, key=lambda item: item[0]))
+
+    def error(self, line: int, message: str) -> InputError:
+        return InputError(self.path, line, message)
 
 
 @dataclass
@@ -572,15 +574,18 @@ class RunColumns:
         return self.query_code, self.query_values
 
 
-def _duplicate_message(qid, docno, qcode, dcode, where) -> tuple[int, str] | None:
-    """(row, message) for the first row repeating an earlier (query, docno), or None."""
-    duplicate = first_duplicate(qcode, dcode)
+def _duplicate_message(qid, docno, codes, where, run_of=None) -> tuple[int, str] | None:
+    """(row, message) for the first row repeating an earlier row's ``codes`` (query,
+    docno and, in a table of many runs, run), or None; ``where(i)`` names row i in the
+    message, ``run_of(i)`` its run (None: one run)."""
+    duplicate = first_duplicate(*codes)
     if duplicate is None:
         return None
     row, earlier = duplicate
+    of_run = f" of run {run_of(row)!r}" if run_of is not None else ""
     return row, (
-        f"document {docno[row].as_py()!r} appears twice for query {qid[row].as_py()!r} "
-        f"(first at {where(earlier)})"
+        f"document {docno[row].as_py()!r} appears twice for query {qid[row].as_py()!r}"
+        f"{of_run} (first at {where(earlier)})"
     )
 
 
@@ -677,7 +682,7 @@ def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> Ru
     qcode, qvalues = _codes(qid)
     dcode, dvalues, kcode = _codes_with(docno, known)
     duplicate = _duplicate_message(
-        qid, docno, qcode, dcode, lambda row: f"line {int(fields.line[row])}"
+        qid, docno, (qcode, dcode), lambda row: f"line {int(fields.line[row])}"
     )
     if duplicate is not None:
         fields.errors.add(fields.line[duplicate[0]], duplicate[1])
@@ -726,7 +731,7 @@ def _run_from_frame(frame, name: str) -> RunColumns:
         raise InputError(where, None, f"row {row}: score is not a number")
     qcode, qvalues = _codes(qid)
     dcode, dvalues = _codes(docno)
-    duplicate = _duplicate_message(qid, docno, qcode, dcode, lambda row: f"row {row}")
+    duplicate = _duplicate_message(qid, docno, (qcode, dcode), lambda row: f"row {row}")
     if duplicate is not None:
         raise InputError(where, None, f"row {duplicate[0]}: {duplicate[1]}")
     return RunColumns(name, where, qid, docno, score, dcode, dvalues, qcode, qvalues)
