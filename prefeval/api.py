@@ -205,6 +205,8 @@ def compare(
     summary: bool = True,
     against=None,
     both_directions: bool = False,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -231,6 +233,7 @@ def compare(
     from .readers import read_qrels
 
     relevance_level, max_docs = _engine_options(relevance_level, max_docs)
+    engine = _engine(engine, scheduler)
     if not per_query and not summary:
         raise ValueError("summary=False without per_query=True leaves no rows")
     sources = _runs(runs)
@@ -243,6 +246,16 @@ def compare(
     measure_list = parse_measures(_text_list(measures, "measures"), judged.has_subtopics)
     relevant = relevant_with_notice(judged, relevance_level, notify)
     pairs = against_pairs(list(sources), _against(against)) if against else None
+    if engine == "dask":
+        from .distributed import dask_compare
+
+        frames = dask_compare(
+            judged, sources, [m.name for m in measure_list], relevance_level=relevance_level,
+            max_docs=max_docs, binary=binary, pairs=pairs, per_query=per_query,
+            both_directions=both_directions, summary=summary, scheduler=scheduler,
+            notify=notify, progress=progress,
+        )  # fmt: skip
+        return _plain(pd.concat(list(frames), ignore_index=True))
     positions = load_runs(sources, relevant, max_docs, notify=notify, progress=progress)
     cube = compute_cube(
         positions, relevant, measure_list, binary=binary, progress=progress, pairs=pairs
@@ -309,13 +322,19 @@ def metrics(
 
 
 def _gather(
-    qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary, **kw
-):
+    qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
+    engine="local", scheduler=None, positions=False, **kw,
+):  # fmt: skip
     """The evidence of an analysis function, with the command's checks of its inputs."""
     from .inputs import qrels_input
     from .pipeline import gather
 
     relevance_level, max_docs = _engine_options(relevance_level, max_docs)
+    engine = _engine(engine, scheduler)
+    if prefs is not None and engine == "dask":
+        raise ValueError(
+            "engine='dask' computes preferences from runs; they are read from prefs= here"
+        )
     no_baselines = baselines is not None and not isinstance(baselines, str) and not baselines
     if no_baselines and metrics is not None:
         raise ValueError("metrics= and baselines=[] (no baselines) contradict each other")
@@ -350,8 +369,26 @@ def _gather(
         relevance_level=relevance_level,
         max_docs=max_docs,
         binary=binary,
+        engine=engine,
+        scheduler=scheduler,
+        positions=positions,
         **kw,
     )
+
+
+def _engine(engine, scheduler) -> str:
+    """``engine`` checked (``local`` or ``dask``, any case) and lowercased; a
+    ``scheduler`` needs ``dask``, and ``dask`` needs the extra installed."""
+    engine = _choice(str(engine).lower(), ("local", "dask"), "engine")
+    if scheduler is not None and engine != "dask":
+        raise ValueError("scheduler= needs engine='dask'")
+    if engine == "dask":
+        try:
+            import dask.dataframe  # noqa: F401
+            import distributed  # noqa: F401
+        except ImportError:
+            raise ValueError("engine='dask' needs Dask: pip install 'prefeval[dask]'") from None
+    return engine
 
 
 @_command
@@ -368,6 +405,8 @@ def order(
     binary: bool = False,
     method: str = "mc4",
     teleport: float = 0.05,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -391,7 +430,7 @@ def order(
     _number(teleport, "teleport", lo=0, hi=1, lo_open=True)
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, stream=True,
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler, stream=True,
     )  # fmt: skip
     return _plain(order_table(got.evidence, method=method, teleport=teleport))
 
@@ -415,6 +454,8 @@ def discpower(
     seed: int = 0,
     pairs: bool = False,
     against=None,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -442,7 +483,8 @@ def discpower(
     )
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, against=against, stream=True,
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
+        against=against, stream=True,
     )  # fmt: skip
     table = pair_tests(got.evidence, tests, correction, trials, seed, progress=progress)
     return _plain(table if pairs else discriminative_power(table, alpha))
@@ -461,6 +503,8 @@ def tau(
     max_docs: int | None = None,
     binary: bool = False,
     method: str = "mc4",
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -479,7 +523,7 @@ def tau(
     _choice(method, METHODS, "method")
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress,
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
     )  # fmt: skip
     return _plain(tau_table(got.evidence, method=method))
 
@@ -498,6 +542,8 @@ def agree(
     binary: bool = False,
     ties: bool = False,
     against=None,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -515,7 +561,8 @@ def agree(
 
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, against=_against(against),
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
+        against=_against(against),
     )  # fmt: skip
     return _plain(ties_table(got.evidence) if ties else agreement_table(got.evidence))
 
@@ -537,6 +584,8 @@ def robustness(
     policy: str = "uniform",
     samples: int = 10,
     seed: int = 0,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -563,7 +612,8 @@ def robustness(
     _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress,
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
+        positions=bool(fractions),
     )  # fmt: skip
     table = run_robustness(
         got,
@@ -591,6 +641,8 @@ def pairs(
     binary: bool = False,
     ci: float = 0.95,
     against=None,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -609,7 +661,8 @@ def pairs(
     _number(ci, "ci", lo=0, hi=1, lo_open=True, hi_open=True)
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, against=_against(against),
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
+        against=_against(against),
     )  # fmt: skip
     return _plain(pair_summary(got.evidence, ci))
 
@@ -688,6 +741,8 @@ def report(
     robustness: bool = False,
     samples: int = 10,
     digits: int = 3,
+    engine: str = "local",
+    scheduler: str | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> list[str]:
@@ -729,7 +784,8 @@ def report(
     _number(digits, "digits", lo=0, hi=15, integer=True)
     got = _gather(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress,
+        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
+        positions=bool(robustness),
     )  # fmt: skip
     if not got.evidence.preference_measures:
         raise ValueError("no preference measure to report")

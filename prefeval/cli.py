@@ -196,6 +196,55 @@ def engine_options(func):
     return func
 
 
+def _keep(ctx, param, value):
+    """Callback of the options an analysis command passes on unseen: kept in the
+    context for :func:`_analysis`."""
+    ctx.meta[f"prefeval.{param.name}"] = value
+    return value
+
+
+def dask_options(func=None, *, expose=True):
+    """--engine and --scheduler; ``expose=False``: kept in the click context for
+    :func:`_analysis` instead of passed to the command's function."""
+    if func is None:
+        return lambda f: dask_options(f, expose=expose)
+    hidden = {} if expose else {"expose_value": False, "callback": _keep}
+    func = click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="Dask scheduler address (tcp://host:8786) for --engine dask; default a local "
+        "cluster of one worker process per core.",
+        **hidden,
+    )(func)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "dask"], case_sensitive=False),
+        default="local",
+        show_default=True,
+        help="local: this process, by query partitions; dask: the same partitions as tasks "
+        "on a Dask cluster (needs prefeval[dask]).",
+        **hidden,
+    )(func)
+
+
+def _check_engine(engine: str, scheduler: str | None) -> str:
+    """The engine, lowercased; usage errors for --scheduler without --engine dask and
+    for --engine dask without the extra."""
+    engine = engine.lower()
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler needs --engine dask")
+    if engine == "dask":
+        try:
+            import dask.dataframe  # noqa: F401
+            import distributed  # noqa: F401
+        except ImportError:
+            raise click.UsageError(
+                "--engine dask needs Dask: pip install 'prefeval[dask]'"
+            ) from None
+    return engine
+
+
 PRECISION = click.IntRange(0, 17)
 
 
@@ -253,21 +302,7 @@ def _parse_measures(measures, has_subtopics):
     is_flag=True,
     help="Also write each pair reversed (Delta(b, a) = -Delta(a, b)): a runs x runs matrix.",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "dask"], case_sensitive=False),
-    default="local",
-    show_default=True,
-    help="local: this process, by query partitions; dask: the same partitions as tasks on "
-    "a Dask cluster (needs prefeval[dask]).",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    default=None,
-    help="Dask scheduler address (tcp://host:8786) for --engine dask; default a local "
-    "cluster of one worker process per core.",
-)
+@dask_options
 @precision_option
 @click.option(
     "-f",
@@ -331,17 +366,7 @@ def compare(
         raise click.UsageError("need at least two runs to compare")
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
-    engine = engine.lower()
-    if scheduler is not None and engine != "dask":
-        raise click.UsageError("--scheduler needs --engine dask")
-    if engine == "dask":
-        try:
-            import dask.dataframe  # noqa: F401
-            import distributed  # noqa: F401
-        except ImportError:
-            raise click.UsageError(
-                "--engine dask needs Dask: pip install 'prefeval[dask]'"
-            ) from None
+    engine = _check_engine(engine, scheduler)
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     pairs = None
@@ -431,7 +456,7 @@ def analysis_options(func=None, *, against=True, outputs=True):
         options.append(against_option)
     else:  # the command needs every pair: --against is refused with a reason
         options.append(click.option("--against", multiple=True, hidden=True))
-    func = engine_options(func)
+    func = dask_options(engine_options(func), expose=False)
     for option in reversed(options):
         func = option(func)
     return output_options(func) if outputs else func
@@ -492,6 +517,8 @@ def _analysis(
     from .engine import stderr_notice
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
+    meta = click.get_current_context().meta
+    engine = _check_engine(meta.get("prefeval.engine", "local"), meta.get("prefeval.scheduler"))
     if no_baselines and baselines:
         raise click.UsageError("-B/--baseline and --no-baselines contradict each other")
     if no_baselines and metrics_file is not None:
@@ -503,6 +530,7 @@ def _analysis(
                 ("--binary", binary),
                 ("-l/--relevance-level", relevance_level is not None and qrels is None),
                 ("-M/--max-docs", max_docs is not None),
+                ("--engine dask", engine == "dask"),
             )
             if value
         ]
@@ -539,6 +567,8 @@ def _analysis(
             binary=binary,
             notify=stderr_notice,
             progress=None,  # the command's bar, on a terminal
+            engine=engine,
+            scheduler=meta.get("prefeval.scheduler"),
             **options,
         )
 

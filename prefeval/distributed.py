@@ -49,6 +49,14 @@ class PartitionResult:
     block_sums: np.ndarray
     counts: np.ndarray
     missing: dict[str, int]
+    #: with ``cube``: the partition's preferences (measures x pairs x its queries)
+    values: np.ndarray | None = None
+    #: with ``stream``: per measure its win rates (:func:`prefeval.aggregation.win_rates`)
+    #: and its :class:`~prefeval.moments.BlockMoments`
+    streamed: dict | None = None
+    #: with ``positions``: each run's :class:`~prefeval.positions.RunPositions` on the
+    #: partition's relevant documents (numbered from 0 in the partition)
+    positions: list | None = None
 
 
 def compare_partition(
@@ -65,12 +73,18 @@ def compare_partition(
     both_directions: bool = False,
     has_subtopics: bool = False,
     sum_block: int | None = None,
+    cube: bool = False,
+    stream: bool = False,
+    positions: bool = False,
 ) -> PartitionResult:
     """The kernel: compare every run pair (or ``pairs``) on the queries of
     ``qrels_rows`` (every judgment of those queries; all of them must have a relevant
     document at the level) from ``run_rows`` (the rows of every run on those queries).
     A run of ``run_names`` without rows here retrieved nothing on these queries.
-    ``sum_block``: queries per block sum (default :data:`~prefeval.ties.SUM_BLOCK`)."""
+    ``sum_block``: queries per block sum (default :data:`~prefeval.ties.SUM_BLOCK`).
+    What else it gives back (for the analysis commands): ``cube``, the preferences;
+    ``stream``, the win rates and block moments ``order`` and ``discpower`` merge;
+    ``positions``, the reduced runs (label sampling of ``robustness``)."""
     judged = Qrels(
         qrels_rows["query_id"],
         qrels_rows["iteration"],
@@ -88,48 +102,58 @@ def compare_partition(
         sources[name] = rows[["query_id", "doc_id", "score"]].astype(
             {"query_id": str, "doc_id": str, "score": float}
         )
-    positions = load_runs(sources, relevant, max_docs, notify=None)
-    cube = compute_cube(
-        positions, relevant, parse_measures(measures, has_subtopics), binary=binary, pairs=pairs
+    reduced = load_runs(sources, relevant, max_docs, notify=None)
+    preferences = compute_cube(
+        reduced, relevant, parse_measures(measures, has_subtopics), binary=binary, pairs=pairs
     )
     if both_directions:
-        cube = cube.both_directions()
+        preferences = preferences.both_directions()
     frame = None
     if per_query:
-        frame = cube.to_frame(per_query=True, summary=False)
+        frame = preferences.to_frame(per_query=True, summary=False)
         for column in ("measure", "run_a", "run_b", "query_id"):
             frame[column] = frame[column].astype(str)
+    streamed = None
+    if stream:
+        from .aggregation import win_rates
+        from .moments import BlockMoments
+
+        streamed = {
+            name: (
+                win_rates(preferences.values[k], preferences.pairs, len(run_names)),
+                BlockMoments.of(preferences.values[k], block=sum_block),
+            )
+            for k, name in enumerate(preferences.measures)
+        }
     return PartitionResult(
         frame,
-        ties.block_sums(cube.values, axis=2, block=sum_block),
-        np.sum(~np.isnan(cube.values), axis=2),
-        {p.name: int(p.missing_queries) for p in positions if p.missing_queries},
+        ties.block_sums(preferences.values, axis=2, block=sum_block),
+        np.sum(~np.isnan(preferences.values), axis=2),
+        {p.name: int(p.missing_queries) for p in reduced if p.missing_queries},
+        values=preferences.values if cube else None,
+        streamed=streamed,
+        positions=reduced if positions else None,
     )
 
 
-def dask_compare(
-    judged: Qrels,
-    runs: list,
-    measures: list[str],
-    *,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
-    pairs=None,
-    per_query: bool = True,
-    both_directions: bool = False,
-    summary: bool = True,
-    scheduler: str | None = None,
-    notify=None,
-) -> Iterator[pd.DataFrame]:
-    """compare's tables on Dask: an iterator of the per-query rows of each partition (with
-    ``per_query``), then the summary rows (with ``summary``).  ``runs``: paths
-    (TREC text, parsed here, or Parquet of one run or many, read by the workers);
-    ``scheduler``: the address of a Dask scheduler, default a local cluster of one
-    worker process per core.  ValueError when the scheduler cannot be reached."""
+@dataclass
+class _Plan:
+    """The client's side of a Dask computation: the evaluated queries, the runs, the
+    partitions (the local engine's) and one delayed kernel call per partition."""
+
+    relevant: object
+    names: list[str]
+    measures: list
+    pairs: np.ndarray | None
+    parts: list[range]
+    tasks: list
+
+
+def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kernel) -> _Plan:
+    """Read the judgments, name the runs and make the partitions' tasks (the runs are
+    read by the workers: Parquet) or here (TREC text, sent with the tasks)."""
     import dask
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
 
     from .engine import relevant_with_notice
 
@@ -152,13 +176,10 @@ def dask_compare(
     by_query = judged_rows.groupby("query_id", sort=False).indices
     options = dict(
         relevance_level=relevance_level,
-        max_docs=max_docs,
-        binary=binary,
         pairs=pairs,
-        per_query=per_query,
-        both_directions=both_directions,
         has_subtopics=judged.has_subtopics,
         sum_block=ties.SUM_BLOCK,  # the client's: the blocks the partitions are made of
+        **kernel,
     )
     tasks = []
     for part, rows in zip(parts, table.to_delayed()):
@@ -169,65 +190,57 @@ def dask_compare(
                 qrels_part, rows, names, [m.name for m in measure_list], **options
             )
         )
+    return _Plan(relevant, names, measure_list, pairs, parts, tasks)
+
+
+def _client(scheduler: str | None):
+    """A client of the scheduler at ``scheduler``, or of a new local cluster."""
+    from distributed import Client, LocalCluster
+
     try:
         if scheduler:
-            client = Client(scheduler, timeout="15s")
-        else:
-            # the workers share the command's stderr: their log of a failed task (an
-            # input error, raised again here) would print a traceback beside its message;
-            # a dashboard on any free port (the default 8787 may be taken: a warning)
-            cluster = LocalCluster(
-                processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
-            )
-            client = Client(cluster)
+            return Client(scheduler, timeout="15s")
+        # the workers share the command's stderr: their log of a failed task (an input
+        # error, raised again here) would print a traceback beside its message; a
+        # dashboard on any free port (the default 8787 may be taken: a warning)
+        cluster = LocalCluster(
+            processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
+        )
+        return Client(cluster)
     except (OSError, TimeoutError) as error:
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
-    return _results(
-        client, tasks, names, measure_list, pairs, both_directions, per_query, summary,
-        len(queries), notify, own_cluster=not scheduler,
-    )  # fmt: skip
 
 
-def _results(
-    client, tasks, names, measure_list, pairs, both_directions, per_query, summary,
-    n_queries, notify, own_cluster,
-) -> Iterator[pd.DataFrame]:  # fmt: skip
-    """The frames of :func:`dask_compare`, as the tasks finish, in partition order."""
-    from .engine import PreferenceCube
+def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False) -> Iterator:
+    """Run the tasks on ``client`` (closed at the end, and its cluster with
+    ``own_cluster``); yield their :class:`PartitionResult` in partition order, each as it
+    is needed, then tell which runs had no results for some queries (as the local engine
+    does)."""
+    from .progress import progress_bar
 
     try:
         with warnings.catch_warnings():
             # text runs are parsed here and travel in the graph: Dask's advice to load
             # them on the workers is no news to the user of a command
             warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-            futures = client.compute(tasks)
-        total = SummaryAccumulator()
+            futures = client.compute(plan.tasks)
         missing: dict[str, int] = {}
-        like = None
-        for future in futures:
+        for future in progress_bar(
+            futures, desc="partitions", unit="partition", enable=progress, total=len(futures)
+        ):
             result = future.result()
             future.release()
-            if like is None:  # the runs and pairs of the summary rows
-                chosen = run_pairs(len(names), pairs)
-                shape = (len(measure_list), len(chosen), 0)
-                like = PreferenceCube(
-                    [m.name for m in measure_list], names, [], chosen, np.zeros(shape)
-                )
-                like = like.both_directions() if both_directions else like
-            total.add_blocks(result.block_sums, result.counts, like)
             for name, count in result.missing.items():
                 missing[name] = missing.get(name, 0) + count
-            if per_query and result.frame is not None and len(result.frame):
-                yield result.frame
+            yield result
         if notify is not None:
-            for name in names:
+            for name in plan.names:
                 if missing.get(name):
                     notify(
-                        f"run {name}: no results for {missing[name]} of {n_queries} "
-                        "evaluated queries; evaluated as retrieving nothing"
+                        f"run {name}: no results for {missing[name]} of "
+                        f"{plan.relevant.n_queries} evaluated queries; evaluated as "
+                        "retrieving nothing"
                     )
-        if summary:
-            yield total.frame()
     finally:
         cluster = client.cluster
         client.close()
@@ -235,40 +248,180 @@ def _results(
             cluster.close()
 
 
+def dask_compare(
+    judged: Qrels,
+    runs: list,
+    measures: list[str],
+    *,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    pairs=None,
+    per_query: bool = True,
+    both_directions: bool = False,
+    summary: bool = True,
+    scheduler: str | None = None,
+    notify=None,
+    progress: bool | None = False,
+) -> Iterator[pd.DataFrame]:
+    """compare's tables on Dask: an iterator of the per-query rows of each partition (with
+    ``per_query``), then the summary rows (with ``summary``).  ``runs``: paths
+    (TREC text, parsed here, or Parquet of one run or many, read by the workers);
+    ``scheduler``: the address of a Dask scheduler, default a local cluster of one
+    worker process per core.  ValueError when the scheduler cannot be reached."""
+    from .engine import PreferenceCube
+
+    plan = _plan(
+        judged, runs, measures, relevance_level, pairs, notify,
+        max_docs=max_docs, binary=binary, per_query=per_query,
+        both_directions=both_directions,
+    )  # fmt: skip
+    chosen = run_pairs(len(plan.names), pairs)
+    shape = (len(plan.measures), len(chosen), 0)
+    like = PreferenceCube([m.name for m in plan.measures], plan.names, [], chosen, np.zeros(shape))
+    like = like.both_directions() if both_directions else like
+    # connected now: a scheduler that cannot be reached is an error of this call
+    results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
+    return _compare_frames(results, like, per_query, summary)
+
+
+def _compare_frames(results, like, per_query, summary) -> Iterator[pd.DataFrame]:
+    total = SummaryAccumulator()
+    for result in results:
+        total.add_blocks(result.block_sums, result.counts, like)
+        if per_query and result.frame is not None and len(result.frame):
+            yield result.frame
+    if summary:
+        yield total.frame()
+
+
+@dataclass
+class DaskEvidence:
+    """What :func:`dask_evidence` gathers: the evaluated judgments, the run names, and
+    the whole cube, or the streamed win rates and moments, and the reduced runs."""
+
+    relevant: object
+    names: list[str]
+    measures: list
+    cube: object = None
+    streamed: dict | None = None
+    streamed_pairs: np.ndarray | None = None
+    positions: list | None = None
+
+
+def dask_evidence(
+    judged: Qrels,
+    runs: list,
+    measures: list[str],
+    *,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    pairs=None,
+    stream: bool = False,
+    positions: bool = False,
+    scheduler: str | None = None,
+    notify=None,
+    progress: bool | None = False,
+) -> DaskEvidence:
+    """The preferences the analysis commands need, computed by the kernel on Dask, one
+    task per partition of the local engine, merged here in query order: the whole cube
+    (the local :func:`~prefeval.engine.compute_cube`'s values), or with ``stream`` per
+    measure the win rates stacked and the pair moments merged block by block (what
+    :func:`prefeval.pipeline.gather` streams locally: the same bits); with ``positions``
+    the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
+    from .engine import PreferenceCube
+    from .moments import PairMoments
+    from .positions import RunPositions
+
+    plan = _plan(
+        judged, runs, measures, relevance_level, pairs, notify,
+        max_docs=max_docs, binary=binary, per_query=False,
+        cube=not stream, stream=stream, positions=positions,
+    )  # fmt: skip
+    relevant = plan.relevant
+    names = [m.name for m in plan.measures]
+    chosen = run_pairs(len(plan.names), pairs)
+    values = [] if not stream else None
+    rates: dict = {name: [] for name in names}
+    moments = {name: PairMoments(len(chosen)) for name in names}
+    pieces: list[list] = [[] for _ in plan.names]
+    results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
+    for k, result in enumerate(results):  # to the end: notices, then the client closed
+        part = plan.parts[k]
+        if stream:
+            for name, (rows, blocks) in result.streamed.items():
+                rates[name].append(rows)
+                moments[name].merge(blocks)
+        else:
+            values.append(result.values)
+        if positions:
+            shift = int(relevant.offsets[part.start])
+            for i, run in enumerate(result.positions):
+                pieces[i].append((run.doc + shift, run.rank, run.retrieved))
+    evidence = DaskEvidence(relevant, plan.names, plan.measures)
+    if stream:
+        evidence.streamed = {
+            name: (np.concatenate(rates[name]) if rates[name] else np.zeros((0, len(plan.names))),
+                   moments[name])
+            for name in names
+        }  # fmt: skip
+        evidence.streamed_pairs = chosen
+    else:
+        shape = (len(names), len(chosen), 0)
+        evidence.cube = PreferenceCube(
+            names,
+            plan.names,
+            list(relevant.query_ids),
+            chosen,
+            np.concatenate(values, axis=2) if values else np.zeros(shape),
+        )
+    if positions:
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+        evidence.positions = [
+            RunPositions(name, *(np.concatenate([p[j] for p in run_pieces] or [empty[j]])
+                                 for j in range(3)))
+            for name, run_pieces in zip(plan.names, pieces)
+        ]  # fmt: skip
+    return evidence
+
+
 def _run_tables(runs) -> tuple[list[str], list]:
-    """The run names (in compare's order: a many-run table's in sorted order) and Dask
-    DataFrames ``run, query_id, doc_id, score`` of run sources: a Parquet file is read
-    by the workers (only its column names and run names here), anything else here with
+    """The run names (:func:`prefeval.readers.name_runs`'s: a many-run table's in sorted
+    order) and Dask DataFrames ``run, query_id, doc_id, score`` of run sources: a Parquet
+    file is read by the workers (only its column names here), anything else here with
     prefeval's reader."""
     import dask.dataframe as dd
     import pyarrow.parquet as pq
 
     from . import parquet
-    from .readers import read_run, run_name
+    from .readers import name_runs, read_run
 
-    names: list[str] = []
+    named = name_runs(runs)
     tables = []
-    for source in runs:
-        path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-        if path is not None and path != "-" and parquet.sniff(path):
-            columns = pq.read_schema(path).names
+    read: set[str] = set()
+    for name, source in named:
+        table = source.path if isinstance(source, parquet.TableRun) else None
+        if table is None and isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
+            table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
+        if table is not None:
+            if table in read:  # a many-run table: read once, for all its runs
+                continue
+            read.add(table)
+            columns = pq.read_schema(table).names
             rename = {
-                parquet._need(columns, parquet.QUERY, path, parquet.RUN_COLUMNS): "query_id",
-                parquet._need(columns, parquet.DOC, path, parquet.RUN_COLUMNS): "doc_id",
-                parquet._need(columns, parquet.SCORE, path, parquet.RUN_COLUMNS): "score",
+                parquet._need(columns, parquet.QUERY, table, parquet.RUN_COLUMNS): "query_id",
+                parquet._need(columns, parquet.DOC, table, parquet.RUN_COLUMNS): "doc_id",
+                parquet._need(columns, parquet.SCORE, table, parquet.RUN_COLUMNS): "score",
             }
-            run = parquet._find(columns, parquet.RUN, path)
+            run = parquet._find(columns, parquet.RUN, table)
             if run is not None:
                 rename[run] = "run"
-            frame = dd.read_parquet(path, columns=list(rename)).rename(columns=rename)
+            frame = dd.read_parquet(table, columns=list(rename)).rename(columns=rename)
             if run is None:
-                names.append(run_name(path))
-                frame = frame.assign(run=names[-1])
-            else:
-                names.extend(parquet.run_names(path))
+                frame = frame.assign(run=name)
             tables.append(frame[RUN_COLUMNS])
             continue
-        name = run_name(path) if path is not None else f"run{len(names) + 1}"
         columns = read_run(source, name=name)
         local = pd.DataFrame(
             {
@@ -278,11 +431,5 @@ def _run_tables(runs) -> tuple[list[str], list]:
                 "score": np.asarray(columns.score, dtype=float),
             }
         )
-        names.append(name)
         tables.append(dd.from_pandas(local, npartitions=1))
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"two runs are named {name!r}")
-        seen.add(name)
-    return names, tables
+    return [name for name, _ in named], tables

@@ -13,6 +13,8 @@ same bits as those of all queries at once.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import ties
@@ -42,24 +44,19 @@ class PairMoments:
     def add(self, values: np.ndarray) -> None:
         """Merge the next queries' (pairs x queries) values: whole blocks of
         :data:`~prefeval.ties.SUM_BLOCK` queries (but for the last queries)."""
-        values = np.asarray(values, dtype=np.float64)
-        n_p, n_q = values.shape
-        defined = ~np.isnan(values)
-        self.sums = ties.running_sum(ties.block_sums(values, axis=1), self.sums)
-        signs = ties.sign(values)
-        self.wins += np.sum(signs > 0, axis=1)
-        self.tied += np.sum(signs == 0, axis=1)
-        self.losses += np.sum(signs < 0, axis=1)
-        if n_q:
-            self.low = np.minimum(self.low, np.where(defined, values, np.inf).min(axis=1))
-            self.high = np.maximum(self.high, np.where(defined, values, -np.inf).max(axis=1))
-        block = ties.SUM_BLOCK
-        for lo in range(0, n_q, block):
-            part, ok = values[:, lo : lo + block], defined[:, lo : lo + block]
-            count = ok.sum(axis=1)
-            zeroed = np.where(ok, part, 0.0)
-            mean = zeroed.sum(axis=1) / np.maximum(count, 1)
-            m2 = np.where(ok, (part - mean[:, None]) ** 2, 0.0).sum(axis=1)
+        self.merge(BlockMoments.of(values))
+
+    def merge(self, blocks: BlockMoments) -> None:
+        """Merge the next queries' :class:`BlockMoments`, block after block (what
+        :meth:`add` does with values: a Dask worker computes the blocks, the client
+        merges them in query order, the same bits)."""
+        self.sums = ties.running_sum(blocks.sums, self.sums)
+        self.wins += blocks.wins
+        self.tied += blocks.tied
+        self.losses += blocks.losses
+        self.low = np.minimum(self.low, blocks.low)
+        self.high = np.maximum(self.high, blocks.high)
+        for count, mean, m2 in zip(blocks.count, blocks.mean, blocks.m2):
             total = self.n + count
             delta = mean - self.block_mean
             share = np.where(total > 0, count / np.maximum(total, 1), 0.0)
@@ -82,3 +79,56 @@ class PairMoments:
         largest ties with the smallest (True where there is no value)."""
         empty = self.n == 0
         return empty | ties.tie(np.where(empty, 0.0, self.high), np.where(empty, 0.0, self.low))
+
+
+@dataclass
+class BlockMoments:
+    """The moments of each :data:`~prefeval.ties.SUM_BLOCK` of some queries' (pairs x
+    queries) values, before merging: per block (blocks x pairs) the sum
+    (:func:`prefeval.ties.block_sums`), the count of defined values, their mean and M2
+    (two-pass about the block's mean); over all the blocks the extremes and the signs."""
+
+    sums: np.ndarray
+    count: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    wins: np.ndarray
+    tied: np.ndarray
+    losses: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray, block: int | None = None) -> BlockMoments:
+        """``block``: queries per block (default :data:`~prefeval.ties.SUM_BLOCK`)."""
+        block = block or ties.SUM_BLOCK
+        values = np.asarray(values, dtype=np.float64)
+        n_p, n_q = values.shape
+        defined = ~np.isnan(values)
+        signs = ties.sign(values)
+        low = np.full(n_p, np.inf)
+        high = np.full(n_p, -np.inf)
+        if n_q:
+            low = np.where(defined, values, np.inf).min(axis=1)
+            high = np.where(defined, values, -np.inf).max(axis=1)
+        counts, means, m2s = [], [], []
+        for lo in range(0, n_q, block):
+            part, ok = values[:, lo : lo + block], defined[:, lo : lo + block]
+            count = ok.sum(axis=1)
+            zeroed = np.where(ok, part, 0.0)
+            mean = zeroed.sum(axis=1) / np.maximum(count, 1)
+            counts.append(count)
+            means.append(mean)
+            m2s.append(np.where(ok, (part - mean[:, None]) ** 2, 0.0).sum(axis=1))
+        empty = np.zeros((0, n_p))
+        return cls(
+            sums=ties.block_sums(values, axis=1, block=block),
+            count=np.array(counts, dtype=np.int64).reshape(-1, n_p) if counts else empty,
+            mean=np.array(means).reshape(-1, n_p) if means else empty,
+            m2=np.array(m2s).reshape(-1, n_p) if m2s else empty,
+            low=low,
+            high=high,
+            wins=np.sum(signs > 0, axis=1),
+            tied=np.sum(signs == 0, axis=1),
+            losses=np.sum(signs < 0, axis=1),
+        )

@@ -71,6 +71,9 @@ def gather(
     progress: bool | None = None,
     against=(),
     stream: bool = False,
+    engine: str = "local",
+    scheduler: str | None = None,
+    positions: bool = True,
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
@@ -81,6 +84,11 @@ def gather(
     caller needs only win rates and pair moments (``order``, ``discpower``): when the
     preferences span more than one query partition and are not cached, they are
     computed partition by partition and never held whole (:func:`_streamed`).
+    ``engine``: ``"local"``, or ``"dask"``: the partitions are computed by
+    :func:`prefeval.distributed.dask_evidence` on the Dask ``scheduler`` (default a
+    local cluster), the same values; the reduced runs (``Inputs.positions``: label
+    sampling needs them) are then gathered only with ``positions``, and the cache is
+    not used.  Baselines are computed here either way.
     """
     judged = read_qrels(qrels) if qrels is not None else None
     sources = dict(name_runs(runs)) if len(runs) else {}
@@ -122,35 +130,12 @@ def gather(
         if judged is None or len(sources) < 2:
             raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
         inputs.measures = parse_measures(measures, judged.has_subtopics)
-        inputs.relevant = relevant_with_notice(judged, relevance_level, notify)
-        inputs.positions = load_runs(
-            sources, inputs.relevant, max_docs, notify=notify, progress=progress
-        )
-        # analysis commands often run one after another on the same runs: reuse the cube
-        key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
-        cube = _cached_cube(key)
-        chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
-        n_parts = len(
-            compare_partitions(
-                inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen
-            )
-        )
-        if cube is None and stream and n_parts > 1:
-            inputs.evidence = _streamed(inputs, chosen, progress)
-        elif cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
-            cube = compute_cube(
-                inputs.positions,
-                inputs.relevant,
-                inputs.measures,
-                binary=binary,
-                progress=progress,
-                pairs=chosen,
-            )
-            if chosen is None:
-                cache.put("cubes", key, **cube.arrays())
-                cache.prune()
-        elif chosen is not None:
-            cube = cube.select_pairs(chosen)
+        cube = None
+        if engine == "dask":
+            inputs.evidence = _dask(inputs, sources, stream, positions, against, scheduler,
+                                    notify, progress)  # fmt: skip
+        else:
+            cube = _local(inputs, sources, stream, against, notify, progress)
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     evidence = inputs.evidence
@@ -191,6 +176,71 @@ def gather(
 
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
     return inputs
+
+
+def _local(inputs: Inputs, sources, stream, against, notify, progress):
+    """The preferences computed here: the cube (maybe from the cache), or None when
+    streamed into ``inputs.evidence``."""
+    binary, max_docs = inputs.binary, inputs.max_docs
+    inputs.relevant = relevant_with_notice(inputs.qrels, inputs.relevance_level, notify)
+    inputs.positions = load_runs(
+        sources, inputs.relevant, max_docs, notify=notify, progress=progress
+    )
+    # analysis commands often run one after another on the same runs: reuse the cube
+    key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
+    cube = _cached_cube(key)
+    chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
+    n_parts = len(
+        compare_partitions(
+            inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen
+        )
+    )
+    if cube is None and stream and n_parts > 1:
+        inputs.evidence = _streamed(inputs, chosen, progress)
+    elif cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
+        cube = compute_cube(
+            inputs.positions,
+            inputs.relevant,
+            inputs.measures,
+            binary=binary,
+            progress=progress,
+            pairs=chosen,
+        )
+        if chosen is None:
+            cache.put("cubes", key, **cube.arrays())
+            cache.prune()
+    elif chosen is not None:
+        cube = cube.select_pairs(chosen)
+    return cube
+
+
+def _dask(inputs: Inputs, sources, stream, positions, against, scheduler, notify, progress):
+    """The evidence computed on Dask (:func:`prefeval.distributed.dask_evidence`)."""
+    from .distributed import dask_evidence
+
+    chosen = against_pairs(list(sources), against) if against else None
+    got = dask_evidence(
+        inputs.qrels,
+        sources,
+        [m.name for m in inputs.measures],
+        relevance_level=inputs.relevance_level,
+        max_docs=inputs.max_docs,
+        binary=inputs.binary,
+        pairs=chosen,
+        stream=stream,
+        positions=positions,
+        scheduler=scheduler,
+        notify=notify,
+        progress=progress,
+    )
+    inputs.relevant = got.relevant
+    inputs.positions = got.positions
+    queries = list(got.relevant.query_ids)
+    if got.cube is not None:
+        return Evidence(list(got.names), queries, got.cube)
+    return Evidence(
+        list(got.names), queries, streamed=got.streamed, streamed_pairs=got.streamed_pairs
+    )
 
 
 def _streamed(inputs: Inputs, pairs, progress) -> Evidence:

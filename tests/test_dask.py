@@ -161,3 +161,186 @@ def test_input_error_on_a_worker_is_one_message(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].endswith("score is not a number")
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ every command
+
+#: the options each analysis command is run with here (its full output compared)
+ANALYSES = {
+    "order": [[], ["--method", "borda"]],
+    "discpower": [["--trials", "300", "--pairs"], ["--against", "sys03", "-m", "rpp,LR"]],
+    "pairs": [[], ["--against", "sys02", "--binary"]],
+    "agree": [[]],
+    "tau": [[]],
+    "robustness": [["--queries", "5,10", "--labels", "0.3,0.6", "--samples", "3"]],
+}
+
+
+def same_command(command, args, scheduler):
+    """``prefeval COMMAND ARGS`` on the local engine and on Dask: the same stdout and
+    stderr (the same notices), exit 0."""
+    local = invoke(command, *args)
+    remote = invoke(command, *args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == 0, local.stderr
+    assert remote.exit_code == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert remote.stderr == local.stderr
+    return local.stdout
+
+
+def test_every_command_with_an_engine_is_compared_here():
+    """A new command that computes preferences gets --engine and must be added here."""
+    from prefeval.cli import cli
+
+    with_engine = {
+        name
+        for name, command in cli.commands.items()
+        if any("--engine" in p.opts for p in command.params)
+    }
+    assert with_engine == {"compare", "report", *ANALYSES}
+    # the commands without it: baselines only (ir-measures), and two runs on a few queries
+    assert set(cli.commands) - with_engine == {"metrics", "explain"}
+
+
+@pytest.mark.parametrize(
+    "command, options",
+    [(c, o) for c, variants in ANALYSES.items() for o in variants],
+    ids=lambda x: " ".join(x) if isinstance(x, list) else x,
+)
+@pytest.mark.parametrize("qrels", ["qrels.txt", "qrels.subtopics.txt"])
+def test_analysis_commands_equal_local_on_the_sample(scheduler, command, options, qrels):
+    same_command(command, [*options, SAMPLE / qrels, *RUNS], scheduler)
+
+
+def test_report_equals_local(scheduler, tmp_path):
+    pytest.importorskip("matplotlib")
+    outputs = []
+    for engine in ("local", "dask"):
+        out = tmp_path / f"{engine}.html"
+        extra = ["--scheduler", scheduler] if engine == "dask" else []
+        result = invoke(
+            "report", "--robustness", "--trials", "200", "-o", out, "--engine", engine, *extra,
+            SAMPLE / "qrels.subtopics.txt", *RUNS,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        outputs.append((out.read_bytes(), result.stderr))
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize(
+    "command, options",
+    [("order", []), ("order", ["--method", "copeland"]),
+     ("discpower", ["--trials", "300", "--pairs"]), ("pairs", []),
+     ("robustness", ["--labels", "0.5", "--samples", "2", "--policy", "pool"])],
+)  # fmt: skip
+def test_analysis_commands_equal_local_with_many_partitions(
+    scheduler, monkeypatch, command, options
+):
+    """Blocks of 3 queries, partitions of 2 blocks: the win rates stacked, the moments
+    merged block by block and the reduced runs put together in query order on the
+    client give the local engine's bytes (which streams partitions too here)."""
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    same_command(command, ["--no-cache", *options, SAMPLE / "qrels.subtopics.txt", *RUNS],
+                 scheduler)  # fmt: skip
+
+
+def test_the_library_takes_the_engine(scheduler):
+    import prefeval
+
+    for name, kwargs in (("compare", {"per_query": True}), ("order", {}), ("pairs", {})):
+        local = getattr(prefeval, name)(
+            str(SAMPLE / "qrels.txt"), RUNS, baselines=[] if name != "compare" else None,
+            notify=None, **kwargs,
+        ) if name != "compare" else prefeval.compare(
+            str(SAMPLE / "qrels.txt"), RUNS, notify=None, **kwargs
+        )  # fmt: skip
+        remote_kwargs = dict(kwargs, engine="dask", scheduler=scheduler, notify=None)
+        if name != "compare":
+            remote_kwargs["baselines"] = []
+        remote = getattr(prefeval, name)(str(SAMPLE / "qrels.txt"), RUNS, **remote_kwargs)
+        import pandas as pd
+
+        pd.testing.assert_frame_equal(local, remote)
+    with pytest.raises(ValueError, match="scheduler= needs engine='dask'"):
+        prefeval.order(str(SAMPLE / "qrels.txt"), RUNS, scheduler=scheduler)
+    with pytest.raises(ValueError, match="engine='spark'"):
+        prefeval.order(str(SAMPLE / "qrels.txt"), RUNS, engine="spark")
+
+
+def test_engine_dask_with_prefs_is_a_usage_error(tmp_path):
+    prefs = tmp_path / "prefs.tsv"
+    assert invoke("compare", "-q", "-o", prefs, SAMPLE / "qrels.txt", *RUNS).exit_code == 0
+    result = invoke("order", "--prefs", prefs, "--no-baselines", "--engine", "dask")
+    assert result.exit_code == 2
+    assert "--engine dask cannot change preferences read with --prefs" in result.stderr
+    result = invoke("order", "--scheduler", "tcp://127.0.0.1:1", SAMPLE / "qrels.txt", *RUNS)
+    assert result.exit_code == 2
+    assert "--scheduler needs --engine dask" in result.stderr
+
+
+@pytest.mark.parametrize("qrels", ["qrels.adhoc.txt.gz", "qrels.diversity-ndeval.txt.gz"])
+def test_analysis_commands_equal_local_on_web2012(scheduler, web2012, qrels):
+    runs = sorted((web2012 / "runs").glob("*.run.gz"))
+    for command, options in (
+        ("order", []),
+        ("discpower", ["--trials", "200"]),
+        ("pairs", []),
+        ("robustness", ["--labels", "0.5", "--samples", "2", "--queries", "10"]),
+    ):
+        same_command(command, ["--no-baselines", *options, web2012 / qrels, *runs], scheduler)
+
+
+# ------------------------------------------------------------------ the recsys shapes
+
+
+@pytest.fixture(scope="module")
+def recsys(tmp_path_factory):
+    """The bench's recsys shape (TREC text, 21 runs) at 1% of its users."""
+    from prefeval.synthetic import generate
+
+    out = tmp_path_factory.mktemp("recsys")
+    generate(out, "recsys", scale=0.01, seed=3)
+    return out
+
+
+@pytest.fixture(scope="module")
+def recsys_xl(tmp_path_factory):
+    """The bench's recsys-xl shape (one Parquet table of 10 runs) at 3,000 users, in row
+    groups of 500 users per run."""
+    import sys
+
+    sys.path.insert(0, str(SAMPLE.parent))
+    try:
+        from bench.datasets import generate_recsys_xl
+    finally:
+        sys.path.remove(str(SAMPLE.parent))
+    out = tmp_path_factory.mktemp("recsys-xl")
+    generate_recsys_xl(out, scale=0.003, seed=5, chunk_users=500)
+    return out
+
+
+ON_RECSYS = [
+    ("compare", ["-q"]),
+    ("order", []),
+    ("discpower", ["--trials", "100"]),
+    ("pairs", ["--against", "sys03"]),
+]
+
+
+@pytest.mark.parametrize("command, options", ON_RECSYS)
+def test_dask_equals_local_on_the_recsys_shape(scheduler, recsys, command, options):
+    runs = sorted((recsys / "runs").glob("input.*"))
+    same_command(command, ["--no-cache", *options, "--no-baselines" if command != "compare"
+                           else "--binary", recsys / "qrels.txt", *runs], scheduler)  # fmt: skip
+
+
+@pytest.mark.parametrize("command, options", ON_RECSYS)
+def test_dask_equals_local_on_the_recsys_xl_shape(
+    scheduler, recsys_xl, monkeypatch, command, options
+):
+    """A many-run table read by the workers, in several partitions."""
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 45 * 256 * 3)
+    same_command(command, [*options, "--no-baselines" if command != "compare" else "-n",
+                           recsys_xl / "qrels.parquet", recsys_xl / "runs.parquet"],
+                 scheduler)  # fmt: skip
