@@ -215,11 +215,11 @@ def test_analysis_commands_equal_local_on_the_sample(scheduler, command, options
 def test_report_equals_local(scheduler, tmp_path):
     pytest.importorskip("matplotlib")
     outputs = []
-    for engine in ("local", "dask"):
-        out = tmp_path / f"{engine}.html"
-        extra = ["--scheduler", scheduler] if engine == "dask" else []
+    for where in ("local", "dask"):
+        out = tmp_path / f"{where}.html"
+        extra = ["--scheduler", scheduler] if where == "dask" else []
         result = invoke(
-            "report", "--robustness", "--trials", "200", "-o", out, "--engine", engine, *extra,
+            "report", "--robustness", "--trials", "200", "-o", out, "--engine", where, *extra,
             SAMPLE / "qrels.subtopics.txt", *RUNS,
         )  # fmt: skip
         assert result.exit_code == 0, result.stderr
