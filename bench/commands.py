@@ -31,7 +31,7 @@ SCALING_RUNS = (10, 30, 110)  # robust: compare and FLOOR on the first N runs
 # engine (a local cluster of one worker process per core) exists for compare only.
 PARQUET_ENGINES: dict[str, tuple[str, ...] | None] = {"local": (), "dask": ("--engine", "dask")}
 #: the commands of each engine (None: all)
-ENGINE_COMMANDS: dict[str, tuple[str, ...] | None] = {"local": None, "dask": ("compare",)}
+ENGINE_COMMANDS: dict[str, tuple[str, ...] | None] = {"local": None, "dask": None}
 
 
 @dataclass

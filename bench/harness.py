@@ -166,6 +166,51 @@ def _others_busy(seconds: float) -> float | None:
     return None if b0 is None or b1 is None else (b1 - b0) / seconds
 
 
+class TreeRss:
+    """Peak of the summed RSS of a process and all its descendants (Dask's workers:
+    GNU time reports only the largest single process), sampled every 0.1 s with psutil
+    in a thread; None without psutil."""
+
+    def __init__(self, pid: int):
+        import threading
+
+        self.peak = None
+        self._done = threading.Event()
+        try:
+            import psutil
+
+            self._root = psutil.Process(pid)
+        except Exception:  # no psutil, or the process is gone already
+            return
+        self.peak = 0
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self._done.wait(0.1):
+            try:
+                procs = [self._root, *self._root.children(recursive=True)]
+            except psutil.Error:
+                continue
+            total = 0
+            for proc in procs:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total // 1024)
+
+    def stop(self) -> int | None:
+        """The peak in KiB (None when it could not be sampled)."""
+        self._done.set()
+        if self.peak is None:
+            return None
+        self._thread.join()
+        return self.peak or None
+
+
 @dataclass
 class Sample:
     wall: float
@@ -182,7 +227,9 @@ class Timer:
         self.waited = 0.0
         self.use_gnu_time = _gnu_time_works()
         self.method = (
-            f"GNU /usr/bin/time -f '{TIME_FORMAT}'"
+            f"GNU /usr/bin/time -f '{TIME_FORMAT}'; peak RSS: the larger of its figure and "
+            "the summed RSS of the command's process tree (Dask workers too; psutil, every "
+            "0.1 s)"
             if self.use_gnu_time
             else "Python wrapper reading getrusage(RUSAGE_CHILDREN)"
         )
@@ -212,14 +259,18 @@ class Timer:
                 full = [sys.executable, str(RUN_PY), "_rss", rss_file, "--", *argv]
             b0 = _busy_cpu_seconds()
             t0 = time.perf_counter()
-            proc = subprocess.run(
+            popen = subprocess.Popen(
                 full,
                 cwd=self.cwd,
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
             )
+            sampler = TreeRss(popen.pid)
+            stderr = popen.communicate()[1]
             wall = time.perf_counter() - t0
+            tree = sampler.stop()
+            proc = subprocess.CompletedProcess(full, popen.returncode, None, stderr)
             b1 = _busy_cpu_seconds()
             if proc.returncode != 0:
                 err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -227,6 +278,8 @@ class Timer:
                 return None, f"exit status {proc.returncode}: {tail}"[:300]
             parsed = _parse_time_file(rss_file)
             rss, cpu = parsed if parsed else (None, None)
+            if tree is not None and rss is not None:
+                rss = max(rss, tree)  # worker processes (Dask) count too
             others = None
             if b0 is not None and b1 is not None and cpu is not None and wall > 0:
                 others = max(0.0, (b1 - b0 - cpu) / wall)

@@ -98,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         help="before each command wait up to S seconds for other work to calm down (0: off)",
     )
     ap.add_argument(
+        "--only",
+        default=None,
+        metavar="GLOBS",
+        help="comma list of command keys (fnmatch globs, e.g. 'compare*,order_nb*') to run; "
+        "the others are listed as left out",
+    )
+    ap.add_argument(
         "--keep-outputs", action="store_true", help="keep the command outputs in SCRATCH/out"
     )
     args = ap.parse_args(argv)
@@ -154,6 +161,14 @@ def main(argv: list[str] | None = None) -> int:
         outdir.mkdir(parents=True, exist_ok=True)
         inp = inputs(d, shape)
         cmds, skipped = build_commands(shape, inp, SHAPES[shape].commands, outdir, args.quick)
+        if args.only:
+            import fnmatch
+
+            globs = [g.strip() for g in args.only.split(",") if g.strip()]
+            for c in cmds:
+                if not any(fnmatch.fnmatch(c.key, g) for g in globs):
+                    skipped[c.key] = (c.label, f"left out: --only {args.only}")
+            cmds = [c for c in cmds if any(fnmatch.fnmatch(c.key, g) for g in globs)]
         # warm-cache rows: fill a private cache once (untimed), check it was written
         cache_dir = cache_root / d.name
         shutil.rmtree(cache_dir, ignore_errors=True)

@@ -40,7 +40,7 @@ QRELS_COLUMNS = ["query_id", "iteration", "doc_id", "relevance"]
 
 @dataclass
 class PartitionResult:
-    """What one partition gives back: its per-query rows (plain string columns; None
+    """What one partition gives back: its per-query rows (None
     without ``per_query``), the sums of its :data:`~prefeval.ties.SUM_BLOCK` blocks of
     queries (blocks x measures x pairs), the counts of defined values (measures x pairs),
     and per run the number of its queries the run has no results for."""
@@ -76,6 +76,7 @@ def compare_partition(
     cube: bool = False,
     stream: bool = False,
     positions: bool = False,
+    plain: bool = True,
 ) -> PartitionResult:
     """The kernel: compare every run pair (or ``pairs``) on the queries of
     ``qrels_rows`` (every judgment of those queries; all of them must have a relevant
@@ -84,7 +85,9 @@ def compare_partition(
     ``sum_block``: queries per block sum (default :data:`~prefeval.ties.SUM_BLOCK`).
     What else it gives back (for the analysis commands): ``cube``, the preferences;
     ``stream``, the win rates and block moments ``order`` and ``discpower`` merge;
-    ``positions``, the reduced runs (label sampling of ``robustness``)."""
+    ``positions``, the reduced runs (label sampling of ``robustness``).  ``plain``: the
+    per-query rows' text columns as plain strings (else pandas categoricals, as the
+    local engine writes them: a fraction of the bytes to send)."""
     judged = Qrels(
         qrels_rows["query_id"],
         qrels_rows["iteration"],
@@ -93,14 +96,10 @@ def compare_partition(
         name="<partition>",
     )
     relevant = judged.relevant(relevance_level)
-    grouped = {name: rows for name, rows in run_rows.groupby("run", sort=False, observed=True)}
-    sources = {}
-    for name in run_names:
-        rows = grouped.get(name)
-        if rows is None or rows.empty:
-            rows = pd.DataFrame({"query_id": [], "doc_id": [], "score": []})
-        sources[name] = rows[["query_id", "doc_id", "score"]].astype(
-            {"query_id": str, "doc_id": str, "score": float}
+    sources = _arrow_runs(run_rows, run_names)
+    if sources is None:
+        sources = _frame_runs(
+            run_rows.to_pandas() if hasattr(run_rows, "to_pandas") else run_rows, run_names
         )
     reduced = load_runs(sources, relevant, max_docs, notify=None)
     preferences = compute_cube(
@@ -111,8 +110,9 @@ def compare_partition(
     frame = None
     if per_query:
         frame = preferences.to_frame(per_query=True, summary=False)
-        for column in ("measure", "run_a", "run_b", "query_id"):
-            frame[column] = frame[column].astype(str)
+        if plain:
+            for column in ("measure", "run_a", "run_b", "query_id"):
+                frame[column] = frame[column].astype(str)
     streamed = None
     if stream:
         from .aggregation import win_rates
@@ -136,6 +136,55 @@ def compare_partition(
     )
 
 
+def _frame_runs(run_rows: pd.DataFrame, run_names: list[str]) -> dict:
+    """The runs of a pandas table of rows ``run, query_id, doc_id, score``."""
+    grouped = {name: rows for name, rows in run_rows.groupby("run", sort=False, observed=True)}
+    sources = {}
+    for name in run_names:
+        rows = grouped.get(name)
+        if rows is None or rows.empty:
+            rows = pd.DataFrame({"query_id": [], "doc_id": [], "score": []})
+        sources[name] = rows[["query_id", "doc_id", "score"]].astype(
+            {"query_id": str, "doc_id": str, "score": float}
+        )
+    return sources
+
+
+def _arrow_runs(run_rows, run_names: list[str]) -> dict | None:
+    """The runs of an Arrow table of rows ``run, query_id, doc_id, score`` with string
+    ids, as :class:`~prefeval.readers.RunColumns` (no pandas on the way); None for
+    another table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .readers import run_from_arrays
+
+    if not isinstance(run_rows, pa.Table):
+        return None
+    text = (pa.types.is_string, pa.types.is_large_string)
+    for column in ("run", "query_id", "doc_id"):
+        values = run_rows[column]
+        if not any(t(values.type) for t in text):
+            return None
+        if values.null_count or pc.any(pc.equal(pc.utf8_length(values), 0)).as_py():
+            return None  # the pandas path tells which row
+    kind = run_rows["score"].type
+    if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
+        return None
+    sources = {}
+    for name in run_names:
+        rows = run_rows.filter(pc.equal(run_rows["run"], name))
+        score = rows["score"].cast(pa.float64()).to_numpy()
+        sources[name] = run_from_arrays(
+            rows["query_id"].combine_chunks(),
+            rows["doc_id"].combine_chunks(),
+            np.asarray(score, dtype=np.float64),
+            name,
+            f"<run {name}>",
+        )
+    return sources
+
+
 @dataclass
 class _Plan:
     """The client's side of a Dask computation: the evaluated queries, the runs, the
@@ -154,24 +203,74 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     read by the workers: Parquet) or here (TREC text, sent with the tasks)."""
     import dask
     import dask.dataframe as dd
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     from .engine import relevant_with_notice
 
     relevant = relevant_with_notice(judged, relevance_level, notify)
     queries = list(relevant.query_ids)
-    names, frames = _run_tables(runs)
+    names, inputs = _run_inputs(runs)
     measure_list = parse_measures(measures, judged.has_subtopics)
     parts = compare_partitions(len(queries), len(names), len(measure_list), pairs)
     partition_of = pd.Series(
         np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
         index=pd.Index(queries, dtype=object),
     )
-    table = dd.concat(frames) if len(frames) > 1 else frames[0]
-    table = table.assign(partition=table["query_id"].map(partition_of, meta=("partition", float)))
-    table = table.dropna(subset=["partition"])
-    table["partition"] = table["partition"].astype(np.int64)
-    divisions = [*range(len(parts)), len(parts) - 1]
-    table = table.set_index("partition", divisions=divisions, sort=True)
+    sources = [x for x in inputs if isinstance(x, _ParquetInput)]
+    groups = [_row_groups(x, parts, queries) for x in sources]
+    if all(g is not None for g in groups):
+        # every Parquet input laid out by query: each task reads its partition's row
+        # groups; the rows read here are split by partition here
+        local = [[] for _ in parts]
+        ids = pa.array(queries, pa.string())
+        part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+        for table in (x for x in inputs if not isinstance(x, _ParquetInput)):
+            values = ids.cast(table["query_id"].type)
+            at = pc.index_in(table["query_id"], value_set=values).to_numpy(zero_copy_only=False)
+            code = np.where(np.isnan(at), -1, part_of[np.nan_to_num(at).astype(np.int64)])
+            order = np.argsort(code, kind="stable")
+            bounds = np.searchsorted(code[order], np.arange(len(parts) + 1))
+            for k in range(len(parts)):
+                if bounds[k + 1] > bounds[k]:
+                    local[k].append(table.take(order[bounds[k] : bounds[k + 1]]))
+        run_rows = [
+            dask.delayed(_read_partition)(
+                [(x, g[k]) for x, g in zip(sources, groups)],
+                local[k],
+                queries[part.start : part.stop],
+            )
+            for k, part in enumerate(parts)
+        ]
+    else:  # a shuffle of all the rows by partition
+        frames = [
+            dd.read_parquet(x.path, columns=list(x.rename)).rename(columns=x.rename)
+            if isinstance(x, _ParquetInput)
+            else dd.from_pandas(x.to_pandas(), npartitions=1)
+            for x in inputs
+        ]
+        frames = [
+            f.assign(run=x.run)[RUN_COLUMNS]
+            if isinstance(x, _ParquetInput) and x.run is not None
+            else f[RUN_COLUMNS]
+            for f, x in zip(frames, inputs)
+        ]
+        # ids as the local reader makes them (numbers as their integer text), before
+        # they are looked up
+        frames = [
+            f.map_partitions(_id_strings, x.path, meta=f._meta)
+            if isinstance(x, _ParquetInput)
+            else f
+            for f, x in zip(frames, inputs)
+        ]
+        table = dd.concat(frames) if len(frames) > 1 else frames[0]
+        table = table.assign(
+            partition=table["query_id"].map(partition_of, meta=("partition", float))
+        )
+        table = table.dropna(subset=["partition"])
+        table["partition"] = table["partition"].astype(np.int64)
+        divisions = [*range(len(parts)), len(parts) - 1]
+        run_rows = table.set_index("partition", divisions=divisions, sort=True).to_delayed()
     judged_rows = judged.frame[QRELS_COLUMNS]
     by_query = judged_rows.groupby("query_id", sort=False).indices
     options = dict(
@@ -182,7 +281,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
         **kernel,
     )
     tasks = []
-    for part, rows in zip(parts, table.to_delayed()):
+    for part, rows in zip(parts, run_rows):
         take = np.concatenate([by_query[q] for q in queries[part.start : part.stop]])
         qrels_part = judged_rows.iloc[np.sort(take)].reset_index(drop=True)
         tasks.append(
@@ -274,7 +373,7 @@ def dask_compare(
     plan = _plan(
         judged, runs, measures, relevance_level, pairs, notify,
         max_docs=max_docs, binary=binary, per_query=per_query,
-        both_directions=both_directions,
+        both_directions=both_directions, plain=False,
     )  # fmt: skip
     chosen = run_pairs(len(plan.names), pairs)
     shape = (len(plan.measures), len(chosen), 0)
@@ -386,19 +485,47 @@ def dask_evidence(
     return evidence
 
 
-def _run_tables(runs) -> tuple[list[str], list]:
+def _id_strings(frame: pd.DataFrame, path: str) -> pd.DataFrame:
+    """A shuffled Parquet input's rows with their ids as
+    :func:`prefeval.inputs.id_strings` makes them (errors cite the rows of the Dask
+    partition)."""
+    from .inputs import id_strings
+
+    return frame.assign(
+        **{
+            column: pd.Series(id_strings(frame[column], what, path), index=frame.index)
+            for column, what in (
+                ("run", "run name"),
+                ("query_id", "query id"),
+                ("doc_id", "document id"),
+            )
+        }
+    )
+
+
+@dataclass
+class _ParquetInput:
+    """A Parquet run file, or a table of many runs, that the workers read: its path, its
+    columns (file name -> kernel name) and, for a single run, the run's name."""
+
+    path: str
+    rename: dict
+    run: str | None
+
+
+def _run_inputs(runs) -> tuple[list[str], list]:
     """The run names (:func:`prefeval.readers.name_runs`'s: a many-run table's in sorted
-    order) and Dask DataFrames ``run, query_id, doc_id, score`` of run sources: a Parquet
-    file is read by the workers (only its column names here), anything else here with
-    prefeval's reader."""
-    import dask.dataframe as dd
+    order) and the inputs: a :class:`_ParquetInput` per Parquet file (only its column
+    names read here), an Arrow table ``run, query_id, doc_id, score`` per other run
+    (read here with prefeval's reader)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from . import parquet
     from .readers import name_runs, read_run
 
     named = name_runs(runs)
-    tables = []
+    inputs: list = []
     read: set[str] = set()
     for name, source in named:
         table = source.path if isinstance(source, parquet.TableRun) else None
@@ -417,19 +544,98 @@ def _run_tables(runs) -> tuple[list[str], list]:
             run = parquet._find(columns, parquet.RUN, table)
             if run is not None:
                 rename[run] = "run"
-            frame = dd.read_parquet(table, columns=list(rename)).rename(columns=rename)
-            if run is None:
-                frame = frame.assign(run=name)
-            tables.append(frame[RUN_COLUMNS])
+            inputs.append(_ParquetInput(table, rename, None if run is not None else name))
             continue
         columns = read_run(source, name=name)
-        local = pd.DataFrame(
-            {
-                "run": name,
-                "query_id": np.asarray(columns.query_id.to_pylist(), dtype=object),
-                "doc_id": np.asarray(columns.doc_id.to_pylist(), dtype=object),
-                "score": np.asarray(columns.score, dtype=float),
-            }
+        inputs.append(
+            pa.table(
+                {
+                    "run": pa.array([name] * len(columns), pa.string()),
+                    "query_id": columns.query_id,
+                    "doc_id": columns.doc_id,
+                    "score": pa.array(np.asarray(columns.score, dtype=float)),
+                }
+            )
         )
-        tables.append(dd.from_pandas(local, npartitions=1))
-    return [name for name, _ in named], tables
+    return [name for name, _ in named], inputs
+
+
+def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
+    """Per partition, the row groups of ``source`` that may hold its queries, from the
+    row groups' statistics of the query column (string min and max; the partition's
+    smallest and largest id in the same byte order); None when the statistics cannot
+    tell (not strings, missing) or when the partitions would read the table's rows more
+    than :data:`DIRECT_READS` times over in all: a table not laid out by query, shuffled
+    instead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(source.path).metadata
+    column = next(k for k, v in source.rename.items() if v == "query_id")
+    schema = meta.schema.to_arrow_schema()
+    kind = schema.field(column).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return None
+    index = schema.get_field_index(column)
+    lows, highs, rows = [], [], []
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = group.column(index).statistics
+        if group.num_rows and (stats is None or not stats.has_min_max):
+            return None
+        lows.append(stats.min if group.num_rows else None)
+        highs.append(stats.max if group.num_rows else None)
+        rows.append(group.num_rows)
+    chosen, total = [], 0
+    for part in parts:
+        ids = queries[part.start : part.stop]
+        lo, hi = min(ids), max(ids)  # str order is UTF-8 byte order, Parquet's
+        groups = [g for g in range(len(rows)) if rows[g] and lows[g] <= hi and highs[g] >= lo]
+        total += sum(rows[g] for g in groups)
+        chosen.append(groups)
+    if total > DIRECT_READS * max(1, sum(rows)):
+        return None
+    return chosen
+
+
+#: how many times over the partitions may read a Parquet table's rows in all before it
+#: is shuffled instead (a table not laid out by query)
+DIRECT_READS = 4
+
+
+def _read_partition(specs: list, frames: list, queries: list[str]):
+    """The run rows of one partition's ``queries`` (on a worker), an Arrow table: the
+    chosen row groups of each Parquet input, read one at a time, their ids and scores
+    checked as the local reader checks them (errors cite the file's rows), rows of other
+    queries dropped; and the rows read on the client (``frames``, Arrow tables)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from . import parquet
+
+    pieces = list(frames)
+    wanted = pa.array(queries, pa.string())
+    for source, groups in specs:
+        if not groups:
+            continue
+        file = pq.ParquetFile(source.path)
+        sizes = [file.metadata.row_group(g).num_rows for g in range(file.metadata.num_row_groups)]
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        names = {v: k for k, v in source.rename.items()}
+        for group in groups:  # one at a time: memory holds one row group and the rows kept
+            raw = file.read_row_group(group, columns=list(source.rename))
+            where = dict(path=source.path, offset=int(starts[group]))
+            query = parquet.ids(raw[names["query_id"]], "query id", name=names["query_id"], **where)
+            run = (
+                parquet.ids(raw[names["run"]], "run name", name=names["run"], **where)
+                if source.run is None
+                else pa.array([source.run] * len(raw), pa.string())
+            )
+            doc = parquet.ids(raw[names["doc_id"]], "document id", name=names["doc_id"], **where)
+            score = parquet.numbers(raw[names["score"]], "score", name=names["score"], **where)
+            table = pa.table({"run": run, "query_id": query, "doc_id": doc, "score": score})
+            pieces.append(table.filter(pc.is_in(query, value_set=wanted.cast(query.type))))
+    if not pieces:
+        return pd.DataFrame({c: [] for c in RUN_COLUMNS})
+    return pa.concat_tables(pieces, promote_options="permissive")

@@ -725,7 +725,13 @@ def _run_from_frame(frame, name: str) -> RunColumns:
     frame = run_frame(frame, where)
     qid = pa.array(frame["query_id"].tolist(), pa.string())
     docno = pa.array(frame["doc_id"].tolist(), pa.string())
-    score = frame["score"].to_numpy(dtype=float)
+    return run_from_arrays(qid, docno, frame["score"].to_numpy(dtype=float), name, where)
+
+
+def run_from_arrays(qid, docno, score: np.ndarray, name: str, where: str) -> RunColumns:
+    """A run of Arrow string arrays ``qid``, ``docno`` and float scores, checked as a
+    DataFrame run is (no NaN score, no document twice in a query); errors cite
+    ``where`` and the row number."""
     if np.isnan(score).any():
         row = int(np.flatnonzero(np.isnan(score))[0])
         raise InputError(where, None, f"row {row}: score is not a number")

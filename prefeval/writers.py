@@ -338,20 +338,35 @@ def _parquet_table(frame: pd.DataFrame, precision: int | None = None, schema=Non
     return table if schema is None else table.cast(schema)
 
 
+class _StreamFailed(Exception):
+    def __init__(self, error: Exception):
+        self.error = error
+
+
 def write_stdout(chunks) -> None:
     """Write byte chunks to standard output; a reader that went away (``| head``) stops
     the output quietly, like other Unix tools; any other failure is an OutputError."""
     stream = getattr(sys.stdout, "buffer", None)
     if stream is None:
         raise OutputError("<stdout>", "standard output is closed")
+
+    def put(write, *args):  # a failure of the stream, not of making the chunks (an
+        try:  # input error found while computing them passes through as it is)
+            write(*args)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as error:
+            raise _StreamFailed(error) from None
+
     try:
         for chunk in chunks:
-            stream.write(chunk)
-        stream.flush()
+            put(stream.write, chunk)
+        put(stream.flush)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError) as error:
+    except _StreamFailed as failed:
+        error = failed.error
         # the interpreter must not try (and fail) to flush it again at exit
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)

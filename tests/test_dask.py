@@ -158,9 +158,28 @@ def test_input_error_on_a_worker_is_one_message(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].endswith("score is not a number")
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    # the local reader's message: the file and its row
+    assert proc.stderr == f"{bad}: row 6: missing score\n"
     assert not out.exists()
+    local = invoke("compare", SAMPLE / "qrels.txt", bad)
+    assert (local.exit_code, local.stderr) == (2, proc.stderr)
+    # on standard output too: an input error, not a failure to write
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefeval", "order", "--engine", "dask", "--no-baselines",
+         str(SAMPLE / "qrels.txt"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"{bad}: row 6: missing score\n", "")
+    proc = subprocess.run(  # compare streams its rows to stdout as the partitions come
+        [sys.executable, "-m", "prefeval", "compare", "--engine", "dask",
+         str(SAMPLE / "qrels.txt"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (2, f"{bad}: row 6: missing score\n")
 
 
 # ------------------------------------------------------------------ every command
@@ -344,3 +363,58 @@ def test_dask_equals_local_on_the_recsys_xl_shape(
     same_command(command, [*options, "--no-baselines" if command != "compare" else "-n",
                            recsys_xl / "qrels.parquet", recsys_xl / "runs.parquet"],
                  scheduler)  # fmt: skip
+
+
+# ------------------------------------------------------------------ how the workers read
+
+
+def test_row_groups_by_query_range(tmp_path):
+    """A table laid out by query: each partition reads the row groups its queries may be
+    in; shuffled rows or integer ids: None (the rows are shuffled by partition)."""
+    import pandas as pd
+
+    from prefeval.distributed import DIRECT_READS, _row_groups, _run_inputs
+
+    judged = read_qrels(str(SAMPLE / "qrels.txt"))
+    queries = list(judged.relevant(None).query_ids)
+    parts = [range(lo, min(lo + 4, len(queries))) for lo in range(0, len(queries), 4)]
+    assert len(parts) > DIRECT_READS  # a shuffled table would be read more times over
+    frame = pd.read_parquet(SAMPLE / "runs.parquet").sort_values(["query_id", "run"])
+    by_query = tmp_path / "by-query.parquet"
+    frame.to_parquet(by_query, row_group_size=len(frame) // 20 + 1)
+    _, inputs = _run_inputs([by_query])
+    groups = _row_groups(inputs[0], parts, queries)
+    assert groups is not None
+    assert groups[0][0] == 0 and groups[-1][-1] == 19
+    assert all(len(g) < 20 for g in groups)
+    shuffled = tmp_path / "shuffled.parquet"
+    frame.sample(frac=1, random_state=1).to_parquet(shuffled, row_group_size=500)
+    assert _row_groups(_run_inputs([shuffled])[1][0], parts, queries) is None
+    numbers = tmp_path / "numbers.parquet"
+    frame.assign(query_id=frame["query_id"].astype(int)).to_parquet(numbers)
+    assert _row_groups(_run_inputs([numbers])[1][0], parts, queries) is None
+
+
+@pytest.mark.parametrize("layout", ["by-query", "shuffled", "numbers"])
+def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path, layout):
+    """Row groups read by query range, or the rows shuffled by partition (a table in
+    random order, integer query ids), with text runs beside: the local engine's bytes,
+    in many partitions."""
+    import pandas as pd
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    frame = pd.read_parquet(SAMPLE / "runs.parquet")
+    frame = frame[frame.run.isin(["sys01", "sys02", "sys03", "sys04"])]
+    if layout == "by-query":
+        frame = frame.sort_values(["query_id", "run"])
+    elif layout == "shuffled":
+        frame = frame.sample(frac=1, random_state=2)
+    else:
+        frame = frame.assign(query_id=frame["query_id"].astype(int))
+    table = tmp_path / "runs.parquet"
+    frame.to_parquet(table, row_group_size=700)
+    text = [r for r in RUNS if r.endswith(("sys05", "sys06.gz"))]
+    for command, options in (("compare", ["-q"]), ("order", ["--no-baselines"]),
+                             ("pairs", ["--no-baselines"])):  # fmt: skip
+        same_command(command, [*options, SAMPLE / "qrels.txt", table, *text], scheduler)
