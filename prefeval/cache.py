@@ -104,7 +104,25 @@ class Digest:
     def array(self, array) -> Digest:
         array = np.ascontiguousarray(array)
         self.text([str(array.dtype), list(array.shape)])
-        return self.bytes(array.tobytes())
+        return self.bytes(array)
+
+    def strings(self, values) -> Digest:
+        """A sequence of strings (a list, a pandas string Series or an Arrow array): its
+        count, the lengths of its UTF-8 texts and their bytes, from Arrow's buffers (no
+        Python object per string)."""
+        import pyarrow as pa
+
+        array = values if isinstance(values, pa.Array) else pa.array(values, pa.large_string())
+        array = array.cast(pa.large_string())
+        if array.null_count:
+            raise ValueError("Digest.strings: a missing string")
+        offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[
+            array.offset : array.offset + len(array) + 1
+        ]
+        data = array.buffers()[2]
+        self.text(["strings", len(array)]).array(np.diff(offsets))
+        start, stop = (int(offsets[0]), int(offsets[-1])) if len(array) else (0, 0)
+        return self.bytes(memoryview(data)[start:stop] if data is not None else b"")
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
@@ -113,8 +131,8 @@ class Digest:
 def judgments_digest(relevant) -> str:
     """Digest of a relevant set: queries, relevant docnos, grades and subtopics."""
     if getattr(relevant, "_digest", None) is None:
-        d = Digest("judgments").text(list(relevant.query_ids)).array(relevant.offsets)
-        d.text(list(relevant.doc_id)).array(np.asarray(relevant.grade, dtype=np.float64))
+        d = Digest("judgments").strings(relevant.query_ids).array(relevant.offsets)
+        d.strings(relevant.doc_id).array(np.asarray(relevant.grade, dtype=np.float64))
         d.text(None if relevant.level is None else float(relevant.level))
         if relevant.subtopics is not None:
             for members, ids in zip(relevant.subtopics, relevant.subtopic_ids):

@@ -21,7 +21,6 @@ from .engine import (
     compare_partitions,
     compute_cube,
     load_runs,
-    partitioned_cubes,
     relevant_with_notice,
     stderr_notice,
 )
@@ -187,8 +186,10 @@ def _local(inputs: Inputs, sources, stream, against, notify, progress):
         sources, inputs.relevant, max_docs, notify=notify, progress=progress
     )
     # analysis commands often run one after another on the same runs: reuse the cube
-    key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
-    cube = _cached_cube(key)
+    key = None
+    if cache.enabled():
+        key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
+    cube = _cached_cube(key) if key else None
     chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
     n_parts = len(
         compare_partitions(
@@ -207,7 +208,8 @@ def _local(inputs: Inputs, sources, stream, against, notify, progress):
             pairs=chosen,
         )
         if chosen is None:
-            cache.put("cubes", key, **cube.arrays())
+            if key:
+                cache.put("cubes", key, **cube.arrays())
             cache.prune()
     elif chosen is not None:
         cube = cube.select_pairs(chosen)
@@ -247,11 +249,17 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
     """The evidence of ``order`` and ``discpower`` merged from query partitions
     (:func:`~prefeval.engine.partitioned_cubes`): per measure the win rates of each
     partition stacked in query order and the pair moments merged block by block, the
-    same bits as from the whole cube; memory holds one partition's preferences."""
+    same bits as from the whole cube; memory holds one partition's preferences.  The
+    reduced runs are let go (``inputs.positions`` None) once their position matrix is
+    made: at a million users they weigh three times the matrix."""
     from .aggregation import win_rates
+    from .engine import matrix_partitions
     from .moments import PairMoments
+    from .positions import position_matrix
 
     names = [p.name for p in inputs.positions]
+    matrix = position_matrix(inputs.positions, inputs.relevant)
+    inputs.positions = None
     n_queries = inputs.relevant.n_queries
     # one (queries x runs) matrix per measure, filled partition by partition (a query
     # where the measure is undefined has no row: the rows used are counted)
@@ -259,8 +267,9 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
     used = dict.fromkeys(rates, 0)
     moments: dict[str, PairMoments] = {}
     chosen = None
-    for part in partitioned_cubes(
-        inputs.positions,
+    for part in matrix_partitions(
+        matrix,
+        names,
         inputs.relevant,
         inputs.measures,
         binary=inputs.binary,

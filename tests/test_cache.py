@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from prefeval import cache
 from prefeval.engine import load_runs
@@ -222,3 +223,30 @@ def test_no_cache_holds_for_one_command_only():
     assert cache.enabled()
     assert invoke("compare", "--no-cache", sample / "qrels.txt", *runs).exit_code == 0
     assert cache.enabled()
+
+
+def test_digest_of_strings_is_unambiguous():
+    """Digest.strings hashes lengths and bytes from Arrow's buffers: a split moved
+    between strings, an empty string, non-ASCII text or a sliced array give their own
+    digests, and a list, a pandas string Series and an Arrow array of the same strings
+    the same one."""
+    import pandas as pd
+    import pyarrow as pa
+
+    def digest(values):
+        return cache.Digest("t").strings(values).hexdigest()
+
+    cases = [[], [""], ["", ""], ["ab", "c"], ["a", "bc"], ["abc"], ["é"], ["e\u0301"],
+             ["a#b", "c d"], ["x" * 64, "y"]]  # fmt: skip
+    digests = [digest(c) for c in cases]
+    assert len(set(digests)) == len(cases)
+    for values in cases[1:]:
+        same = {
+            digest(values),
+            digest(pd.Series(values, dtype="str")),
+            digest(pa.array(values, pa.string())),
+            digest(pa.array(["pad", *values], pa.string())[1:]),  # an offset into buffers
+        }
+        assert len(same) == 1, values
+    with pytest.raises(ValueError, match="missing"):
+        digest(pa.array(["a", None]))

@@ -150,7 +150,7 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     whole = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
     monkeypatch.setattr(engine, "PARTITION_CELLS", parts_cells)
     calls = []
-    partitioned = engine.partitioned_cubes
+    partitioned = engine.matrix_partitions
 
     def counted(*args, **kw):
         for part in partitioned(*args, **kw):
@@ -160,7 +160,7 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     def whole_cube(*args, **kw):
         raise AssertionError("the whole cube was computed")
 
-    monkeypatch.setattr(pipeline, "partitioned_cubes", counted)
+    monkeypatch.setattr(engine, "matrix_partitions", counted)
     monkeypatch.setattr(pipeline, "compute_cube", whole_cube)
     merged = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
     assert len(calls) > 2 and max(calls) <= parts_cells
