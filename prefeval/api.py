@@ -244,22 +244,21 @@ def compare(
         )
     judged = read_qrels(qrels_input(qrels))
     measure_list = parse_measures(_text_list(measures, "measures"), judged.has_subtopics)
-    relevant = relevant_with_notice(judged, relevance_level, notify)
     pairs = against_pairs(list(sources), _against(against)) if against else None
-    if engine == "dask":
-        from .distributed import dask_compare
+    if engine == "dask":  # the whole cube put together from the partitions
+        from .distributed import dask_evidence
 
-        frames = dask_compare(
+        cube = dask_evidence(
             judged, sources, [m.name for m in measure_list], relevance_level=relevance_level,
-            max_docs=max_docs, binary=binary, pairs=pairs, per_query=per_query,
-            both_directions=both_directions, summary=summary, scheduler=scheduler,
+            max_docs=max_docs, binary=binary, pairs=pairs, scheduler=scheduler,
             notify=notify, progress=progress,
-        )  # fmt: skip
-        return _plain(pd.concat(list(frames), ignore_index=True))
-    positions = load_runs(sources, relevant, max_docs, notify=notify, progress=progress)
-    cube = compute_cube(
-        positions, relevant, measure_list, binary=binary, progress=progress, pairs=pairs
-    )
+        ).cube  # fmt: skip
+    else:
+        relevant = relevant_with_notice(judged, relevance_level, notify)
+        positions = load_runs(sources, relevant, max_docs, notify=notify, progress=progress)
+        cube = compute_cube(
+            positions, relevant, measure_list, binary=binary, progress=progress, pairs=pairs
+        )
     if both_directions:
         cube = cube.both_directions()
     return _plain(cube.to_frame(per_query=per_query, summary=summary))

@@ -13,6 +13,7 @@ and the summary, added block by block in query order, is the same bits.  Spark's
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import warnings
 from collections.abc import Iterator
@@ -77,6 +78,7 @@ def compare_partition(
     stream: bool = False,
     positions: bool = False,
     plain: bool = True,
+    run_files: dict | None = None,
 ) -> PartitionResult:
     """The kernel: compare every run pair (or ``pairs``) on the queries of
     ``qrels_rows`` (every judgment of those queries; all of them must have a relevant
@@ -87,7 +89,10 @@ def compare_partition(
     ``stream``, the win rates and block moments ``order`` and ``discpower`` merge;
     ``positions``, the reduced runs (label sampling of ``robustness``).  ``plain``: the
     per-query rows' text columns as plain strings (else pandas categoricals, as the
-    local engine writes them: a fraction of the bytes to send)."""
+    local engine writes them: a fraction of the bytes to send).  ``run_files``: per run
+    read from Parquet, its file and whether it holds many runs; with the rows' 0-based
+    file rows in a ``row`` column, a document met twice is then reported as the local
+    reader reports it."""
     judged = Qrels(
         qrels_rows["query_id"],
         qrels_rows["iteration"],
@@ -96,7 +101,7 @@ def compare_partition(
         name="<partition>",
     )
     relevant = judged.relevant(relevance_level)
-    sources = _arrow_runs(run_rows, run_names)
+    sources = _arrow_runs(run_rows, run_names, run_files or {})
     if sources is None:
         sources = _frame_runs(
             run_rows.to_pandas() if hasattr(run_rows, "to_pandas") else run_rows, run_names
@@ -150,14 +155,15 @@ def _frame_runs(run_rows: pd.DataFrame, run_names: list[str]) -> dict:
     return sources
 
 
-def _arrow_runs(run_rows, run_names: list[str]) -> dict | None:
-    """The runs of an Arrow table of rows ``run, query_id, doc_id, score`` with string
-    ids, as :class:`~prefeval.readers.RunColumns` (no pandas on the way); None for
-    another table."""
+def _arrow_runs(run_rows, run_names: list[str], files: dict) -> dict | None:
+    """The runs of an Arrow table of rows ``run, query_id, doc_id, score[, row]`` with
+    string ids, as :class:`~prefeval.readers.RunColumns` (no pandas on the way); None
+    for another table."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .readers import run_from_arrays
+    from . import parquet
+    from .readers import RunColumns, _codes, run_from_arrays
 
     if not isinstance(run_rows, pa.Table):
         return None
@@ -174,14 +180,23 @@ def _arrow_runs(run_rows, run_names: list[str]) -> dict | None:
     sources = {}
     for name in run_names:
         rows = run_rows.filter(pc.equal(run_rows["run"], name))
-        score = rows["score"].cast(pa.float64()).to_numpy()
-        sources[name] = run_from_arrays(
-            rows["query_id"].combine_chunks(),
-            rows["doc_id"].combine_chunks(),
-            np.asarray(score, dtype=np.float64),
-            name,
-            f"<run {name}>",
-        )
+        qid = rows["query_id"].combine_chunks()
+        docno = rows["doc_id"].combine_chunks()
+        score = np.asarray(rows["score"].cast(pa.float64()).to_numpy(), dtype=np.float64)
+        if name in files and "row" in rows.column_names and not rows["row"].null_count:
+            # read from Parquet on a worker (checked there): a document met twice is
+            # told by the file's rows, as the local reader tells it
+            path, many = files[name]
+            qcode, qvalues = _codes(qid)
+            dcode, dvalues = _codes(docno)
+            at = rows["row"].to_numpy()
+            run_of = (lambda row, name=name: name) if many else None
+            parquet._duplicate_rows(path, qid, docno, (qcode, dcode), at, run_of)
+            sources[name] = RunColumns(
+                name, path, qid, docno, score, dcode, dvalues, qcode, qvalues
+            )
+            continue
+        sources[name] = run_from_arrays(qid, docno, score, name, f"<run {name}>")
     return sources
 
 
@@ -202,75 +217,52 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     """Read the judgments, name the runs and make the partitions' tasks (the runs are
     read by the workers: Parquet) or here (TREC text, sent with the tasks)."""
     import dask
-    import dask.dataframe as dd
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from .engine import relevant_with_notice
 
     relevant = relevant_with_notice(judged, relevance_level, notify)
     queries = list(relevant.query_ids)
-    names, inputs = _run_inputs(runs)
+    names, inputs, files = _run_inputs(runs)
     measure_list = parse_measures(measures, judged.has_subtopics)
     parts = compare_partitions(len(queries), len(names), len(measure_list), pairs)
-    partition_of = pd.Series(
-        np.repeat(np.arange(len(parts)), [len(p) for p in parts]),
-        index=pd.Index(queries, dtype=object),
-    )
-    sources = [x for x in inputs if isinstance(x, _ParquetInput)]
-    groups = [_row_groups(x, parts, queries) for x in sources]
-    if all(g is not None for g in groups):
-        # every Parquet input laid out by query: each task reads its partition's row
-        # groups; the rows read here are split by partition here
-        local = [[] for _ in parts]
-        ids = pa.array(queries, pa.string())
-        part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
-        for table in (x for x in inputs if not isinstance(x, _ParquetInput)):
-            values = ids.cast(table["query_id"].type)
-            at = pc.index_in(table["query_id"], value_set=values).to_numpy(zero_copy_only=False)
-            code = np.where(np.isnan(at), -1, part_of[np.nan_to_num(at).astype(np.int64)])
-            order = np.argsort(code, kind="stable")
-            bounds = np.searchsorted(code[order], np.arange(len(parts) + 1))
+    # text runs (read here) split by partition here
+    ids = pa.array(queries, pa.string())
+    part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+    local = [[] for _ in parts]
+    for table in (x for x in inputs if not isinstance(x, _ParquetInput)):
+        for k, piece in enumerate(_split(table, ids, part_of, len(parts))):
+            if piece is not None:
+                local[k].append(piece)
+    # Parquet inputs read by the workers: a table laid out by query, by each partition's
+    # task (the row groups its queries may be in; those of no partition's queries by the
+    # first, for their checks); another, row groups at a time, split by partition
+    direct: list[list] = [[] for _ in parts]
+    splits = []
+    lookup = dask.delayed((ids, part_of), pure=True)  # one copy in the graph
+    for source in (x for x in inputs if isinstance(x, _ParquetInput)):
+        groups = _row_groups(source, parts, queries)
+        if groups is not None:
+            chosen, unread = groups
             for k in range(len(parts)):
-                if bounds[k + 1] > bounds[k]:
-                    local[k].append(table.take(order[bounds[k] : bounds[k + 1]]))
-        run_rows = [
-            dask.delayed(_read_partition)(
-                [(x, g[k]) for x, g in zip(sources, groups)],
-                local[k],
-                queries[part.start : part.stop],
-            )
-            for k, part in enumerate(parts)
-        ]
-    else:  # a shuffle of all the rows by partition
-        frames = [
-            dd.read_parquet(x.path, columns=list(x.rename)).rename(columns=x.rename)
-            if isinstance(x, _ParquetInput)
-            else dd.from_pandas(x.to_pandas(), npartitions=1)
-            for x in inputs
-        ]
-        frames = [
-            f.assign(run=x.run)[RUN_COLUMNS]
-            if isinstance(x, _ParquetInput) and x.run is not None
-            else f[RUN_COLUMNS]
-            for f, x in zip(frames, inputs)
-        ]
-        # ids as the local reader makes them (numbers as their integer text), before
-        # they are looked up
-        frames = [
-            f.map_partitions(_id_strings, x.path, meta=f._meta)
-            if isinstance(x, _ParquetInput)
-            else f
-            for f, x in zip(frames, inputs)
-        ]
-        table = dd.concat(frames) if len(frames) > 1 else frames[0]
-        table = table.assign(
-            partition=table["query_id"].map(partition_of, meta=("partition", float))
+                if chosen[k]:
+                    direct[k].append((source, chosen[k]))
+            if unread and parts:
+                direct[0].append((source, unread))
+            continue
+        count = _open_parquet(source.path).metadata.num_row_groups
+        for lo in range(0, count, SPLIT_GROUPS):
+            groups = list(range(lo, min(count, lo + SPLIT_GROUPS)))
+            splits.append(dask.delayed(_split_groups)(source, groups, lookup, len(parts)))
+    run_rows = [
+        dask.delayed(_read_partition)(
+            direct[k],
+            local[k] + [dask.delayed(operator.getitem)(split, k) for split in splits],
+            queries[part.start : part.stop],
         )
-        table = table.dropna(subset=["partition"])
-        table["partition"] = table["partition"].astype(np.int64)
-        divisions = [*range(len(parts)), len(parts) - 1]
-        run_rows = table.set_index("partition", divisions=divisions, sort=True).to_delayed()
+        for k, part in enumerate(parts)
+    ]
+    kernel["run_files"] = files
     judged_rows = judged.frame[QRELS_COLUMNS]
     by_query = judged_rows.groupby("query_id", sort=False).indices
     options = dict(
@@ -296,6 +288,8 @@ def _client(scheduler: str | None):
     """A client of the scheduler at ``scheduler``, or of a new local cluster."""
     from distributed import Client, LocalCluster
 
+    if scheduler is not None and not scheduler.strip():
+        raise ValueError("--scheduler: an empty address")
     try:
         if scheduler:
             return Client(scheduler, timeout="15s")
@@ -306,7 +300,9 @@ def _client(scheduler: str | None):
             processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
         )
         return Client(cluster)
-    except (OSError, TimeoutError) as error:
+    except Exception as error:  # Dask's own errors for a bad address or answer, too
+        if not scheduler:
+            raise
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
 
 
@@ -376,8 +372,15 @@ def dask_compare(
         both_directions=both_directions, plain=False,
     )  # fmt: skip
     chosen = run_pairs(len(plan.names), pairs)
-    shape = (len(plan.measures), len(chosen), 0)
-    like = PreferenceCube([m.name for m in plan.measures], plan.names, [], chosen, np.zeros(shape))
+    queries = plan.relevant.query_ids
+    last = queries[plan.parts[-1].start : plan.parts[-1].stop] if plan.parts else []
+    # the summary rows as the local engine makes them, from the last partition's cube: a
+    # Parquet output's dictionary of query ids is that partition's ids and "all"
+    shape = (len(plan.measures), len(chosen), len(last))
+    like = PreferenceCube(
+        [m.name for m in plan.measures], plan.names, list(last), chosen,
+        np.broadcast_to(0.0, shape),
+    )  # fmt: skip
     like = like.both_directions() if both_directions else like
     # connected now: a scheduler that cannot be reached is an error of this call
     results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
@@ -485,24 +488,6 @@ def dask_evidence(
     return evidence
 
 
-def _id_strings(frame: pd.DataFrame, path: str) -> pd.DataFrame:
-    """A shuffled Parquet input's rows with their ids as
-    :func:`prefeval.inputs.id_strings` makes them (errors cite the rows of the Dask
-    partition)."""
-    from .inputs import id_strings
-
-    return frame.assign(
-        **{
-            column: pd.Series(id_strings(frame[column], what, path), index=frame.index)
-            for column, what in (
-                ("run", "run name"),
-                ("query_id", "query id"),
-                ("doc_id", "document id"),
-            )
-        }
-    )
-
-
 @dataclass
 class _ParquetInput:
     """A Parquet run file, or a table of many runs, that the workers read: its path, its
@@ -513,29 +498,33 @@ class _ParquetInput:
     run: str | None
 
 
-def _run_inputs(runs) -> tuple[list[str], list]:
+def _run_inputs(runs) -> tuple[list[str], list, dict]:
     """The run names (:func:`prefeval.readers.name_runs`'s: a many-run table's in sorted
-    order) and the inputs: a :class:`_ParquetInput` per Parquet file (only its column
+    order), the inputs: a :class:`_ParquetInput` per Parquet file (only its column
     names read here), an Arrow table ``run, query_id, doc_id, score`` per other run
-    (read here with prefeval's reader)."""
+    (read here with prefeval's reader); and per run read from Parquet its file and
+    whether the file holds many runs (for the kernel's messages)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from . import parquet
     from .readers import name_runs, read_run
 
     named = name_runs(runs)
     inputs: list = []
+    files: dict[str, tuple[str, bool]] = {}
     read: set[str] = set()
     for name, source in named:
         table = source.path if isinstance(source, parquet.TableRun) else None
         if table is None and isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
             table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
         if table is not None:
-            if table in read:  # a many-run table: read once, for all its runs
-                continue
-            read.add(table)
-            columns = pq.read_schema(table).names
+            path = os.path.abspath(table)  # workers may run elsewhere: an absolute path
+            files[name] = (path, isinstance(source, parquet.TableRun))
+            if isinstance(source, parquet.TableRun):
+                if table in read:  # a many-run table: read once, for all its runs
+                    continue
+                read.add(table)
+            columns = _open_parquet(table).schema_arrow.names
             rename = {
                 parquet._need(columns, parquet.QUERY, table, parquet.RUN_COLUMNS): "query_id",
                 parquet._need(columns, parquet.DOC, table, parquet.RUN_COLUMNS): "doc_id",
@@ -544,7 +533,7 @@ def _run_inputs(runs) -> tuple[list[str], list]:
             run = parquet._find(columns, parquet.RUN, table)
             if run is not None:
                 rename[run] = "run"
-            inputs.append(_ParquetInput(table, rename, None if run is not None else name))
+            inputs.append(_ParquetInput(path, rename, None if run is not None else name))
             continue
         columns = read_run(source, name=name)
         inputs.append(
@@ -557,26 +546,36 @@ def _run_inputs(runs) -> tuple[list[str], list]:
                 }
             )
         )
-    return [name for name, _ in named], inputs
+    return [name for name, _ in named], inputs, files
+
+
+def _open_parquet(path: str):
+    """The ParquetFile at ``path``; an unreadable one is an input error (the local
+    reader's message)."""
+    from . import parquet
+
+    return parquet._open(path)
 
 
 def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
-    """Per partition, the row groups of ``source`` that may hold its queries, from the
-    row groups' statistics of the query column (string min and max; the partition's
-    smallest and largest id in the same byte order); None when the statistics cannot
-    tell (not strings, missing) or when the partitions would read the table's rows more
-    than :data:`DIRECT_READS` times over in all: a table not laid out by query, shuffled
-    instead."""
+    """(per partition the row groups of ``source`` that may hold its queries, the row
+    groups that hold none of them), from the row groups' statistics of the query column
+    (string min and max; the partition's smallest and largest id in the same byte
+    order); None when the statistics cannot tell (not strings, missing) or when the
+    partitions would read the table's rows more than :data:`DIRECT_READS` times over in
+    all: a table not laid out by query, split by partition instead."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    meta = pq.ParquetFile(source.path).metadata
+    meta = _open_parquet(source.path).metadata
     column = next(k for k, v in source.rename.items() if v == "query_id")
-    schema = meta.schema.to_arrow_schema()
-    kind = schema.field(column).type
+    kind = meta.schema.to_arrow_schema().field(column).type
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         return None
-    index = schema.get_field_index(column)
+    if meta.num_row_groups == 0:
+        return [[] for _ in parts], []
+    first = meta.row_group(0)
+    # the Parquet (leaf) column: a nested column before it has several
+    index = next(i for i in range(first.num_columns) if first.column(i).path_in_schema == column)
     lows, highs, rows = [], [], []
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -586,56 +585,112 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
         lows.append(stats.min if group.num_rows else None)
         highs.append(stats.max if group.num_rows else None)
         rows.append(group.num_rows)
-    chosen, total = [], 0
+    if any(not isinstance(x, str) for x in lows + highs if x is not None):
+        return None
+    chosen, total, read = [], 0, set()
     for part in parts:
         ids = queries[part.start : part.stop]
         lo, hi = min(ids), max(ids)  # str order is UTF-8 byte order, Parquet's
         groups = [g for g in range(len(rows)) if rows[g] and lows[g] <= hi and highs[g] >= lo]
         total += sum(rows[g] for g in groups)
+        read.update(groups)
         chosen.append(groups)
+    unread = [g for g in range(len(rows)) if g not in read]
+    total += sum(rows[g] for g in unread)
     if total > DIRECT_READS * max(1, sum(rows)):
         return None
-    return chosen
+    return chosen, unread
 
 
 #: how many times over the partitions may read a Parquet table's rows in all before it
-#: is shuffled instead (a table not laid out by query)
+#: is split by partition instead (a table not laid out by query)
 DIRECT_READS = 4
+#: row groups a task of a table split by partition reads
+SPLIT_GROUPS = 16
 
 
-def _read_partition(specs: list, frames: list, queries: list[str]):
-    """The run rows of one partition's ``queries`` (on a worker), an Arrow table: the
-    chosen row groups of each Parquet input, read one at a time, their ids and scores
-    checked as the local reader checks them (errors cite the file's rows), rows of other
-    queries dropped; and the rows read on the client (``frames``, Arrow tables)."""
+def _read_group(file, source: _ParquetInput, group: int, start: int):
+    """Row group ``group`` of ``source`` (its first row ``start`` in the file) as an
+    Arrow table ``run, query_id, doc_id, score, row``, checked as the local reader checks
+    it: errors cite the file and its row (``row``: 0-based row in the file)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     from . import parquet
 
-    pieces = list(frames)
+    names = {v: k for k, v in source.rename.items()}
+    try:
+        raw = file.read_row_group(group, columns=list(source.rename))
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise parquet.unreadable(source.path, error) from None
+    where = dict(path=source.path, offset=start)
+    query = parquet.ids(raw[names["query_id"]], "query id", name=names["query_id"], **where)
+    run = (
+        parquet.ids(raw[names["run"]], "run name", name=names["run"], **where)
+        if source.run is None
+        else pa.array([source.run] * len(raw), pa.string())
+    )
+    doc = parquet.ids(raw[names["doc_id"]], "document id", name=names["doc_id"], **where)
+    score = parquet.numbers(raw[names["score"]], "score", name=names["score"], **where)
+    row = pa.array(np.arange(start, start + len(raw), dtype=np.int64))
+    return pa.table({"run": run, "query_id": query, "doc_id": doc, "score": score, "row": row})
+
+
+def _group_starts(file) -> np.ndarray:
+    meta = file.metadata
+    sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+
+
+def _split(table, ids, part_of: np.ndarray, n_parts: int) -> list:
+    """The rows of ``table`` per partition (None where none), in their order; rows of
+    queries not evaluated (not in ``ids``) dropped."""
+    import pyarrow.compute as pc
+
+    at = pc.index_in(table["query_id"], value_set=ids.cast(table["query_id"].type))
+    at = at.to_numpy(zero_copy_only=False)
+    code = np.where(np.isnan(at), -1, part_of[np.nan_to_num(at).astype(np.int64)])
+    order = np.argsort(code, kind="stable")
+    bounds = np.searchsorted(code[order], np.arange(n_parts + 1))
+    return [
+        table.take(order[bounds[k] : bounds[k + 1]]) if bounds[k + 1] > bounds[k] else None
+        for k in range(n_parts)
+    ]
+
+
+def _split_groups(source: _ParquetInput, groups: list[int], lookup, n_parts: int) -> list:
+    """Row groups ``groups`` of a table not laid out by query (on a worker), checked and
+    split by partition: a list of one Arrow table (or None) per partition."""
+    import pyarrow as pa
+
+    ids, part_of = lookup
+    file = _open_parquet(source.path)
+    starts = _group_starts(file)
+    pieces: list[list] = [[] for _ in range(n_parts)]
+    for group in groups:
+        table = _read_group(file, source, group, int(starts[group]))
+        for k, piece in enumerate(_split(table, ids, part_of, n_parts)):
+            if piece is not None:
+                pieces[k].append(piece)
+    return [pa.concat_tables(p) if p else None for p in pieces]
+
+
+def _read_partition(specs: list, pieces: list, queries: list[str]):
+    """The run rows of one partition's ``queries`` (on a worker), an Arrow table: the
+    chosen row groups of each Parquet input, read one at a time and checked, rows of
+    other queries dropped; and the rows already split (``pieces``: Arrow tables or
+    None)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kept = [p for p in pieces if p is not None]
     wanted = pa.array(queries, pa.string())
     for source, groups in specs:
-        if not groups:
-            continue
-        file = pq.ParquetFile(source.path)
-        sizes = [file.metadata.row_group(g).num_rows for g in range(file.metadata.num_row_groups)]
-        starts = np.concatenate([[0], np.cumsum(sizes)])
-        names = {v: k for k, v in source.rename.items()}
+        file = _open_parquet(source.path)
+        starts = _group_starts(file)
         for group in groups:  # one at a time: memory holds one row group and the rows kept
-            raw = file.read_row_group(group, columns=list(source.rename))
-            where = dict(path=source.path, offset=int(starts[group]))
-            query = parquet.ids(raw[names["query_id"]], "query id", name=names["query_id"], **where)
-            run = (
-                parquet.ids(raw[names["run"]], "run name", name=names["run"], **where)
-                if source.run is None
-                else pa.array([source.run] * len(raw), pa.string())
-            )
-            doc = parquet.ids(raw[names["doc_id"]], "document id", name=names["doc_id"], **where)
-            score = parquet.numbers(raw[names["score"]], "score", name=names["score"], **where)
-            table = pa.table({"run": run, "query_id": query, "doc_id": doc, "score": score})
-            pieces.append(table.filter(pc.is_in(query, value_set=wanted.cast(query.type))))
-    if not pieces:
+            table = _read_group(file, source, group, int(starts[group]))
+            query = table["query_id"]
+            kept.append(table.filter(pc.is_in(query, value_set=wanted.cast(query.type))))
+    if not kept:
         return pd.DataFrame({c: [] for c in RUN_COLUMNS})
-    return pa.concat_tables(pieces, promote_options="permissive")
+    return pa.concat_tables(kept, promote_options="permissive")

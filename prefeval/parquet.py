@@ -70,7 +70,7 @@ def _file(data: bytes, path: str):
     try:
         return pq.ParquetFile(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as error:
-        raise InputError(path, None, f"not a readable Parquet file: {error}") from None
+        raise unreadable(path, error) from None
 
 
 def _read(pfile, path: str, columns: list[str]):
@@ -79,7 +79,7 @@ def _read(pfile, path: str, columns: list[str]):
     try:
         return pfile.read(columns=columns, use_threads=True)
     except (pa.ArrowException, OSError, ValueError) as error:
-        raise InputError(path, None, f"not a readable Parquet file: {error}") from None
+        raise unreadable(path, error) from None
 
 
 def _find(names: list[str], choices: tuple, path: str) -> str | None:
@@ -231,6 +231,11 @@ def parse_run(data: bytes, path: str, name: str, known=None):
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
 
 
+def unreadable(path: str, error: BaseException) -> InputError:
+    """The error of a file Arrow cannot read, its words on one line."""
+    return InputError(path, None, f"not a readable Parquet file: {' '.join(str(error).split())}")
+
+
 def _open(path: str):
     """The ParquetFile of a path (reading only what is asked of it later), or of
     standard input's bytes."""
@@ -244,7 +249,7 @@ def _open(path: str):
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError, ValueError) as error:
-        raise InputError(path, None, f"not a readable Parquet file: {error}") from None
+        raise unreadable(path, error) from None
 
 
 def has_runs_column(path: str | os.PathLike) -> bool:
@@ -319,7 +324,7 @@ def _batches(path: str, columns: list[str]):
         except StopIteration:
             return
         except (pa.ArrowException, OSError, ValueError) as error:
-            raise InputError(path, None, f"not a readable Parquet file: {error}") from None
+            raise unreadable(path, error) from None
         yield offset, batch
         offset += batch.num_rows
 

@@ -382,14 +382,19 @@ def test_row_groups_by_query_range(tmp_path):
     frame = pd.read_parquet(SAMPLE / "runs.parquet").sort_values(["query_id", "run"])
     by_query = tmp_path / "by-query.parquet"
     frame.to_parquet(by_query, row_group_size=len(frame) // 20 + 1)
-    _, inputs = _run_inputs([by_query])
-    groups = _row_groups(inputs[0], parts, queries)
-    assert groups is not None
-    assert groups[0][0] == 0 and groups[-1][-1] == 19
+    _, inputs, files = _run_inputs([by_query])
+    assert files == {name: (str(by_query), True) for name in frame.run.unique()}
+    groups, unread = _row_groups(inputs[0], parts, queries)
+    assert groups[0][0] == 0 and groups[-1][-1] == 19 and unread == []
     assert all(len(g) < 20 for g in groups)
     shuffled = tmp_path / "shuffled.parquet"
     frame.sample(frac=1, random_state=1).to_parquet(shuffled, row_group_size=500)
     assert _row_groups(_run_inputs([shuffled])[1][0], parts, queries) is None
+    # the queries of no partition: read once (by the first partition), for their checks
+    unjudged = tmp_path / "unjudged.parquet"
+    pd.concat([frame.assign(query_id="000"), frame]).to_parquet(unjudged, row_group_size=len(frame))
+    groups, unread = _row_groups(_run_inputs([unjudged])[1][0], parts, queries)
+    assert unread == [0] and all(g == [1] for g in groups)
     numbers = tmp_path / "numbers.parquet"
     frame.assign(query_id=frame["query_id"].astype(int)).to_parquet(numbers)
     assert _row_groups(_run_inputs([numbers])[1][0], parts, queries) is None
@@ -418,3 +423,152 @@ def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path,
     for command, options in (("compare", ["-q"]), ("order", ["--no-baselines"]),
                              ("pairs", ["--no-baselines"])):  # fmt: skip
         same_command(command, [*options, SAMPLE / "qrels.txt", table, *text], scheduler)
+
+
+# ------------------------------------------------------------------ found by a review
+
+
+def _sample_table():
+    import pandas as pd
+
+    return pd.read_parquet(SAMPLE / "runs.parquet").sort_values(["query_id", "run"])
+
+
+def test_a_nested_column_before_the_query_column(scheduler, tmp_path):
+    """The query column's statistics are found by its Parquet column path (a struct
+    column before it has two Parquet columns)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = _sample_table()
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = pa.StructArray.from_arrays(
+        [pa.array(np.arange(len(frame))), pa.array(np.arange(len(frame)) * 2)], ["x", "y"]
+    )
+    table = table.add_column(1, "meta", meta)
+    path = tmp_path / "nested.parquet"
+    pq.write_table(table, path, row_group_size=700)
+    same_command("compare", ["-q", SAMPLE / "qrels.txt", path], scheduler)
+
+
+def _bad_tables(tmp_path):
+    import pandas as pd
+
+    frame = _sample_table().reset_index(drop=True)
+    out = {}
+    unjudged = pd.concat([frame.head(300).assign(query_id="000"), frame], ignore_index=True)
+    unjudged.loc[10, "score"] = float("nan")  # in a row group of no evaluated query
+    out["nan-unjudged"] = (unjudged, 300)
+    twice = pd.concat([frame.iloc[:4001], frame.iloc[[4000]], frame.iloc[4001:]])
+    out["duplicate"] = (twice, 700)
+    out["duplicate-numbers"] = (twice.assign(query_id=twice["query_id"].astype(int)), 700)
+    empty = frame.copy()
+    empty.loc[2500, "doc_id"] = ""
+    out["empty-docno-shuffled"] = (empty.sample(frac=1, random_state=3), 500)
+    paths = {}
+    for name, (table, size) in out.items():
+        paths[name] = tmp_path / f"{name}.parquet"
+        table.to_parquet(paths[name], row_group_size=size, index=False)
+    corrupt = tmp_path / "corrupt.parquet"
+    frame.to_parquet(corrupt, row_group_size=700, index=False, compression="snappy")
+    data = bytearray(corrupt.read_bytes())
+    data[len(data) // 4 : len(data) // 2] = b"\xff" * (len(data) // 2 - len(data) // 4)
+    corrupt.write_bytes(bytes(data))
+    paths["corrupt"] = corrupt
+    return paths
+
+
+@pytest.mark.parametrize(
+    "name", ["nan-unjudged", "duplicate", "duplicate-numbers", "empty-docno-shuffled", "corrupt"]
+)
+def test_input_errors_are_the_local_engine_s(scheduler, tmp_path, monkeypatch, name):
+    """Every row group is read and checked, on either way of reading, and an error cites
+    the file's row as the local reader does (exit 2, one line, no output file)."""
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    path = _bad_tables(tmp_path)[name]
+    out = tmp_path / "out.tsv"
+    args = ["-q", "-o", out, SAMPLE / "qrels.txt", path]
+    local = invoke("compare", *args)
+    remote = invoke("compare", *args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == 2 and remote.exit_code == 2, (local.stderr, remote.stderr)
+    assert "Traceback" not in remote.stderr and not out.exists()
+    assert remote.stderr.startswith(f"{path}: ") and remote.stderr.count("\n") == 1
+    if name == "corrupt":  # Arrow's own words may differ with the way of reading
+        assert "not a readable Parquet file" in remote.stderr, remote.stderr
+    else:
+        assert remote.stderr == local.stderr
+
+
+def test_the_library_s_rows_and_notices_are_the_local_engine_s(scheduler, monkeypatch):
+    """prefeval.compare(engine="dask") puts the whole cube together: the rows in measure,
+    pair, query order whatever the partitions; the same notices, once."""
+    import pandas as pd
+
+    import prefeval
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    said = {"local": [], "dask": []}
+    frames = {
+        where: prefeval.compare(
+            str(SAMPLE / "qrels.txt"), RUNS, per_query=True, engine=where,
+            scheduler=scheduler if where == "dask" else None, notify=said[where].append,
+        )
+        for where in ("local", "dask")
+    }  # fmt: skip
+    pd.testing.assert_frame_equal(frames["local"], frames["dask"])
+    assert said["local"] == said["dask"] and len(said["local"]) == 1  # sys04 lacks a query
+
+
+def test_one_file_under_two_names(scheduler, tmp_path):
+    import pandas as pd
+
+    import prefeval
+
+    frame = pd.read_parquet(SAMPLE / "runs.parquet")
+    one = tmp_path / "one.parquet"
+    frame[frame.run == "sys01"].drop(columns="run").to_parquet(one)
+    runs = {"A": str(one), "B": str(one), "C": RUNS[1]}
+    local = prefeval.compare(str(SAMPLE / "qrels.txt"), runs, per_query=True, notify=None)
+    remote = prefeval.compare(
+        str(SAMPLE / "qrels.txt"), runs, per_query=True, notify=None, engine="dask",
+        scheduler=scheduler,
+    )  # fmt: skip
+    pd.testing.assert_frame_equal(local, remote)
+    assert (local[(local.run_a == "A") & (local.run_b == "B")]["value"] == 0).all()
+
+
+@pytest.mark.parametrize("cells", [None, 6 * 15 * 6])
+def test_parquet_output_is_the_local_engine_s(scheduler, tmp_path, monkeypatch, cells):
+    """Byte for byte, the dictionary of the summary's query ids included."""
+    if cells is not None:
+        monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+        monkeypatch.setattr(engine, "PARTITION_CELLS", cells)
+    written = []
+    for where in ("local", "dask"):
+        out = tmp_path / f"{where}.parquet"
+        extra = ["--scheduler", scheduler] if where == "dask" else []
+        result = invoke("compare", "-q", "-f", "parquet", "-o", out, "--engine", where,
+                        *extra, SAMPLE / "qrels.txt", *RUNS)  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        written.append(out.read_bytes())
+    assert written[0] == written[1]
+
+
+def test_parquet_paths_are_absolute_for_the_workers(tmp_path, monkeypatch):
+    from prefeval.distributed import _run_inputs
+
+    monkeypatch.chdir(SAMPLE)
+    _, inputs, files = _run_inputs(["runs.parquet"])
+    assert inputs[0].path == str(SAMPLE / "runs.parquet")
+    assert files["sys01"] == (str(SAMPLE / "runs.parquet"), True)
+
+
+@pytest.mark.parametrize("address", ["nowhere", " ", "inproc://x"])
+def test_bad_scheduler_addresses_are_usage_errors(address):
+    result = invoke(
+        "order", "--engine", "dask", "--scheduler", address, SAMPLE / "qrels.txt", *RUNS
+    )
+    assert result.exit_code == 2, result.stderr
+    assert "--scheduler" in result.stderr and "Traceback" not in result.stderr
