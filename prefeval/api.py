@@ -383,7 +383,7 @@ def _engine(engine, scheduler) -> str:
         raise ValueError("scheduler= needs engine='dask'")
     if engine == "dask":
         try:
-            import dask.dataframe  # noqa: F401
+            import dask  # noqa: F401
             import distributed  # noqa: F401
         except ImportError:
             raise ValueError("engine='dask' needs Dask: pip install 'prefeval[dask]'") from None

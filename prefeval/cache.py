@@ -104,7 +104,7 @@ class Digest:
     def array(self, array) -> Digest:
         array = np.ascontiguousarray(array)
         self.text([str(array.dtype), list(array.shape)])
-        return self.bytes(array)
+        return self.bytes(array.reshape(-1).view(np.uint8))  # its bytes, not copied
 
     def strings(self, values) -> Digest:
         """A sequence of strings (a list, a pandas string Series or an Arrow array): its

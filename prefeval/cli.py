@@ -236,7 +236,7 @@ def _check_engine(engine: str, scheduler: str | None) -> str:
         raise click.UsageError("--scheduler needs --engine dask")
     if engine == "dask":
         try:
-            import dask.dataframe  # noqa: F401
+            import dask  # noqa: F401
             import distributed  # noqa: F401
         except ImportError:
             raise click.UsageError(

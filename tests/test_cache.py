@@ -250,3 +250,16 @@ def test_digest_of_strings_is_unambiguous():
         assert len(same) == 1, values
     with pytest.raises(ValueError, match="missing"):
         digest(pa.array(["a", None]))
+
+
+def test_digest_of_arrays_takes_empty_and_transposed_arrays():
+    """Shapes with a zero, and a non-contiguous view, hash (their bytes, dtype and
+    shape): all different here, the view as its contiguous copy."""
+    arrays = [np.zeros(0), np.zeros((0, 3)), np.zeros((3, 0)), np.zeros(0, dtype=np.int32),
+              np.arange(6).reshape(2, 3), np.arange(6).reshape(3, 2)]  # fmt: skip
+    digests = [cache.Digest("a").array(a).hexdigest() for a in arrays]
+    assert len(set(digests)) == len(arrays)
+    view = np.arange(6).reshape(2, 3).T
+    assert cache.Digest("a").array(view).hexdigest() == (
+        cache.Digest("a").array(np.ascontiguousarray(view)).hexdigest()
+    )

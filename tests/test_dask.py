@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers import invoke
 
-pytest.importorskip("dask.dataframe", reason="the dask extra is not installed")
+pytest.importorskip("dask", reason="the dask extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
 
 from prefeval import engine, ties  # noqa: E402
