@@ -16,6 +16,7 @@ import logging
 import operator
 import os
 import warnings
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -211,6 +212,8 @@ class _Plan:
     pairs: np.ndarray | None
     parts: list[range]
     tasks: list
+    #: whether tasks share the tasks splitting a table by partition (computed together)
+    shared: bool = False
 
 
 def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kernel) -> _Plan:
@@ -281,7 +284,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
                 qrels_part, rows, names, [m.name for m in measure_list], **options
             )
         )
-    return _Plan(relevant, names, measure_list, pairs, parts, tasks)
+    return _Plan(relevant, names, measure_list, pairs, parts, tasks, shared=bool(splits))
 
 
 def _client(scheduler: str | None):
@@ -313,16 +316,27 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
     does)."""
     from .progress import progress_bar
 
-    try:
+    def submit(tasks):
         with warnings.catch_warnings():
             # text runs are parsed here and travel in the graph: Dask's advice to load
             # them on the workers is no news to the user of a command
             warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-            futures = client.compute(plan.tasks)
+            return client.compute(tasks)
+
+    try:
+        # a few partitions ahead of the one written: results wait in the workers'
+        # memory for their turn (tasks that share the splitting of a table go together)
+        ahead = len(plan.tasks)
+        if not plan.shared:
+            ahead = 2 * max(1, len(client.scheduler_info().get("workers", {})))
+        futures = deque(submit(plan.tasks[:ahead]))
         missing: dict[str, int] = {}
-        for future in progress_bar(
-            futures, desc="partitions", unit="partition", enable=progress, total=len(futures)
+        for k in progress_bar(
+            range(len(plan.tasks)), desc="partitions", unit="partition", enable=progress
         ):
+            future = futures.popleft()
+            if k + ahead < len(plan.tasks):
+                futures.append(submit(plan.tasks[k + ahead]))
             result = future.result()
             future.release()
             for name, count in result.missing.items():
