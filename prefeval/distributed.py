@@ -209,7 +209,6 @@ class _Plan:
     relevant: object
     names: list[str]
     measures: list
-    pairs: np.ndarray | None
     parts: list[range]
     tasks: list
     #: whether tasks share the tasks splitting a table by partition (computed together)
@@ -284,7 +283,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
                 qrels_part, rows, names, [m.name for m in measure_list], **options
             )
         )
-    return _Plan(relevant, names, measure_list, pairs, parts, tasks, shared=bool(splits))
+    return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits))
 
 
 def _client(scheduler: str | None):
@@ -418,7 +417,6 @@ class DaskEvidence:
 
     relevant: object
     names: list[str]
-    measures: list
     cube: object = None
     streamed: dict | None = None
     streamed_pairs: np.ndarray | None = None
@@ -475,7 +473,7 @@ def dask_evidence(
             shift = int(relevant.offsets[part.start])
             for i, run in enumerate(result.positions):
                 pieces[i].append((run.doc + shift, run.rank, run.retrieved))
-    evidence = DaskEvidence(relevant, plan.names, plan.measures)
+    evidence = DaskEvidence(relevant, plan.names)
     if stream:
         evidence.streamed = {
             name: (np.concatenate(rates[name]) if rates[name] else np.zeros((0, len(plan.names))),
