@@ -65,6 +65,7 @@ def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
     n = len(q)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    identity = False
     brk = q[1:] != q[:-1]
     in_order = bool(np.all(brk | (score[1:] <= score[:-1])))
     if in_order:
@@ -77,6 +78,7 @@ def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
         block_q = q[starts]
         if np.all(block_q[1:] > block_q[:-1]):
             order = np.arange(n, dtype=np.int64)
+            identity = True
         else:
             lengths = np.diff(np.append(starts, n))
             by_q = np.argsort(block_q, kind="stable")
@@ -87,7 +89,7 @@ def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
             order = (first + within).astype(np.int64)
     else:
         order = np.lexsort((-score, q))
-    qs, ss = q[order], score[order]
+    qs, ss = (q, score) if identity else (q[order], score[order])
     tie = (ss[1:] == ss[:-1]) & (qs[1:] == qs[:-1])
     if tie.any():
         # slots that belong to a run of equal scores, grouped; reorder each group by docno desc
@@ -153,23 +155,20 @@ def reduce_rows(
     codes (-1: not a relevant docno).  Rows of a query must all be given at once; a
     query without rows retrieved nothing."""
     nq = relevant.n_queries
-    n = len(q)
     order = _trec_order(q, score, docno)
-    qs = q[order]
-    counts = np.bincount(qs, minlength=nq)
-    # queries are contiguous blocks in `order`, in whatever order the file lists them
-    new_block = np.ones(n, dtype=bool)
-    new_block[1:] = qs[1:] != qs[:-1]
-    block_start = np.flatnonzero(new_block)
-    rank_sorted = np.arange(n, dtype=np.int64) - block_start[np.cumsum(new_block) - 1] + 1
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = rank_sorted
+    counts = np.bincount(q, minlength=nq)
+    # `order` holds the queries as contiguous blocks in query order: query k's block
+    # starts at the number of rows of the queries before it
+    block_start = np.zeros(nq, dtype=np.int64)
+    np.cumsum(counts[:-1], out=block_start[1:])
+    # ranks of the rows with a relevant docno only (a run's other rows need none)
+    where = np.flatnonzero((code >= 0)[order])  # their places in trec order
+    rows = order[where]
+    rank = where - block_start[q[rows]] + 1
     # judged-relevant rows: (query, relevant-docno code) lookup
-    rows = np.flatnonzero(code >= 0)
     found = relevant.lookup(q[rows], code[rows])
     hit = found >= 0
-    rows, doc = rows[hit], found[hit]
-    rel_rank = rank[rows]
+    doc, rel_rank = found[hit], rank[hit]
     retrieved = counts
     if max_docs is not None:
         inside = rel_rank <= max_docs

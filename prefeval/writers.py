@@ -104,7 +104,9 @@ def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
         return np.where(missing, len(texts), codes), [*texts, None]
     if isinstance(series.dtype, pd.CategoricalDtype):
         cats = [str(c) for c in series.cat.categories]
-        return series.cat.codes.to_numpy().astype(np.int64), cats
+        # the codes in their own (smallest) integer type: a copy as int64 would take
+        # 8 bytes a row per column of a table of millions of rows
+        return series.cat.codes.to_numpy(), cats
     if pd.api.types.is_float_dtype(series.dtype):
         return series.to_numpy(dtype=np.float64), None
     if pd.api.types.is_bool_dtype(series.dtype):

@@ -514,3 +514,48 @@ def test_qrels_reader_matches_whitespace_semantics(text):
             )
         )
         assert got == expected, text
+
+
+@examples(200)
+@given(
+    st.lists(  # (query, docno, score) rows, any order; docnos of 1 to 64 characters
+        st.tuples(
+            st.sampled_from(QIDS),
+            st.sampled_from(DOCS) | st.text("ab9~é", min_size=1, max_size=64),
+            st.sampled_from(SCORES),
+        ),
+        max_size=40,
+        unique_by=lambda row: row[:2],
+    ),
+    st.lists(st.tuples(st.sampled_from(QIDS), st.sampled_from(DOCS)), max_size=20),
+    st.sampled_from([None, 1, 2, 5]),
+)
+def test_run_positions_are_trec_ranks(rows, judged, max_docs):
+    """Every judged-relevant document a run retrieved gets its trec_eval rank (score
+    descending, docno descending) within its query, whatever the rows' order."""
+    from prefeval.positions import run_positions
+    from prefeval.qrels import Qrels
+    from prefeval.readers import read_run
+
+    judged = sorted(set(judged))
+    qrels = Qrels(
+        [q for q, _ in judged], [0] * len(judged), [d for _, d in judged], [1.0] * len(judged)
+    )
+    relevant = qrels.relevant(None)
+    frame = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    got = run_positions(read_run(frame, name="r"), relevant, max_docs)
+    docs = {(q, d): i for i, (q, d) in enumerate(
+        (q, d) for k, q in enumerate(relevant.query_ids)
+        for d in relevant.doc_id[relevant.offsets[k] : relevant.offsets[k + 1]]
+    )}  # fmt: skip
+    expected, retrieved = {}, []
+    for q in relevant.query_ids:
+        ranking = sorted(((s, d) for qq, d, s in rows if qq == q), reverse=True)
+        ranking = ranking[:max_docs] if max_docs is not None else ranking
+        retrieved.append(len(ranking))
+        for rank, (_, d) in enumerate(ranking, 1):
+            if (q, d) in docs:
+                expected[docs[q, d]] = rank
+    assert dict(zip(got.doc.tolist(), got.rank.tolist())) == expected
+    assert got.doc.tolist() == sorted(expected)
+    assert got.retrieved.tolist() == retrieved
