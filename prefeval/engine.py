@@ -260,7 +260,7 @@ def load_runs(
             del raw  # the file's bytes: not needed while reducing (a whole run's worth)
             positions = run_positions(columns, relevant, max_docs)
             del columns
-            _release_all()
+            release_free_memory()
             if key:
                 cache.put(
                     "runs",
@@ -285,11 +285,8 @@ def load_runs(
         )
     if cache.enabled():
         cache.prune()
-    # the parse buffers are freed; let Arrow's allocator hand them back to the system
-    # (it keeps them otherwise: some 300 MB after 21 recsys runs) before computing
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
+    # the parse buffers are freed; hand them back to the system (Arrow's allocator keeps
+    # them otherwise: some 300 MB after 21 recsys runs) before computing
     release_free_memory()
     for positions in out:
         missing = positions.missing_queries
@@ -301,22 +298,17 @@ def load_runs(
     return out
 
 
-def _release_all() -> None:
-    """:func:`release_free_memory`, and Arrow's pool (mimalloc) the same: between two runs
-    read and two query partitions, so that what one freed is not resident beside the
-    next (at the recsys shape, two runs read at once held 1.1 GB without it)."""
+def release_free_memory() -> None:
+    """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
+    C heap's free pages (glibc's ``malloc_trim``; nothing elsewhere).  Called after each
+    run read, between query partitions and after each partition's task: without it what
+    one freed (parse buffers, a partition's rows and text) stays resident beside the
+    next (two recsys runs read at once held 1.1 GB instead of 0.9)."""
+    import ctypes
+
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-    release_free_memory()
-
-
-def release_free_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
-    elsewhere): reading leaves some 350 MB of freed parse buffers in the heap at a
-    million users, which would otherwise stay resident beside what is computed next."""
-    import ctypes
-
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc
@@ -558,12 +550,12 @@ def matrix_partitions(
 ):
     """:func:`partitioned_cubes` from the runs' :func:`~prefeval.positions.position_matrix`
     (the reduced runs themselves no longer needed).  Between partitions the memory the
-    previous one's rows and text freed is handed back (:func:`_release_all`)."""
+    previous one's rows and text freed is handed back (:func:`release_free_memory`)."""
     for i, part in enumerate(
         compare_partitions(relevant.n_queries, len(names), len(measures), pairs)
     ):
         if i:
-            _release_all()
+            release_free_memory()
         yield cube_from_matrix(
             matrix, names, relevant, measures, binary=binary, progress=progress, pairs=pairs,
             queries=part,
