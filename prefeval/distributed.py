@@ -286,6 +286,10 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits))
 
 
+#: seconds a ``--scheduler`` address has to accept the connection and answer as Dask
+CONNECT_SECONDS = 15
+
+
 def _client(scheduler: str | None):
     """A client of the scheduler at ``scheduler``, or of a new local cluster."""
     from distributed import Client, LocalCluster
@@ -294,7 +298,7 @@ def _client(scheduler: str | None):
         raise ValueError("--scheduler: an empty address")
     try:
         if scheduler:
-            return Client(scheduler, timeout="15s")
+            return _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
         # the workers share the command's stderr: their log of a failed task (an input
         # error, raised again here) would print a traceback beside its message; a
         # dashboard on any free port (the default 8787 may be taken: a warning)
@@ -306,6 +310,32 @@ def _client(scheduler: str | None):
         if not scheduler:
             raise
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
+
+
+def _bounded(connect):
+    """``connect()`` within :data:`CONNECT_SECONDS` (and a little more): Dask bounds the
+    TCP connection but not the handshake after it, so an address that accepts and never
+    answers (not a Dask scheduler) would hang the command.  The attempt left behind runs
+    in a daemon thread, which does not keep the process alive."""
+    import threading
+
+    got: list = []
+
+    def attempt():
+        try:
+            got.append((True, connect()))
+        except BaseException as error:  # handed to the caller
+            got.append((False, error))
+
+    thread = threading.Thread(target=attempt, name="prefeval-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_SECONDS + 5)
+    if not got:
+        raise TimeoutError(f"no answer from a Dask scheduler within {CONNECT_SECONDS} s")
+    ok, value = got[0]
+    if not ok:
+        raise value
+    return value
 
 
 def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False) -> Iterator:

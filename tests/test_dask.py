@@ -118,6 +118,29 @@ def test_unreachable_scheduler_is_a_usage_error():
     assert result.stdout == ""
 
 
+def test_silent_address_is_a_usage_error_not_a_hang(monkeypatch):
+    """An address that accepts the connection and never answers (not a Dask scheduler):
+    Dask bounds the connection but not its handshake; prefeval gives up after
+    CONNECT_SECONDS (lowered here) with the usage error."""
+    import socket
+
+    from prefeval import distributed
+
+    monkeypatch.setattr(distributed, "CONNECT_SECONDS", 1)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)  # the kernel accepts; nothing ever reads or writes
+        address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+        result = invoke(
+            "compare", "--engine", "dask", "--scheduler", address, SAMPLE / "qrels.txt", *RUNS
+        )
+    assert result.exit_code == 2
+    assert f"--scheduler {address}: cannot connect (no answer from a Dask scheduler" in (
+        result.stderr
+    )
+    assert result.stdout == ""
+
+
 def test_dask_reads_parquet_runs_on_the_workers(scheduler, tmp_path):
     """A many-run Parquet table (its runs in sorted name order) and single-run Parquet
     files give the local engine's bytes."""
