@@ -16,6 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from . import ties
 from .errors import InputError
 from .readers import BOM, read_raw, text_bytes
 
@@ -140,6 +141,16 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
         raise InputError(path, None, f"row {row}: a row compares a run with itself")
     if np.isnan(raw).any():
         raise InputError(path, None, f"row {rows[np.flatnonzero(np.isnan(raw))[0]] + 1}: no value")
+    # every preference of the papers lies in [-1, 1] (a float sum may pass 1 by rounding)
+    outside = ~(np.abs(raw) <= 1.0 + ties.TOLERANCE)
+    if outside.any():
+        k = int(np.flatnonzero(outside)[0])
+        raise InputError(
+            path,
+            None,
+            f"row {rows[k] + 1}: value {float(raw[k])!r} is not a preference (a preference "
+            "lies in [-1, 1])",
+        )
     p = pair_index[a, b]
     shape = (len(measure_names), len(ia), len(query_ids))
     flat = (m * shape[1] + p) * shape[2] + q

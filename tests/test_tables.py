@@ -478,3 +478,30 @@ def test_tsv_fields_are_verbatim(tmp_path):
     jsonl = tmp_path / "t.jsonl"
     jsonl.write_text(json.dumps(dict(zip(PREF_COLUMNS, got.iloc[0].tolist()))) + "\n")
     pd.testing.assert_frame_equal(read_table(str(jsonl), PREF_COLUMNS), got)
+
+
+@pytest.mark.parametrize("value", [1.5, -2.0, float("inf"), float("-inf")])
+def test_value_outside_minus_one_to_one_is_not_a_preference(value):
+    rows = rows_of(("m", "a", "b", "1", 0.5), ("m", "a", "b", "2", value))
+    with pytest.raises(InputError) as error:
+        cube_from_table(rows, "x.tsv")
+    assert error.value.message == (
+        f"row 2: value {value!r} is not a preference (a preference lies in [-1, 1])"
+    )
+
+
+def test_preference_at_the_bounds_and_by_rounding_is_accepted():
+    # +-1 exactly, and 1 + 1e-15: a weighted sum of signs may round just past 1
+    rows = rows_of(
+        ("m", "a", "b", "1", 1.0), ("m", "a", "b", "2", -1.0), ("m", "a", "b", "3", 1 + 1e-15)
+    )
+    np.testing.assert_array_equal(cube_from_table(rows).values[0, 0], [1.0, -1.0, 1 + 1e-15])
+
+
+def test_cli_rejects_a_prefs_value_outside_the_range(tmp_path):
+    table = tmp_path / "prefs.tsv"
+    table.write_text("measure\trun_a\trun_b\tquery_id\tvalue\nrpp\ta\tb\t1\t0.5\nrpp\ta\tb\t2\t3\n")
+    result = invoke("order", "--prefs", table, "--no-baselines")
+    assert result.exit_code == 2
+    assert f"{table}: row 2: value 3.0 is not a preference" in result.stderr
+    assert "Traceback" not in result.stderr
