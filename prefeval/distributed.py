@@ -313,7 +313,7 @@ def _client(scheduler: str | None):
 
 
 def _bounded(connect):
-    """``connect()`` within :data:`CONNECT_SECONDS` (and a little more): Dask bounds the
+    """``connect()`` within :data:`CONNECT_SECONDS`: Dask bounds the
     TCP connection but not the handshake after it, so an address that accepts and never
     answers (not a Dask scheduler) would hang the command.  The attempt left behind runs
     in a daemon thread, which does not keep the process alive."""
@@ -329,7 +329,7 @@ def _bounded(connect):
 
     thread = threading.Thread(target=attempt, name="prefeval-connect", daemon=True)
     thread.start()
-    thread.join(CONNECT_SECONDS + 5)
+    thread.join(CONNECT_SECONDS)
     if not got:
         raise TimeoutError(f"no answer from a Dask scheduler within {CONNECT_SECONDS} s")
     ok, value = got[0]

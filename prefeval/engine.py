@@ -32,6 +32,8 @@ COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22
+#: stored bytes of a run file after which its freed parse memory is handed back at once
+_TRIM_BYTES = 8 << 20
 #: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
 #: memory of the preferences held at once (32 MiB of float64 values, ~4M rows of output)
 PARTITION_CELLS = 1 << 22
@@ -257,10 +259,12 @@ def load_runs(
                     pass
                 cache.invalid("runs", key)
             columns = parse_any_run(raw, path, name, known=relevant.docnos())
+            large = len(raw) >= _TRIM_BYTES
             del raw  # the file's bytes: not needed while reducing (a whole run's worth)
             positions = run_positions(columns, relevant, max_docs)
             del columns
-            release_free_memory()
+            if large:  # a trim costs about 1 ms: worth it after a large run only
+                release_free_memory()
             if key:
                 cache.put(
                     "runs",
