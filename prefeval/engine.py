@@ -305,7 +305,8 @@ def load_runs(
 def release_free_memory() -> None:
     """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
     C heap's free pages (glibc's ``malloc_trim``; nothing elsewhere).  Called after each
-    run read, between query partitions and once the evidence of an analysis is made:
+    large run read (:data:`_TRIM_BYTES`) and after all of them, between query
+    partitions and once the evidence of an analysis is made:
     without it what one step freed (parse buffers, a partition's rows and text) stays
     resident beside the next (two recsys runs read at once held 1.1 GB, not 0.9)."""
     import ctypes
