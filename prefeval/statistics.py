@@ -132,10 +132,12 @@ def _trial_ranges(
     (summed there and then) and the value at k takes its place, so every one of the n!
     orders is equally likely.  The j of a row are the mixed-radix digits of uniform
     integers below (k+1) k (k-1) ... (``Generator.integers``, exact), several per draw.
+    The queries are shuffled in segments of :func:`_segment_queries` (a number that
+    depends only on the matrix's shape), whose column sums are added in order: a
+    segment's working copy stays in the CPU's caches however many queries there are.
     """
     n, q = columns.shape
     trials = stop - first
-    rows = trials * q
     groups = _digit_groups(n)
     draws = []
     for start in range(first, stop, per_stream):
@@ -145,12 +147,39 @@ def _trial_ranges(
         draws.append(
             [rng.integers(0, product, size=size, dtype=np.uint32) for product, _ in groups]
         )
+    codes = [np.concatenate([d[g] for d in draws]).reshape(trials, q) for g in range(len(groups))]
+    sums = np.zeros((trials, n))
+    size = _segment_queries(n, q)
+    for lo in range(0, q, size):
+        hi = min(q, lo + size)
+        sums += _segment_sums(columns[:, lo:hi], [c[:, lo:hi] for c in codes], groups)
+    means = sums / q
+    return means.max(axis=1) - means.min(axis=1)
+
+
+#: scores of one trial's segment of queries (:func:`_segment_queries`): 8 MB
+_SEGMENT_SCORES = 1 << 20
+
+
+def _segment_queries(n: int, q: int) -> int:
+    """Queries per segment of a trial's shuffle: :data:`_SEGMENT_SCORES` scores, at least
+    4096 queries; all ``q`` when that is at most twice as many."""
+    size = max(4096, _SEGMENT_SCORES // max(1, n))
+    return q if q <= 2 * size else size
+
+
+def _segment_sums(columns: np.ndarray, codes: list, groups) -> np.ndarray:
+    """(trials x runs) column sums of one segment of queries shuffled by the digits
+    ``codes`` (per digit group a trials x queries array; see :func:`_trial_ranges`)."""
+    n, q = columns.shape
+    trials = codes[0].shape[0] if codes else 1
+    rows = trials * q
     block = np.tile(columns, (1, trials))  # row k: run k's scores, trial after trial
     flat = block.reshape(-1)
     offsets = np.arange(rows, dtype=np.intp)
     sums = np.empty((trials, n))
     for g, (_, steps) in enumerate(groups):
-        code = np.concatenate([d[g] for d in draws])
+        code = codes[g].reshape(-1)
         for k in steps:
             radix = np.uint32(k + 1)
             rest = code // radix
@@ -160,8 +189,7 @@ def _trial_ranges(
             sums[:, k] = flat.take(index).reshape(trials, q).sum(axis=1)
             flat[index] = block[k]  # row k is done: its values fill the places drawn
     sums[:, 0] = block[0].reshape(trials, q).sum(axis=1)
-    means = sums / q
-    return means.max(axis=1) - means.min(axis=1)
+    return sums
 
 
 def hsd_pvalues(

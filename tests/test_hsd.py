@@ -117,6 +117,30 @@ def test_trial_streams_do_not_depend_on_chunks():
     assert len(np.unique(whole)) > 20
 
 
+@pytest.mark.parametrize("size", [1, 2, 4, 10])
+def test_segments_of_queries_give_the_same_trials(monkeypatch, size):
+    """A trial shuffled in segments of queries (large matrices) sees the same draws as
+    one shuffled whole: the same ranges, up to the order of the additions."""
+    from prefeval import statistics
+
+    rng = np.random.default_rng(6)
+    columns = np.ascontiguousarray(rng.random((5, 11)))
+    whole = _trial_ranges(columns, 0, 50, entropy(6), per_stream=3)
+    assert len(np.unique(whole)) > 40
+    monkeypatch.setattr(statistics, "_segment_queries", lambda n, q: size)
+    segmented = _trial_ranges(columns, 0, 50, entropy(6), per_stream=3)
+    np.testing.assert_allclose(segmented, whole, rtol=1e-13, atol=1e-15)
+
+
+def test_segment_sizes():
+    from prefeval.statistics import _segment_queries
+
+    assert _segment_queries(10, 10**6) == 104857  # 2**20 scores
+    assert _segment_queries(10, 100_000) == 100_000  # one segment: at most twice that
+    assert _segment_queries(21, 17_564) == 17_564
+    assert _segment_queries(300, 10**6) == 4096
+
+
 def test_pvalues_do_not_depend_on_threads_or_chunk_size():
     rng = np.random.default_rng(5)
     scores = rng.random((30, 7)) + np.linspace(0, 0.3, 7)
