@@ -94,6 +94,23 @@ def compare_partition(
     read from Parquet, its file and whether it holds many runs; with the rows' 0-based
     file rows in a ``row`` column, a document met twice is then reported as the local
     reader reports it."""
+    relevant = _partition_relevant(qrels_rows, relevance_level)
+    sources = _arrow_runs(run_rows, run_names, run_files or {})
+    if sources is None:
+        sources = _frame_runs(
+            run_rows.to_pandas() if hasattr(run_rows, "to_pandas") else run_rows, run_names
+        )
+    reduced = load_runs(sources, relevant, max_docs, notify=None)
+    return _partition_result(
+        relevant, reduced, run_names, measures,
+        binary=binary, pairs=pairs, per_query=per_query, both_directions=both_directions,
+        has_subtopics=has_subtopics, sum_block=sum_block, cube=cube, stream=stream,
+        positions=positions, plain=plain,
+    )  # fmt: skip
+
+
+def _partition_relevant(qrels_rows: pd.DataFrame, relevance_level: float | None):
+    """The evaluated judgments of a partition's rows (:class:`~prefeval.qrels.RelevantSet`)."""
     judged = Qrels(
         qrels_rows["query_id"],
         qrels_rows["iteration"],
@@ -101,13 +118,27 @@ def compare_partition(
         qrels_rows["relevance"],
         name="<partition>",
     )
-    relevant = judged.relevant(relevance_level)
-    sources = _arrow_runs(run_rows, run_names, run_files or {})
-    if sources is None:
-        sources = _frame_runs(
-            run_rows.to_pandas() if hasattr(run_rows, "to_pandas") else run_rows, run_names
-        )
-    reduced = load_runs(sources, relevant, max_docs, notify=None)
+    return judged.relevant(relevance_level)
+
+
+def _partition_result(
+    relevant,
+    reduced: list,
+    run_names: list[str],
+    measures: list[str],
+    *,
+    binary: bool = False,
+    pairs=None,
+    per_query: bool = True,
+    both_directions: bool = False,
+    has_subtopics: bool = False,
+    sum_block: int | None = None,
+    cube: bool = False,
+    stream: bool = False,
+    positions: bool = False,
+    plain: bool = True,
+) -> PartitionResult:
+    """What :func:`compare_partition` gives back, from the partition's reduced runs."""
     preferences = compute_cube(
         reduced, relevant, parse_measures(measures, has_subtopics), binary=binary, pairs=pairs
     )
@@ -163,9 +194,6 @@ def _arrow_runs(run_rows, run_names: list[str], files: dict) -> dict | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from . import parquet
-    from .readers import RunColumns, _codes, run_from_arrays
-
     if not isinstance(run_rows, pa.Table):
         return None
     text = (pa.types.is_string, pa.types.is_large_string)
@@ -178,27 +206,80 @@ def _arrow_runs(run_rows, run_names: list[str], files: dict) -> dict | None:
     kind = run_rows["score"].type
     if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
         return None
-    sources = {}
+    return {
+        name: _arrow_run(run_rows.filter(pc.equal(run_rows["run"], name)), name, files)
+        for name in run_names
+    }
+
+
+def _arrow_run(rows, name: str, files: dict):
+    """Run ``name``'s rows (an Arrow table ``query_id, doc_id, score[, row]``, string ids
+    with neither null nor empty values) as :class:`~prefeval.readers.RunColumns`: read
+    from Parquet on a worker (``files``, rows numbered in the file: checked there), a
+    document met twice is told by the file's rows, as the local reader tells it."""
+    import pyarrow as pa
+
+    from . import parquet
+    from .readers import RunColumns, _codes, run_from_arrays
+
+    qid = rows["query_id"].combine_chunks()
+    docno = rows["doc_id"].combine_chunks()
+    score = np.asarray(rows["score"].cast(pa.float64()).to_numpy(), dtype=np.float64)
+    if name in files and "row" in rows.column_names and not rows["row"].null_count:
+        path, many = files[name]
+        qcode, qvalues = _codes(qid)
+        dcode, dvalues = _codes(docno)
+        at = rows["row"].to_numpy()
+        run_of = (lambda row, name=name: name) if many else None
+        parquet._duplicate_rows(path, qid, docno, (qcode, dcode), at, run_of)
+        return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues)
+    return run_from_arrays(qid, docno, score, name, f"<run {name}>")
+
+
+def _partition_task(
+    reads: list,
+    pieces: list,
+    queries: list[str],
+    qrels_rows: pd.DataFrame,
+    run_names: list[str],
+    measures: list[str],
+    *,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    run_files: dict | None = None,
+    **options,
+) -> PartitionResult:
+    """One Dask task: :func:`compare_partition` on the rows of the partition's
+    ``queries``, read here (:func:`_partition_tables`) and reduced run by run as soon
+    as they are all read, so that a worker holds the partition's rows once, not also
+    in a table of all runs and in each run's columns (half the memory at 1M users)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .positions import run_positions
+
+    relevant = _partition_relevant(qrels_rows, relevance_level)
+    relevant.docnos()  # the lookup every run's reduction shares
+    by_run: dict[str, list] = {name: [] for name in run_names}
+    for table in _partition_tables(reads, pieces, queries):
+        labels = pc.unique(table["run"])
+        for label in labels.to_pylist():
+            if label in by_run:
+                one = len(labels) == 1
+                by_run[label].append(table if one else table.filter(pc.equal(table["run"], label)))
+    files = run_files or {}
+    reduced = []
     for name in run_names:
-        rows = run_rows.filter(pc.equal(run_rows["run"], name))
-        qid = rows["query_id"].combine_chunks()
-        docno = rows["doc_id"].combine_chunks()
-        score = np.asarray(rows["score"].cast(pa.float64()).to_numpy(), dtype=np.float64)
-        if name in files and "row" in rows.column_names and not rows["row"].null_count:
-            # read from Parquet on a worker (checked there): a document met twice is
-            # told by the file's rows, as the local reader tells it
-            path, many = files[name]
-            qcode, qvalues = _codes(qid)
-            dcode, dvalues = _codes(docno)
-            at = rows["row"].to_numpy()
-            run_of = (lambda row, name=name: name) if many else None
-            parquet._duplicate_rows(path, qid, docno, (qcode, dcode), at, run_of)
-            sources[name] = RunColumns(
-                name, path, qid, docno, score, dcode, dvalues, qcode, qvalues
-            )
-            continue
-        sources[name] = run_from_arrays(qid, docno, score, name, f"<run {name}>")
-    return sources
+        rows = by_run.pop(name)
+        if not rows:  # retrieved nothing on these queries
+            empty = pa.array([], pa.string())
+            none = pa.array([], pa.float64())
+            rows = [pa.table({"query_id": empty, "doc_id": empty, "score": none})]
+        table = pa.concat_tables(rows, promote_options="permissive")
+        del rows
+        reduced.append(run_positions(_arrow_run(table, name, files), relevant, max_docs))
+        del table
+    return _partition_result(relevant, reduced, run_names, measures, **options)
 
 
 @dataclass
@@ -256,8 +337,8 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
         for lo in range(0, count, SPLIT_GROUPS):
             groups = list(range(lo, min(count, lo + SPLIT_GROUPS)))
             splits.append(dask.delayed(_split_groups)(source, groups, lookup, len(parts)))
-    run_rows = [
-        dask.delayed(_read_partition)(
+    reads = [
+        (
             direct[k],
             local[k] + [dask.delayed(operator.getitem)(split, k) for split in splits],
             queries[part.start : part.stop],
@@ -275,12 +356,12 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
         **kernel,
     )
     tasks = []
-    for part, rows in zip(parts, run_rows):
+    for part, read in zip(parts, reads):
         take = np.concatenate([by_query[q] for q in queries[part.start : part.stop]])
         qrels_part = judged_rows.iloc[np.sort(take)].reset_index(drop=True)
         tasks.append(
-            dask.delayed(compare_partition)(
-                qrels_part, rows, names, [m.name for m in measure_list], **options
+            dask.delayed(_partition_task)(
+                *read, qrels_part, names, [m.name for m in measure_list], **options
             )
         )
     return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits))
@@ -716,23 +797,25 @@ def _split_groups(source: _ParquetInput, groups: list[int], lookup, n_parts: int
     return [pa.concat_tables(p) if p else None for p in pieces]
 
 
-def _read_partition(specs: list, pieces: list, queries: list[str]):
-    """The run rows of one partition's ``queries`` (on a worker), an Arrow table: the
-    chosen row groups of each Parquet input, read one at a time and checked, rows of
-    other queries dropped; and the rows already split (``pieces``: Arrow tables or
-    None)."""
+def _partition_tables(specs: list, pieces: list, queries: list[str]) -> Iterator:
+    """The run rows of one partition's ``queries`` (on a worker), Arrow tables one at a
+    time: the rows already split (``pieces``: Arrow tables or None), then the chosen
+    row groups of each Parquet input, read one at a time and checked, rows of other
+    queries dropped (memory holds one row group beside the rows kept)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    kept = [p for p in pieces if p is not None]
+    for piece in pieces:
+        if piece is not None and piece.num_rows:
+            yield piece
     wanted = pa.array(queries, pa.string())
     for source, groups in specs:
         file = _open_parquet(source.path)
         starts = _group_starts(file)
-        for group in groups:  # one at a time: memory holds one row group and the rows kept
+        for group in groups:
             table = _read_group(file, source, group, int(starts[group]))
             query = table["query_id"]
-            kept.append(table.filter(pc.is_in(query, value_set=wanted.cast(query.type))))
-    if not kept:
-        return pd.DataFrame({c: [] for c in RUN_COLUMNS})
-    return pa.concat_tables(kept, promote_options="permissive")
+            kept = table.filter(pc.is_in(query, value_set=wanted.cast(query.type)))
+            del table
+            if kept.num_rows:
+                yield kept
