@@ -30,9 +30,9 @@ class Evidence:
     ``metrics``: baseline name -> (queries x runs) matrix of per-query values.
     ``streamed``: instead of a cube (merged from query partitions, see
     :func:`prefeval.pipeline.gather`), per preference measure its win rates (as
-    :meth:`win_rates`) and its :class:`~prefeval.moments.PairMoments` over
-    ``streamed_pairs``: what ``order`` and ``discpower`` need, the same bits as from
-    the cube.
+    :meth:`win_rates`), or only their :class:`RankTally`, and its
+    :class:`~prefeval.moments.PairMoments` over ``streamed_pairs``: what ``order`` and
+    ``discpower`` need, the same bits as from the cube.
     """
 
     runs: list[str]
@@ -78,9 +78,17 @@ class Evidence:
     def win_rates(self, name: str) -> np.ndarray:
         """(queries x runs) W_q(a) of eq. 7; queries where the measure is undefined dropped."""
         if name in self.streamed:
-            return self.streamed[name][0]
+            rates = self.streamed[name][0]
+            if isinstance(rates, RankTally):
+                raise ValueError(f"{name}: only the win rates' tally was kept")
+            return rates
         values = self.preferences(name)
         return win_rates(values, self.cube.pairs, len(self.runs))
+
+    def tally(self, name: str) -> RankTally | None:
+        """The :class:`RankTally` kept instead of the win rates of a streamed measure."""
+        rates = self.streamed[name][0] if name in self.streamed else None
+        return rates if isinstance(rates, RankTally) else None
 
     def moments(self, name: str):
         """:class:`~prefeval.moments.PairMoments` of :meth:`pair_differences` (computed
@@ -155,14 +163,26 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     beats it with probability 1/n and otherwise stays; mixed with a uniform teleport of
     weight ``teleport``.  Solved as a linear system.
     """
+    return mc4_chain(pairwise_counts(scores), teleport)
+
+
+def pairwise_counts(scores: np.ndarray) -> np.ndarray:
+    """above[a, b]: the queries (rows of ``scores``) that rank run a strictly above run b
+    (:mod:`prefeval.ties`); counted by chunks of queries, in bounded memory."""
     n = scores.shape[1]
-    if n == 1:
-        return np.ones(1)
-    above = np.zeros((n, n), dtype=np.int64)  # above[a, b]: queries ranking a over b
-    for lo in range(0, len(scores), _ROWS):  # counted by chunks of queries: bounded memory
+    above = np.zeros((n, n), dtype=np.int64)
+    for lo in range(0, len(scores), _ROWS):
         g = ties.groups(scores[lo : lo + _ROWS])
         for a in range(n):
             above[a] += (g[:, a, None] > g).sum(axis=0)
+    return above
+
+
+def mc4_chain(above: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
+    """:func:`mc4`'s stationary distribution from the :func:`pairwise_counts`."""
+    n = above.shape[0]
+    if n == 1:
+        return np.ones(1)
     beats = above.T > above  # beats[a, b]: b beats a
     move = beats / n
     np.fill_diagonal(move, 0.0)
@@ -185,6 +205,37 @@ def borda(scores: np.ndarray) -> np.ndarray:
     return total
 
 
+class RankTally:
+    """What ``order``'s methods need of a measure's win rates, added partition by
+    partition (rows of queries, in query order) so that the queries x runs matrix is
+    never held: MC4's :func:`pairwise_counts`, the Borda points, and the sums of the
+    win rates taken block by block as :func:`prefeval.ties.defined_sum` takes them (the
+    rows of an unfinished block carried over).  The same bits as from the matrix."""
+
+    def __init__(self, n_runs: int):
+        self.above = np.zeros((n_runs, n_runs), dtype=np.int64)
+        self.points = np.zeros(n_runs)
+        self._sum = np.zeros(n_runs)
+        self._carry = np.zeros((0, n_runs))
+        self.rows = 0
+
+    def add(self, rates: np.ndarray) -> None:
+        """Count the next queries' win rates (rows x runs)."""
+        self.above += pairwise_counts(rates)
+        self.points += borda(rates)  # halves: exact in any order
+        data = np.concatenate([self._carry, rates])
+        whole = len(data) // ties.SUM_BLOCK * ties.SUM_BLOCK
+        self._sum = ties.defined_sum(data[:whole], axis=0, start=self._sum)
+        self._carry = data[whole:].copy()
+        self.rows += len(rates)
+
+    def mean(self) -> np.ndarray:
+        """The mean win rate of each run (NaN without queries), as
+        :func:`prefeval.ties.defined_mean` of the matrix."""
+        total = ties.defined_sum(self._carry, axis=0, start=self._sum.copy())
+        return total / self.rows if self.rows else np.full(len(total), np.nan)
+
+
 def copeland(pair_means: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
     """Pairwise wins minus losses of the mean preference over queries (a mean that ties
     with 0 counts for neither)."""
@@ -203,15 +254,21 @@ def run_scores(
         values = evidence.metrics[name]
         mean = values.mean(axis=0)
         return "mean", mean
+    tally = evidence.tally(name)
     if method == "mc4":
         # solve in run-name order: the same floats whatever the order of the runs
         canonical = evidence.name_order()
+        above = tally.above if tally is not None else pairwise_counts(evidence.scores(name))
         score = np.empty(len(canonical))
-        score[canonical] = ties.group_means(mc4(evidence.scores(name)[:, canonical], teleport))
+        score[canonical] = ties.group_means(
+            mc4_chain(above[np.ix_(canonical, canonical)], teleport)
+        )
         return method, score
     if method == "borda":
-        return method, borda(evidence.scores(name))
+        return method, tally.points.copy() if tally is not None else borda(evidence.scores(name))
     if method == "winrate":  # summed by blocks of queries, as every mean over queries
+        if tally is not None:
+            return method, tally.mean()
         return method, ties.defined_mean(evidence.scores(name), axis=0)
     if method == "copeland":
         means = evidence.moments(name).mean()

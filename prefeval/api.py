@@ -440,6 +440,7 @@ def order(
     evidence = _evidence(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler, stream=True,
+        win_rates=False,
     )  # fmt: skip
     return _plain(order_table(evidence, method=method, teleport=teleport))
 
@@ -493,7 +494,7 @@ def discpower(
     evidence = _evidence(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-        against=against, stream=True,
+        against=against, stream=True, win_rates="hsd" in tests,
     )  # fmt: skip
     table = pair_tests(evidence, tests, correction, trials, seed, progress=progress)
     return _plain(table if pairs else discriminative_power(table, alpha))

@@ -296,6 +296,48 @@ class _Plan:
     shared: bool = False
 
 
+class _Tasks:
+    """The delayed :func:`_partition_task` of each partition, made when asked for
+    (``tasks[k]``, ``tasks[a:b]``): the client holds one copy of the judgments, not one
+    more split by partition in tasks waiting to be submitted."""
+
+    def __init__(self, reads: list, qrels, call: tuple, options: dict):
+        self.reads, self.qrels, self.call, self.options = reads, qrels, call, options
+
+    def __len__(self) -> int:
+        return len(self.reads)
+
+    def __getitem__(self, k):
+        import dask
+
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return dask.delayed(_partition_task)(
+            *self.reads[k], self.qrels(k), *self.call, **self.options
+        )
+
+
+def _qrels_by_partition(judged: Qrels, ids, parts: list[range]):
+    """A function k -> the judgment rows of partition k's queries (``ids[part]``), in
+    file order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = judged.frame[QRELS_COLUMNS]
+    at = pc.index_in(pa.array(rows["query_id"], pa.string()), value_set=ids)
+    at = np.asarray(at.fill_null(-1), dtype=np.int64)
+    starts = np.array([part.start for part in parts] + [len(ids)], dtype=np.int64)
+    part_of = np.where(at >= 0, np.searchsorted(starts, at, side="right") - 1, -1)
+    order = np.argsort(part_of, kind="stable")  # by partition, in file order within
+    cuts = np.searchsorted(part_of[order], np.arange(len(parts) + 1))
+    del at, part_of
+
+    def qrels(k: int) -> pd.DataFrame:
+        return rows.iloc[order[cuts[k] : cuts[k + 1]]].reset_index(drop=True)
+
+    return qrels
+
+
 def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kernel) -> _Plan:
     """Read the judgments, name the runs and make the partitions' tasks (the runs are
     read by the workers: Parquet) or here (TREC text, sent with the tasks)."""
@@ -346,8 +388,6 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
         for k, part in enumerate(parts)
     ]
     kernel["run_files"] = files
-    judged_rows = judged.frame[QRELS_COLUMNS]
-    by_query = judged_rows.groupby("query_id", sort=False).indices
     options = dict(
         relevance_level=relevance_level,
         pairs=pairs,
@@ -355,15 +395,8 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
         sum_block=ties.SUM_BLOCK,  # the client's: the blocks the partitions are made of
         **kernel,
     )
-    tasks = []
-    for part, read in zip(parts, reads):
-        take = np.concatenate([by_query[q] for q in queries[part.start : part.stop]])
-        qrels_part = judged_rows.iloc[np.sort(take)].reset_index(drop=True)
-        tasks.append(
-            dask.delayed(_partition_task)(
-                *read, qrels_part, names, [m.name for m in measure_list], **options
-            )
-        )
+    call = (names, [m.name for m in measure_list])
+    tasks = _Tasks(reads, _qrels_by_partition(judged, ids, parts), call, options)
     return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits))
 
 
@@ -544,6 +577,7 @@ def dask_evidence(
     binary: bool = False,
     pairs=None,
     stream: bool = False,
+    win_rates: bool = True,
     positions: bool = False,
     scheduler: str | None = None,
     notify=None,
@@ -552,9 +586,11 @@ def dask_evidence(
     """The preferences the analysis commands need, computed by the kernel on Dask, one
     task per partition of the local engine, merged here in query order: the whole cube
     (the local :func:`~prefeval.engine.compute_cube`'s values), or with ``stream`` per
-    measure the win rates stacked and the pair moments merged block by block (what
-    :func:`prefeval.pipeline.gather` streams locally: the same bits); with ``positions``
-    the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
+    measure the win rates stacked (without ``win_rates`` only their
+    :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by block
+    (what :func:`prefeval.pipeline.gather` streams locally: the same bits); with
+    ``positions`` the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
+    from .aggregation import RankTally
     from .engine import PreferenceCube
     from .moments import PairMoments
     from .positions import RunPositions
@@ -568,7 +604,7 @@ def dask_evidence(
     names = [m.name for m in plan.measures]
     chosen = run_pairs(len(plan.names), pairs)
     values = [] if not stream else None
-    rates: dict = {name: [] for name in names}
+    rates: dict = {name: [] if win_rates else RankTally(len(plan.names)) for name in names}
     moments = {name: PairMoments(len(chosen)) for name in names}
     pieces: list[list] = [[] for _ in plan.names]
     results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
@@ -576,7 +612,10 @@ def dask_evidence(
         part = plan.parts[k]
         if stream:
             for name, (rows, blocks) in result.streamed.items():
-                rates[name].append(rows)
+                if win_rates:
+                    rates[name].append(rows)
+                else:
+                    rates[name].add(rows)
                 moments[name].merge(blocks)
         else:
             values.append(result.values)
@@ -586,11 +625,12 @@ def dask_evidence(
                 pieces[i].append((run.doc + shift, run.rank, run.retrieved))
     evidence = DaskEvidence(relevant, plan.names)
     if stream:
-        evidence.streamed = {
-            name: (np.concatenate(rates[name]) if rates[name] else np.zeros((0, len(plan.names))),
-                   moments[name])
-            for name in names
-        }  # fmt: skip
+        if win_rates:
+            rates = {
+                name: np.concatenate(rows) if rows else np.zeros((0, len(plan.names)))
+                for name, rows in rates.items()
+            }
+        evidence.streamed = {name: (rates[name], moments[name]) for name in names}
         evidence.streamed_pairs = chosen
     else:
         shape = (len(names), len(chosen), 0)

@@ -70,6 +70,7 @@ def gather(
     progress: bool | None = None,
     against=(),
     stream: bool = False,
+    win_rates: bool = True,
     engine: str = "local",
     scheduler: str | None = None,
     positions: bool = True,
@@ -82,7 +83,9 @@ def gather(
     are kept, and only those computed when the full cube is not cached.  ``stream``: the
     caller needs only win rates and pair moments (``order``, ``discpower``): when the
     preferences span more than one query partition and are not cached, they are
-    computed partition by partition and never held whole (:func:`_streamed`).
+    computed partition by partition and never held whole (:func:`_streamed`); without
+    ``win_rates`` (``order``: no randomized HSD) only their
+    :class:`~prefeval.aggregation.RankTally` is kept, not the queries x runs matrices.
     ``engine``: ``"local"``, or ``"dask"``: the partitions are computed by
     :func:`prefeval.distributed.dask_evidence` on the Dask ``scheduler`` (default a
     local cluster), the same values; the reduced runs (``Inputs.positions``: label
@@ -131,10 +134,10 @@ def gather(
         inputs.measures = parse_measures(measures, judged.has_subtopics)
         cube = None
         if engine == "dask":
-            inputs.evidence = _dask(inputs, sources, stream, positions, against, scheduler,
-                                    notify, progress)  # fmt: skip
+            inputs.evidence = _dask(inputs, sources, stream, win_rates, positions, against,
+                                    scheduler, notify, progress)  # fmt: skip
         else:
-            cube = _local(inputs, sources, stream, against, notify, progress)
+            cube = _local(inputs, sources, stream, win_rates, against, notify, progress)
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     evidence = inputs.evidence
@@ -177,7 +180,7 @@ def gather(
     return inputs
 
 
-def _local(inputs: Inputs, sources, stream, against, notify, progress):
+def _local(inputs: Inputs, sources, stream, rates, against, notify, progress):
     """The preferences computed here: the cube (maybe from the cache), or None when
     streamed into ``inputs.evidence``."""
     binary, max_docs = inputs.binary, inputs.max_docs
@@ -197,7 +200,7 @@ def _local(inputs: Inputs, sources, stream, against, notify, progress):
         )
     )
     if cube is None and stream and n_parts > 1:
-        inputs.evidence = _streamed(inputs, chosen, progress)
+        inputs.evidence = _streamed(inputs, chosen, rates, progress)
     elif cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
         cube = compute_cube(
             inputs.positions,
@@ -216,7 +219,7 @@ def _local(inputs: Inputs, sources, stream, against, notify, progress):
     return cube
 
 
-def _dask(inputs: Inputs, sources, stream, positions, against, scheduler, notify, progress):
+def _dask(inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress):
     """The evidence computed on Dask (:func:`prefeval.distributed.dask_evidence`)."""
     from .distributed import dask_evidence
 
@@ -230,6 +233,7 @@ def _dask(inputs: Inputs, sources, stream, positions, against, scheduler, notify
         binary=inputs.binary,
         pairs=chosen,
         stream=stream,
+        win_rates=rates,
         positions=positions,
         scheduler=scheduler,
         notify=notify,
@@ -245,14 +249,15 @@ def _dask(inputs: Inputs, sources, stream, positions, against, scheduler, notify
     )
 
 
-def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
+def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     """The evidence of ``order`` and ``discpower`` merged from query partitions
     (:func:`~prefeval.engine.partitioned_cubes`): per measure the win rates of each
-    partition stacked in query order and the pair moments merged block by block, the
-    same bits as from the whole cube; memory holds one partition's preferences.  The
-    reduced runs are let go (``inputs.positions`` None) once their position matrix is
-    made: at a million users they weigh three times the matrix."""
-    from .aggregation import win_rates
+    partition stacked in query order (or with ``rates`` False only their
+    :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by
+    block, the same bits as from the whole cube; memory holds one partition's
+    preferences.  The reduced runs are let go (``inputs.positions`` None) once their
+    position matrix is made: at a million users they weigh three times the matrix."""
+    from .aggregation import RankTally, win_rates
     from .engine import matrix_partitions
     from .moments import PairMoments
     from .positions import position_matrix
@@ -263,8 +268,11 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
     n_queries = inputs.relevant.n_queries
     # one (queries x runs) matrix per measure, filled partition by partition (a query
     # where the measure is undefined has no row: the rows used are counted)
-    rates = {m.name: np.empty((n_queries, len(names))) for m in inputs.measures}
-    used = dict.fromkeys(rates, 0)
+    kept: dict = {
+        m.name: np.empty((n_queries, len(names))) if rates else RankTally(len(names))
+        for m in inputs.measures
+    }
+    used = dict.fromkeys(kept, 0)
     moments: dict[str, PairMoments] = {}
     chosen = None
     for part in matrix_partitions(
@@ -279,12 +287,17 @@ def _streamed(inputs: Inputs, pairs, progress) -> Evidence:
         chosen = part.pairs
         for k, name in enumerate(part.measures):
             rows = win_rates(part.values[k], part.pairs, len(names))
-            rates[name][used[name] : used[name] + len(rows)] = rows
-            used[name] += len(rows)
+            if rates:
+                kept[name][used[name] : used[name] + len(rows)] = rows
+                used[name] += len(rows)
+            else:
+                kept[name].add(rows)
             if name not in moments:
                 moments[name] = PairMoments(len(part.pairs))
             moments[name].add(part.values[k])
-    streamed = {name: (rates[name][: used[name]], moments[name]) for name in rates}
+    if rates:
+        kept = {name: kept[name][: used[name]] for name in kept}
+    streamed = {name: (kept[name], moments[name]) for name in kept}
     return Evidence(
         names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen
     )

@@ -248,3 +248,22 @@ def test_mc4_and_borda_count_by_chunks_of_queries(monkeypatch):
     chunked = aggregation.mc4(scores), aggregation.borda(scores)
     assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
     assert len(np.unique(whole[1])) > 1
+
+
+def test_rank_tally_fed_in_pieces_equals_the_matrix(monkeypatch):
+    """order's tally of win rates (MC4 counts, Borda points, mean win rate), fed in
+    pieces that do not end on blocks, is the same, to the bit, as from the matrix."""
+    from prefeval import aggregation
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 4)
+    rng = np.random.default_rng(12)
+    rates = rng.integers(-6, 7, size=(61, 5)) / 3 + rng.normal(size=(61, 5)) * 1e-3
+    rates[::5] = np.round(rates[::5])  # ties
+    tally = aggregation.RankTally(5)
+    for lo, hi in ((0, 5), (5, 6), (6, 6), (6, 19), (19, 61)):
+        tally.add(rates[lo:hi])
+    assert np.array_equal(tally.above, aggregation.pairwise_counts(rates))
+    assert np.array_equal(tally.points, aggregation.borda(rates))
+    assert np.array_equal(tally.mean(), ties.defined_mean(rates, axis=0))
+    assert tally.rows == 61 and tally.above.sum() > 0
+    assert np.isnan(aggregation.RankTally(3).mean()).all()
