@@ -29,6 +29,7 @@ from .engine import (
     compare_partitions,
     compute_cube,
     load_runs,
+    release_free_memory,
     run_pairs,
 )
 from .measures import parse_measures
@@ -250,9 +251,10 @@ def _partition_task(
     **options,
 ) -> PartitionResult:
     """One Dask task: :func:`compare_partition` on the rows of the partition's
-    ``queries``, read here (:func:`_partition_tables`) and reduced run by run as soon
-    as they are all read, so that a worker holds the partition's rows once, not also
-    in a table of all runs and in each run's columns (half the memory at 1M users)."""
+    ``queries``, read here (:func:`_read_units`); each run is reduced as soon as
+    no later piece or row group can hold its rows (by the run column's statistics in a
+    many-run table), so that a worker holds about one run's rows of the partition when
+    the table is laid out run by run, and never a second copy of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -260,26 +262,110 @@ def _partition_task(
 
     relevant = _partition_relevant(qrels_rows, relevance_level)
     relevant.docnos()  # the lookup every run's reduction shares
-    by_run: dict[str, list] = {name: [] for name in run_names}
-    for table in _partition_tables(reads, pieces, queries):
-        labels = pc.unique(table["run"])
-        for label in labels.to_pylist():
-            if label in by_run:
-                one = len(labels) == 1
-                by_run[label].append(table if one else table.filter(pc.equal(table["run"], label)))
     files = run_files or {}
-    reduced = []
-    for name in run_names:
+    by_run: dict[str, list] = {name: [] for name in run_names}
+    reduced: dict = {}
+
+    def reduce(name: str) -> None:
         rows = by_run.pop(name)
         if not rows:  # retrieved nothing on these queries
             empty = pa.array([], pa.string())
             none = pa.array([], pa.float64())
             rows = [pa.table({"query_id": empty, "doc_id": empty, "score": none})]
         table = pa.concat_tables(rows, promote_options="permissive")
-        del rows
-        reduced.append(run_positions(_arrow_run(table, name, files), relevant, max_docs))
+        del rows[:]
+        reduced[name] = run_positions(_arrow_run(table, name, files), relevant, max_docs)
+
+    units = _read_units(reads, pieces)
+    last = {name: -1 for name in run_names}  # the last unit that may hold a run's rows
+    for i, (_, labels) in enumerate(units):
+        for name in run_names:
+            if labels is None or (
+                name in labels if isinstance(labels, set) else labels[0] <= name <= labels[1]
+            ):
+                last[name] = i
+    done = [[] for _ in range(len(units) + 1)]
+    for name in run_names:
+        done[last[name] + 1].append(name)
+    for name in done[0]:
+        reduce(name)
+    wanted = pa.array(queries, pa.string())
+    for i, (unit, _) in enumerate(units):
+        table = _unit_rows(unit, wanted)
+        if table is not None and table.num_rows:
+            labels = pc.unique(table["run"])
+            for label in labels.to_pylist():
+                if label in by_run:
+                    one = len(labels) == 1
+                    by_run[label].append(
+                        table if one else table.filter(pc.equal(table["run"], label))
+                    )
         del table
-    return _partition_result(relevant, reduced, run_names, measures, **options)
+        for name in done[i + 1]:
+            reduce(name)
+    release_free_memory()  # the rows read: freed, handed back before computing
+    return _partition_result(
+        relevant, [reduced[name] for name in run_names], run_names, measures, **options
+    )
+
+
+def _read_units(reads: list, pieces: list) -> list:
+    """The pieces of one partition's run rows, in the order they are read: (unit, the
+    run names it may hold: a set, a (lowest, highest) range, or None for any).  A unit
+    is an Arrow table already split, or (file, source, row group, its first row)."""
+    import pyarrow.compute as pc
+
+    units = []
+    for piece in pieces:
+        if piece is not None and piece.num_rows:
+            units.append((piece, set(pc.unique(piece["run"]).to_pylist())))
+    for source, groups in reads:
+        file = _open_parquet(source.path)
+        starts = _group_starts(file)
+        ranges = _run_ranges(file, source)
+        for group in groups:
+            labels = {source.run} if source.run is not None else ranges[group]
+            units.append(((file, source, group, int(starts[group])), labels))
+    return units
+
+
+def _run_ranges(file, source: _ParquetInput) -> list:
+    """Per row group of a many-run table, the (min, max) of its run names from the
+    column's statistics, or None where they cannot tell."""
+    import pyarrow as pa
+
+    meta = file.metadata
+    column = next((k for k, v in source.rename.items() if v == "run"), None)
+    if column is None or meta.num_row_groups == 0:
+        return [None] * meta.num_row_groups
+    first = meta.row_group(0)
+    index = next(
+        (i for i in range(first.num_columns) if first.column(i).path_in_schema == column), None
+    )
+    kind = meta.schema.to_arrow_schema().field(column).type
+    if index is None or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return [None] * meta.num_row_groups
+    out = []
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        ok = stats is not None and stats.has_min_max
+        ok = ok and isinstance(stats.min, str) and isinstance(stats.max, str)
+        out.append((stats.min, stats.max) if ok else None)
+    return out
+
+
+def _unit_rows(unit, wanted):
+    """The rows of one unit (:func:`_read_units`) of the partition's queries
+    (``wanted``): an Arrow table already split as it is, a row group read, checked and
+    filtered."""
+    import pyarrow.compute as pc
+
+    if not isinstance(unit, tuple):
+        return unit
+    file, source, group, start = unit
+    table = _read_group(file, source, group, start)
+    query = table["query_id"]
+    return table.filter(pc.is_in(query, value_set=wanted.cast(query.type)))
 
 
 @dataclass
@@ -835,27 +921,3 @@ def _split_groups(source: _ParquetInput, groups: list[int], lookup, n_parts: int
             if piece is not None:
                 pieces[k].append(piece)
     return [pa.concat_tables(p) if p else None for p in pieces]
-
-
-def _partition_tables(specs: list, pieces: list, queries: list[str]) -> Iterator:
-    """The run rows of one partition's ``queries`` (on a worker), Arrow tables one at a
-    time: the rows already split (``pieces``: Arrow tables or None), then the chosen
-    row groups of each Parquet input, read one at a time and checked, rows of other
-    queries dropped (memory holds one row group beside the rows kept)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    for piece in pieces:
-        if piece is not None and piece.num_rows:
-            yield piece
-    wanted = pa.array(queries, pa.string())
-    for source, groups in specs:
-        file = _open_parquet(source.path)
-        starts = _group_starts(file)
-        for group in groups:
-            table = _read_group(file, source, group, int(starts[group]))
-            query = table["query_id"]
-            kept = table.filter(pc.is_in(query, value_set=wanted.cast(query.type)))
-            del table
-            if kept.num_rows:
-                yield kept

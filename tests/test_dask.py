@@ -423,11 +423,12 @@ def test_row_groups_by_query_range(tmp_path):
     assert _row_groups(_run_inputs([numbers])[1][0], parts, queries) is None
 
 
-@pytest.mark.parametrize("layout", ["by-query", "shuffled", "numbers"])
+@pytest.mark.parametrize("layout", ["by-query", "by-run", "shuffled", "numbers"])
 def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path, layout):
     """Row groups read by query range, or the rows shuffled by partition (a table in
     random order, integer query ids), with text runs beside: the local engine's bytes,
-    in many partitions."""
+    in many partitions.  By run: a task reduces each run once the row groups that may
+    hold it (by the run column's statistics; groups that hold two runs) are read."""
     import pandas as pd
 
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
@@ -436,6 +437,8 @@ def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path,
     frame = frame[frame.run.isin(["sys01", "sys02", "sys03", "sys04"])]
     if layout == "by-query":
         frame = frame.sort_values(["query_id", "run"])
+    elif layout == "by-run":
+        frame = frame.sort_values(["run", "query_id"])
     elif layout == "shuffled":
         frame = frame.sample(frac=1, random_state=2)
     else:
