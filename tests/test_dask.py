@@ -423,7 +423,9 @@ def test_row_groups_by_query_range(tmp_path):
     assert _row_groups(_run_inputs([numbers])[1][0], parts, queries) is None
 
 
-@pytest.mark.parametrize("layout", ["by-query", "by-run", "shuffled", "numbers"])
+@pytest.mark.parametrize(
+    "layout", ["by-query", "by-run", "by-run-no-run-stats", "shuffled", "numbers"]
+)
 def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path, layout):
     """Row groups read by query range, or the rows shuffled by partition (a table in
     random order, integer query ids), with text runs beside: the local engine's bytes,
@@ -437,14 +439,15 @@ def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path,
     frame = frame[frame.run.isin(["sys01", "sys02", "sys03", "sys04"])]
     if layout == "by-query":
         frame = frame.sort_values(["query_id", "run"])
-    elif layout == "by-run":
+    elif layout.startswith("by-run"):
         frame = frame.sort_values(["run", "query_id"])
     elif layout == "shuffled":
         frame = frame.sample(frac=1, random_state=2)
     else:
         frame = frame.assign(query_id=frame["query_id"].astype(int))
     table = tmp_path / "runs.parquet"
-    frame.to_parquet(table, row_group_size=700)
+    stats = {"write_statistics": ["query_id"]} if layout.endswith("no-run-stats") else {}
+    frame.to_parquet(table, row_group_size=700, **stats)
     text = [r for r in RUNS if r.endswith(("sys05", "sys06.gz"))]
     for command, options in (("compare", ["-q"]), ("order", ["--no-baselines"]),
                              ("pairs", ["--no-baselines"])):  # fmt: skip
