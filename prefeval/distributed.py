@@ -381,6 +381,10 @@ class _Plan:
     #: whether tasks share the tasks splitting a table by partition (computed together)
     shared: bool = False
 
+    @property
+    def n_queries(self) -> int:
+        return self.parts[-1].stop if self.parts else 0
+
 
 class _Tasks:
     """The delayed :func:`_partition_task` of each partition, made when asked for
@@ -389,9 +393,14 @@ class _Tasks:
 
     def __init__(self, reads: list, qrels, call: tuple, options: dict):
         self.reads, self.qrels, self.call, self.options = reads, qrels, call, options
+        self.count = len(reads)
 
     def __len__(self) -> int:
-        return len(self.reads)
+        return self.count
+
+    def release(self) -> None:
+        """Every task is submitted: let the judgments and the query ids go."""
+        self.reads = self.qrels = None
 
     def __getitem__(self, k):
         import dask
@@ -559,6 +568,8 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
         if not plan.shared:
             ahead = 2 * max(1, len(client.scheduler_info().get("workers", {})))
         futures = deque(submit(plan.tasks[:ahead]))
+        if ahead >= len(plan.tasks):
+            plan.tasks.release()
         missing: dict[str, int] = {}
         for k in progress_bar(
             range(len(plan.tasks)), desc="partitions", unit="partition", enable=progress
@@ -566,6 +577,8 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
             future = futures.popleft()
             if k + ahead < len(plan.tasks):
                 futures.append(submit(plan.tasks[k + ahead]))
+                if k + ahead == len(plan.tasks) - 1:
+                    plan.tasks.release()
             result = future.result()
             future.release()
             for name, count in result.missing.items():
@@ -576,7 +589,7 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
                 if missing.get(name):
                     notify(
                         f"run {name}: no results for {missing[name]} of "
-                        f"{plan.relevant.n_queries} evaluated queries; evaluated as "
+                        f"{plan.n_queries} evaluated queries; evaluated as "
                         "retrieving nothing"
                     )
     finally:
@@ -625,6 +638,7 @@ def dask_compare(
         np.broadcast_to(0.0, shape),
     )  # fmt: skip
     like = like.both_directions() if both_directions else like
+    plan.relevant = None  # compare needs no more of the judgments than the tasks carry
     # connected now: a scheduler that cannot be reached is an error of this call
     results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
     return _compare_frames(results, like, per_query, summary)
