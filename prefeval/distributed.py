@@ -32,6 +32,7 @@ from .engine import (
     release_free_memory,
     run_pairs,
 )
+from .errors import InputError
 from .measures import parse_measures
 from .qrels import Qrels
 
@@ -207,21 +208,25 @@ def _arrow_runs(run_rows, run_names: list[str], files: dict) -> dict | None:
     kind = run_rows["score"].type
     if not (pa.types.is_floating(kind) or pa.types.is_integer(kind)):
         return None
-    return {
-        name: _arrow_run(run_rows.filter(pc.equal(run_rows["run"], name)), name, files)
+    problems: list = []
+    runs = {
+        name: _arrow_run(run_rows.filter(pc.equal(run_rows["run"], name)), name, files, problems)
         for name in run_names
     }
+    _earliest(problems)  # a document met twice: the first in the file, as read locally
+    return runs
 
 
-def _arrow_run(rows, name: str, files: dict):
+def _arrow_run(rows, name: str, files: dict, problems: list | None = None):
     """Run ``name``'s rows (an Arrow table ``query_id, doc_id, score[, row]``, string ids
     with neither null nor empty values) as :class:`~prefeval.readers.RunColumns`: read
     from Parquet on a worker (``files``, rows numbered in the file: checked there), a
-    document met twice is told by the file's rows, as the local reader tells it."""
+    document met twice is told by the file's rows, as the local reader tells it.  With
+    ``problems`` that error is added to it, (file row, error), and None returned: the
+    caller reports the earliest in the file once every run is checked."""
     import pyarrow as pa
 
-    from . import parquet
-    from .readers import RunColumns, _codes, run_from_arrays
+    from .readers import RunColumns, _codes, _duplicate_message, run_from_arrays
 
     qid = rows["query_id"].combine_chunks()
     docno = rows["doc_id"].combine_chunks()
@@ -232,9 +237,23 @@ def _arrow_run(rows, name: str, files: dict):
         dcode, dvalues = _codes(docno)
         at = rows["row"].to_numpy()
         run_of = (lambda row, name=name: name) if many else None
-        parquet._duplicate_rows(path, qid, docno, (qcode, dcode), at, run_of)
+        where = lambda i: f"row {int(at[i]) + 1}"  # noqa: E731
+        duplicate = _duplicate_message(qid, docno, (qcode, dcode), where, run_of)
+        if duplicate is not None:
+            row = int(at[duplicate[0]])
+            error = InputError(path, None, f"row {row + 1}: {duplicate[1]}")
+            if problems is None:
+                raise error
+            problems.append((row, error))
+            return None
         return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues)
     return run_from_arrays(qid, docno, score, name, f"<run {name}>")
+
+
+def _earliest(problems: list) -> None:
+    """Raise the error of ``problems`` (file row, error) that is earliest in the file."""
+    if problems:
+        raise min(problems, key=lambda item: item[0])[1]
 
 
 def _partition_task(
@@ -265,6 +284,7 @@ def _partition_task(
     files = run_files or {}
     by_run: dict[str, list] = {name: [] for name in run_names}
     reduced: dict = {}
+    problems: list = []  # documents met twice, (file row, error)
 
     def reduce(name: str) -> None:
         rows = by_run.pop(name)
@@ -274,7 +294,9 @@ def _partition_task(
             rows = [pa.table({"query_id": empty, "doc_id": empty, "score": none})]
         table = pa.concat_tables(rows, promote_options="permissive")
         del rows[:]
-        reduced[name] = run_positions(_arrow_run(table, name, files), relevant, max_docs)
+        columns = _arrow_run(table, name, files, problems)
+        if columns is not None:  # else a document met twice: told once all are read
+            reduced[name] = run_positions(columns, relevant, max_docs)
 
     units = _read_units(reads, pieces)
     last = {name: -1 for name in run_names}  # the last unit that may hold a run's rows
@@ -303,6 +325,9 @@ def _partition_task(
         del table
         for name in done[i + 1]:
             reduce(name)
+    # every row is checked as it is read; of the documents met twice, the local reader
+    # tells the first in the file
+    _earliest(problems)
     release_free_memory()  # the rows read: freed, handed back before computing
     return _partition_result(
         relevant, [reduced[name] for name in run_names], run_names, measures, **options
