@@ -81,6 +81,8 @@ class Evidence:
             rates = self.streamed[name][0]
             if isinstance(rates, RankTally):
                 raise ValueError(f"{name}: only the win rates' tally was kept")
+            if isinstance(rates, SpilledRates):
+                return rates.load()
             return rates
         values = self.preferences(name)
         return win_rates(values, self.cube.pairs, len(self.runs))
@@ -234,6 +236,35 @@ class RankTally:
         :func:`prefeval.ties.defined_mean` of the matrix."""
         total = ties.defined_sum(self._carry, axis=0, start=self._sum.copy())
         return total / self.rows if self.rows else np.full(len(total), np.nan)
+
+
+class SpilledRates:
+    """A measure's win rates (rows of queries x runs) kept in an anonymous temporary file
+    (no name in the file system; gone when closed) while they are gathered, and read
+    back whole when asked for: memory holds one measure's at a time, not every
+    measure's (0.5 GB at a million users for six measures)."""
+
+    def __init__(self, n_runs: int):
+        import tempfile
+
+        self.n_runs = n_runs
+        self.rows = 0
+        self._file = tempfile.TemporaryFile()
+
+    def add(self, rates: np.ndarray) -> None:
+        """Append the next queries' win rates (rows x runs)."""
+        self._file.write(np.ascontiguousarray(rates, dtype=np.float64).tobytes())
+        self.rows += len(rates)
+
+    def load(self) -> np.ndarray:
+        """Every row added, in order (queries x runs)."""
+        self._file.seek(0)
+        out = np.empty((self.rows, self.n_runs))
+        self._file.readinto(memoryview(out).cast("B"))
+        return out
+
+    def close(self) -> None:
+        self._file.close()
 
 
 def copeland(pair_means: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:

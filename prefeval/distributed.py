@@ -520,6 +520,10 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits))
 
 
+#: win rates of one measure (queries x runs) from which the Dask client keeps them in a
+#: temporary file while the partitions come in (the workers' memory is then in use)
+SPILL_SCORES = 1 << 23
+
 #: seconds a ``--scheduler`` address has to accept the connection and answer as Dask
 CONNECT_SECONDS = 15
 
@@ -715,7 +719,7 @@ def dask_evidence(
     :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by block
     (what :func:`prefeval.pipeline.gather` streams locally: the same bits); with
     ``positions`` the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
-    from .aggregation import RankTally
+    from .aggregation import RankTally, SpilledRates
     from .engine import PreferenceCube
     from .moments import PairMoments
     from .positions import RunPositions
@@ -730,12 +734,16 @@ def dask_evidence(
     chosen = run_pairs(len(plan.names), pairs)
     values = [] if not stream else None
     # the win rates filled in place, partition by partition (stacking the partitions'
-    # rows at the end would hold them twice: 0.5 GB more at a million users)
+    # rows at the end would hold them twice: 0.5 GB more at a million users), or from
+    # SPILL_SCORES a measure written to a temporary file, read back for its HSD
     n_runs = len(plan.names)
     rates: dict = {}
     if stream:
+        spill = win_rates and relevant.n_queries * n_runs >= SPILL_SCORES
         rates = {
-            name: np.empty((relevant.n_queries, n_runs)) if win_rates else RankTally(n_runs)
+            name: (SpilledRates(n_runs) if spill else np.empty((relevant.n_queries, n_runs)))
+            if win_rates
+            else RankTally(n_runs)
             for name in names
         }
     used = dict.fromkeys(names, 0)
@@ -746,7 +754,7 @@ def dask_evidence(
         part = plan.parts[k]
         if stream:
             for name, (rows, blocks) in result.streamed.items():
-                if win_rates:
+                if isinstance(rates[name], np.ndarray):
                     rates[name][used[name] : used[name] + len(rows)] = rows
                     used[name] += len(rows)
                 else:
@@ -760,8 +768,10 @@ def dask_evidence(
                 pieces[i].append((run.doc + shift, run.rank, run.retrieved))
     evidence = DaskEvidence(relevant, plan.names)
     if stream:
-        if win_rates:
-            rates = {name: rates[name][: used[name]] for name in names}
+        rates = {
+            name: kept[: used[name]] if isinstance(kept, np.ndarray) else kept
+            for name, kept in rates.items()
+        }
         evidence.streamed = {name: (rates[name], moments[name]) for name in names}
         evidence.streamed_pairs = chosen
     else:

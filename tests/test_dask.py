@@ -287,6 +287,44 @@ def test_analysis_commands_equal_local_with_many_partitions(
                  scheduler)  # fmt: skip
 
 
+def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
+    """Large win rates wait for the HSD in a temporary file on the Dask client: the
+    same p-values, and no file left anywhere (the file has no name)."""
+    import tempfile
+
+    from prefeval import aggregation, distributed
+
+    made = []
+    original = aggregation.SpilledRates.__init__
+
+    def counted(self, n_runs):
+        original(self, n_runs)
+        made.append(self)
+
+    monkeypatch.setattr(aggregation.SpilledRates, "__init__", counted)
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    monkeypatch.setattr(distributed, "SPILL_SCORES", 1)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    args = ["--no-cache", "--trials", "200", "--pairs", SAMPLE / "qrels.subtopics.txt", *RUNS]
+    same_command("discpower", args, scheduler)
+    assert len(made) == 9 and all(m.rows > 10 for m in made)  # 6 + 3 subtopic measures
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_spilled_rates_read_back_what_was_added():
+    from prefeval.aggregation import SpilledRates
+
+    rng = np.random.default_rng(4)
+    spill, parts = SpilledRates(3), [rng.normal(size=(n, 3)) for n in (5, 0, 17)]
+    for part in parts:
+        spill.add(part)
+    assert np.array_equal(spill.load(), np.concatenate(parts))
+    assert np.array_equal(spill.load(), np.concatenate(parts))  # read again
+    spill.close()
+
+
 def test_the_library_takes_the_engine(scheduler):
     import prefeval
 
