@@ -32,7 +32,6 @@ from .engine import (
     release_free_memory,
     run_pairs,
 )
-from .errors import InputError
 from .measures import parse_measures
 from .qrels import Qrels
 
@@ -226,7 +225,8 @@ def _arrow_run(rows, name: str, files: dict, problems: list | None = None):
     caller reports the earliest in the file once every run is checked."""
     import pyarrow as pa
 
-    from .readers import RunColumns, _codes, _duplicate_message, run_from_arrays
+    from . import parquet
+    from .readers import RunColumns, _codes, run_from_arrays
 
     qid = rows["query_id"].combine_chunks()
     docno = rows["doc_id"].combine_chunks()
@@ -237,14 +237,11 @@ def _arrow_run(rows, name: str, files: dict, problems: list | None = None):
         dcode, dvalues = _codes(docno)
         at = rows["row"].to_numpy()
         run_of = (lambda row, name=name: name) if many else None
-        where = lambda i: f"row {int(at[i]) + 1}"  # noqa: E731
-        duplicate = _duplicate_message(qid, docno, (qcode, dcode), where, run_of)
-        if duplicate is not None:
-            row = int(at[duplicate[0]])
-            error = InputError(path, None, f"row {row + 1}: {duplicate[1]}")
+        found = parquet.duplicate_error(path, qid, docno, (qcode, dcode), at, run_of)
+        if found is not None:
             if problems is None:
-                raise error
-            problems.append((row, error))
+                raise found[1]
+            problems.append(found)
             return None
         return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues)
     return run_from_arrays(qid, docno, score, name, f"<run {name}>")

@@ -367,11 +367,20 @@ def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
     """An error for the first row repeating an earlier row's ``codes`` (query, docno and,
     in a many-run table, run): ``rows`` are the rows' 0-based rows in the file,
     ``run_of(i)`` the run name of row i (None: a file of one run)."""
+    found = duplicate_error(path, qid, docno, codes, rows, run_of)
+    if found is not None:
+        raise found[1]
+
+
+def duplicate_error(path, qid, docno, codes, rows, run_of=None) -> tuple[int, InputError] | None:
+    """(file row, error) of :func:`_duplicate_rows`'s first repeated row, or None."""
     from .readers import _duplicate_message
 
     duplicate = _duplicate_message(qid, docno, codes, lambda i: f"row {int(rows[i]) + 1}", run_of)
-    if duplicate is not None:
-        raise InputError(path, None, f"row {int(rows[duplicate[0]]) + 1}: {duplicate[1]}")
+    if duplicate is None:
+        return None
+    row = int(rows[duplicate[0]])
+    return row, InputError(path, None, f"row {row + 1}: {duplicate[1]}")
 
 
 def table_run(path: str, name: str):
