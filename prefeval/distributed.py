@@ -354,19 +354,25 @@ def _read_units(reads: list, pieces: list) -> list:
 def _run_ranges(file, source: _ParquetInput) -> list:
     """Per row group of a many-run table, the (min, max) of its run names from the
     column's statistics, or None where they cannot tell."""
-    import pyarrow as pa
-
     meta = file.metadata
     column = next((k for k, v in source.rename.items() if v == "run"), None)
-    if column is None or meta.num_row_groups == 0:
-        return [None] * meta.num_row_groups
-    first = meta.row_group(0)
-    index = next(
-        (i for i in range(first.num_columns) if first.column(i).path_in_schema == column), None
-    )
+    ranges = _string_ranges(meta, column) if column is not None else None
+    return ranges if ranges is not None else [None] * meta.num_row_groups
+
+
+def _string_ranges(meta, column: str) -> list | None:
+    """Per row group the (min, max) of string ``column`` from its statistics (None for a
+    group whose statistics cannot tell), or None when the column is not of strings."""
+    import pyarrow as pa
+
     kind = meta.schema.to_arrow_schema().field(column).type
-    if index is None or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        return [None] * meta.num_row_groups
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return None
+    if meta.num_row_groups == 0:
+        return []
+    first = meta.row_group(0)
+    # the Parquet (leaf) column: a nested column before it has several
+    index = next(i for i in range(first.num_columns) if first.column(i).path_in_schema == column)
     out = []
     for g in range(meta.num_row_groups):
         stats = meta.row_group(g).column(index).statistics
@@ -866,29 +872,16 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     order); None when the statistics cannot tell (not strings, missing) or when the
     partitions would read the table's rows more than :data:`DIRECT_READS` times over in
     all: a table not laid out by query, split by partition instead."""
-    import pyarrow as pa
-
     meta = _open_parquet(source.path).metadata
     column = next(k for k, v in source.rename.items() if v == "query_id")
-    kind = meta.schema.to_arrow_schema().field(column).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+    ranges = _string_ranges(meta, column)
+    if ranges is None:
         return None
-    if meta.num_row_groups == 0:
-        return [[] for _ in parts], []
-    first = meta.row_group(0)
-    # the Parquet (leaf) column: a nested column before it has several
-    index = next(i for i in range(first.num_columns) if first.column(i).path_in_schema == column)
-    lows, highs, rows = [], [], []
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        stats = group.column(index).statistics
-        if group.num_rows and (stats is None or not stats.has_min_max):
-            return None
-        lows.append(stats.min if group.num_rows else None)
-        highs.append(stats.max if group.num_rows else None)
-        rows.append(group.num_rows)
-    if any(not isinstance(x, str) for x in lows + highs if x is not None):
+    rows = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+    if any(rows[g] and ranges[g] is None for g in range(len(rows))):
         return None
+    lows = [r[0] if r is not None else None for r in ranges]
+    highs = [r[1] if r is not None else None for r in ranges]
     chosen, total, read = [], 0, set()
     for part in parts:
         ids = queries[part.start : part.stop]
