@@ -29,8 +29,8 @@ class Evidence:
     ``cube``: preferences (measures x pairs x queries, see PreferenceCube), or None.
     ``metrics``: baseline name -> (queries x runs) matrix of per-query values.
     ``streamed``: instead of a cube (merged from query partitions, see
-    :func:`prefeval.pipeline.gather`), per preference measure its win rates (as
-    :meth:`win_rates`), or only their :class:`RankTally`, and its
+    :func:`prefeval.pipeline.gather`), per preference measure what kept its win rates
+    (:func:`rate_keeper`: the rows, or only their :class:`RankTally`) and its
     :class:`~prefeval.moments.PairMoments` over ``streamed_pairs``: what ``order`` and
     ``discpower`` need, the same bits as from the cube.
     """
@@ -81,7 +81,7 @@ class Evidence:
             rates = self.streamed[name][0]
             if isinstance(rates, RankTally):
                 raise ValueError(f"{name}: only the win rates' tally was kept")
-            if isinstance(rates, SpilledRates):
+            if isinstance(rates, (StackedRates, SpilledRates)):
                 return rates.load()
             return rates
         values = self.preferences(name)
@@ -236,6 +236,34 @@ class RankTally:
         :func:`prefeval.ties.defined_mean` of the matrix."""
         total = ties.defined_sum(self._carry, axis=0, start=self._sum.copy())
         return total / self.rows if self.rows else np.full(len(total), np.nan)
+
+
+def rate_keeper(n_queries: int, n_runs: int, rates: bool, spill: bool = False):
+    """What keeps a measure's win rates as the partitions' rows come in (``add``): with
+    ``rates`` the rows themselves (:class:`StackedRates`, or :class:`SpilledRates` with
+    ``spill``), else only their :class:`RankTally`."""
+    if not rates:
+        return RankTally(n_runs)
+    return SpilledRates(n_runs) if spill else StackedRates(n_queries, n_runs)
+
+
+class StackedRates:
+    """A measure's win rates filled in place, partition by partition, in one
+    (at most ``n_queries``) x runs array: stacking the partitions' rows at the end would
+    hold them twice."""
+
+    def __init__(self, n_queries: int, n_runs: int):
+        self._rates = np.empty((n_queries, n_runs))
+        self.rows = 0
+
+    def add(self, rates: np.ndarray) -> None:
+        """Append the next queries' win rates (rows x runs)."""
+        self._rates[self.rows : self.rows + len(rates)] = rates
+        self.rows += len(rates)
+
+    def load(self) -> np.ndarray:
+        """Every row added, in order (queries x runs)."""
+        return self._rates[: self.rows]
 
 
 class SpilledRates:

@@ -722,7 +722,7 @@ def dask_evidence(
     :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by block
     (what :func:`prefeval.pipeline.gather` streams locally: the same bits); with
     ``positions`` the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
-    from .aggregation import RankTally, SpilledRates
+    from .aggregation import rate_keeper
     from .engine import PreferenceCube
     from .moments import PairMoments
     from .positions import RunPositions
@@ -736,20 +736,13 @@ def dask_evidence(
     names = [m.name for m in plan.measures]
     chosen = run_pairs(len(plan.names), pairs)
     values = [] if not stream else None
-    # the win rates filled in place, partition by partition (stacking the partitions'
-    # rows at the end would hold them twice: 0.5 GB more at a million users), or from
-    # SPILL_SCORES a measure written to a temporary file, read back for its HSD
-    n_runs = len(plan.names)
+    # per measure its win rates (or their tally), added as the partitions come in; from
+    # SPILL_SCORES in a temporary file, read back for its HSD
     rates: dict = {}
     if stream:
-        spill = win_rates and relevant.n_queries * n_runs >= SPILL_SCORES
-        rates = {
-            name: (SpilledRates(n_runs) if spill else np.empty((relevant.n_queries, n_runs)))
-            if win_rates
-            else RankTally(n_runs)
-            for name in names
-        }
-    used = dict.fromkeys(names, 0)
+        n_runs = len(plan.names)
+        spill = relevant.n_queries * n_runs >= SPILL_SCORES
+        rates = {name: rate_keeper(relevant.n_queries, n_runs, win_rates, spill) for name in names}
     moments = {name: PairMoments(len(chosen)) for name in names}
     pieces: list[list] = [[] for _ in plan.names]
     results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
@@ -757,11 +750,7 @@ def dask_evidence(
         part = plan.parts[k]
         if stream:
             for name, (rows, blocks) in result.streamed.items():
-                if isinstance(rates[name], np.ndarray):
-                    rates[name][used[name] : used[name] + len(rows)] = rows
-                    used[name] += len(rows)
-                else:
-                    rates[name].add(rows)
+                rates[name].add(rows)
                 moments[name].merge(blocks)
         else:
             values.append(result.values)
@@ -771,10 +760,6 @@ def dask_evidence(
                 pieces[i].append((run.doc + shift, run.rank, run.retrieved))
     evidence = DaskEvidence(relevant, plan.names)
     if stream:
-        rates = {
-            name: kept[: used[name]] if isinstance(kept, np.ndarray) else kept
-            for name, kept in rates.items()
-        }
         evidence.streamed = {name: (rates[name], moments[name]) for name in names}
         evidence.streamed_pairs = chosen
     else:

@@ -257,7 +257,7 @@ def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     block, the same bits as from the whole cube; memory holds one partition's
     preferences.  The reduced runs are let go (``inputs.positions`` None) once their
     position matrix is made: at a million users they weigh three times the matrix."""
-    from .aggregation import RankTally, win_rates
+    from .aggregation import rate_keeper, win_rates
     from .engine import matrix_partitions
     from .moments import PairMoments
     from .positions import position_matrix
@@ -266,13 +266,9 @@ def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     matrix = position_matrix(inputs.positions, inputs.relevant)
     inputs.positions = None
     n_queries = inputs.relevant.n_queries
-    # one (queries x runs) matrix per measure, filled partition by partition (a query
-    # where the measure is undefined has no row: the rows used are counted)
-    kept: dict = {
-        m.name: np.empty((n_queries, len(names))) if rates else RankTally(len(names))
-        for m in inputs.measures
-    }
-    used = dict.fromkeys(kept, 0)
+    # per measure its win rates (or their tally), added partition by partition (a query
+    # where the measure is undefined has no row)
+    kept = {m.name: rate_keeper(n_queries, len(names), rates) for m in inputs.measures}
     moments: dict[str, PairMoments] = {}
     chosen = None
     for part in matrix_partitions(
@@ -286,17 +282,10 @@ def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     ):
         chosen = part.pairs
         for k, name in enumerate(part.measures):
-            rows = win_rates(part.values[k], part.pairs, len(names))
-            if rates:
-                kept[name][used[name] : used[name] + len(rows)] = rows
-                used[name] += len(rows)
-            else:
-                kept[name].add(rows)
+            kept[name].add(win_rates(part.values[k], part.pairs, len(names)))
             if name not in moments:
                 moments[name] = PairMoments(len(part.pairs))
             moments[name].add(part.values[k])
-    if rates:
-        kept = {name: kept[name][: used[name]] for name in kept}
     streamed = {name: (kept[name], moments[name]) for name in kept}
     return Evidence(
         names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen
