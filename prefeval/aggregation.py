@@ -346,13 +346,14 @@ def order(
     method: str = DEFAULT_METHOD,
     teleport: float = DEFAULT_TELEPORT,
 ) -> pd.DataFrame:
-    """Rows ``measure, method, rank, run, score`` (rank 1 is best) for every measure."""
+    """Rows ``measure, method, rank, run, score`` (rank 1 is best) for every measure;
+    runs that share a rank are listed by name, whatever their command-line order."""
     rows = []
     for name in measures or evidence.measures:
         used, score = run_scores(evidence, name, method, teleport)
         better = evidence.higher_is_better.get(name, True) if used == "mean" else True
         rank = competition_rank(score, better)
-        for i in np.argsort(rank, kind="stable"):
+        for i in sorted(range(len(rank)), key=lambda i: (rank[i], evidence.runs[i])):
             rows.append((name, used, int(rank[i]), evidence.runs[i], float(score[i])))
     return pd.DataFrame(rows, columns=["measure", "method", "rank", "run", "score"])
 
