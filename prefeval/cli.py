@@ -242,6 +242,9 @@ def _check_engine(engine: str, scheduler: str | None) -> str:
             raise click.UsageError(
                 "--engine dask needs Dask: pip install 'prefeval[dask]'"
             ) from None
+        from .engine import map_large_allocations
+
+        map_large_allocations()  # the client's memory: before anything is read
     return engine
 
 

@@ -18,13 +18,14 @@ import os
 import warnings
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from . import ties
 from .engine import (
+    MMAP_THRESHOLD,
     SummaryAccumulator,
     compare_partitions,
     compute_cube,
@@ -34,6 +35,7 @@ from .engine import (
 )
 from .measures import parse_measures
 from .qrels import Qrels
+from .writers import PARQUET_GROUP_ROWS
 
 #: the columns of the run rows the kernel takes
 RUN_COLUMNS = ["run", "query_id", "doc_id", "score"]
@@ -326,9 +328,11 @@ def _partition_task(
     # tells the first in the file
     _earliest(problems)
     release_free_memory()  # the rows read: freed, handed back before computing
-    return _partition_result(
-        relevant, [reduced[name] for name in run_names], run_names, measures, **options
-    )
+    runs = [reduced.pop(name) for name in run_names]
+    result = _partition_result(relevant, runs, run_names, measures, **options)
+    del runs
+    release_free_memory()  # and the cube's: the result may wait here for its turn
+    return result
 
 
 def _read_units(reads: list, pieces: list) -> list:
@@ -527,6 +531,11 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
 #: temporary file while the partitions come in (the workers' memory is then in use)
 SPILL_SCORES = 1 << 23
 
+#: environment of the local cluster's worker processes, set before they start: glibc's
+#: mmap threshold held fixed, as :func:`~prefeval.engine.map_large_allocations` does in
+#: the client, so that the arrays a task frees go back to the system
+WORKER_ENV = {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
+
 #: seconds a ``--scheduler`` address has to accept the connection and answer as Dask
 CONNECT_SECONDS = 15
 
@@ -543,9 +552,13 @@ def _client(scheduler: str | None):
         # the workers share the command's stderr: their log of a failed task (an input
         # error, raised again here) would print a traceback beside its message; a
         # dashboard on any free port (the default 8787 may be taken: a warning)
-        cluster = LocalCluster(
-            processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
-        )
+        import dask
+
+        environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}
+        with dask.config.set(environ):
+            cluster = LocalCluster(
+                processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
+            )
         return Client(cluster)
     except Exception as error:  # Dask's own errors for a bad address or answer, too
         if not scheduler:
@@ -579,11 +592,15 @@ def _bounded(connect):
     return value
 
 
-def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False) -> Iterator:
+def _partition_results(
+    plan: _Plan, client, own_cluster, notify, progress=False, pieces: bool = False
+) -> Iterator:
     """Run the tasks on ``client`` (closed at the end, and its cluster with
     ``own_cluster``); yield their :class:`PartitionResult` in partition order, each as it
     is needed, then tell which runs had no results for some queries (as the local engine
-    does)."""
+    does).  With ``pieces``, a result's ``frame`` is an iterator of its per-query rows
+    fetched from the worker :data:`PIECE_ROWS` at a time, to be read before the next
+    result is asked for: the client never holds a whole partition's rows."""
     from .progress import progress_bar
 
     def submit(tasks):
@@ -595,10 +612,13 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
 
     try:
         # a few partitions ahead of the one written: results wait in the workers'
-        # memory for their turn (tasks that share the splitting of a table go together)
+        # memory for their turn (tasks that share the splitting of a table go together);
+        # a partition's per-query rows, fetched in pieces, are held by its worker while
+        # it computes the next one: one each, not two
         ahead = len(plan.tasks)
         if not plan.shared:
-            ahead = 2 * max(1, len(client.scheduler_info().get("workers", {})))
+            workers = max(1, len(client.scheduler_info().get("workers", {})))
+            ahead = workers if pieces else 2 * workers
         futures = deque(submit(plan.tasks[:ahead]))
         if ahead >= len(plan.tasks):
             plan.tasks.release()
@@ -611,11 +631,15 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
                 futures.append(submit(plan.tasks[k + ahead]))
                 if k + ahead == len(plan.tasks) - 1:
                     plan.tasks.release()
-            result = future.result()
-            future.release()
+            if pieces:
+                result, rows = client.submit(_without_rows, future).result()
+                result.frame = _rows_in_pieces(client, future, rows)
+            else:
+                result = future.result()
             for name, count in result.missing.items():
                 missing[name] = missing.get(name, 0) + count
             yield result
+            future.release()
         if notify is not None:
             for name in plan.names:
                 if missing.get(name):
@@ -629,6 +653,40 @@ def _partition_results(plan: _Plan, client, own_cluster, notify, progress=False)
         client.close()
         if cluster is not None and own_cluster:
             cluster.close()
+
+
+#: per-query rows of a partition the Dask client fetches at once: a Parquet row group
+#: (so that the file is the local engine's, row group for row group)
+PIECE_ROWS = PARQUET_GROUP_ROWS
+
+
+def _without_rows(result: PartitionResult) -> tuple[PartitionResult, int]:
+    """On the worker: ``result`` without its per-query rows, and their number."""
+    rows = 0 if result.frame is None else len(result.frame)
+    return replace(result, frame=None), rows
+
+
+def _rows_of(result: PartitionResult, lo: int, hi: int) -> pd.DataFrame:
+    """On the worker: rows ``lo:hi`` of ``result``'s per-query rows."""
+    return result.frame.iloc[lo:hi]
+
+
+def _rows_in_pieces(client, future, rows: int) -> Iterator[pd.DataFrame]:
+    """The rows of ``future``'s result, piece after piece, the next one asked for while
+    this one is written."""
+    pieces = deque()
+    for lo in range(0, rows, PIECE_ROWS):
+        pieces.append(client.submit(_rows_of, future, lo, lo + PIECE_ROWS))
+        if len(pieces) == 2:
+            yield _taken(pieces.popleft())
+    while pieces:
+        yield _taken(pieces.popleft())
+
+
+def _taken(piece):
+    rows = piece.result()
+    piece.release()
+    return rows
 
 
 def dask_compare(
@@ -672,7 +730,8 @@ def dask_compare(
     like = like.both_directions() if both_directions else like
     plan.relevant = None  # compare needs no more of the judgments than the tasks carry
     # connected now: a scheduler that cannot be reached is an error of this call
-    results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
+    client = _client(scheduler)
+    results = _partition_results(plan, client, not scheduler, notify, progress, per_query)
     return _compare_frames(results, like, per_query, summary)
 
 
@@ -680,8 +739,8 @@ def _compare_frames(results, like, per_query, summary) -> Iterator[pd.DataFrame]
     total = SummaryAccumulator()
     for result in results:
         total.add_blocks(result.block_sums, result.counts, like)
-        if per_query and result.frame is not None and len(result.frame):
-            yield result.frame
+        if per_query:
+            yield from result.frame
     if summary:
         yield total.frame()
 

@@ -31,7 +31,7 @@ from .readers import name_runs, parse_any_run, read_raw, read_run
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
-_BLOCK = 1 << 22
+_BLOCK = 1 << 20
 #: stored bytes of a run file after which its freed parse memory is handed back at once
 _TRIM_BYTES = 8 << 20
 #: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
@@ -320,6 +320,29 @@ def release_free_memory() -> None:
         return
     trim.argtypes = [ctypes.c_size_t]
     trim(0)
+
+
+#: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's
+#: malloc map (and unmap when freed): glibc's initial threshold, held fixed
+MMAP_THRESHOLD = 128 << 10
+
+
+def map_large_allocations() -> None:
+    """Hold glibc's mmap threshold at :data:`MMAP_THRESHOLD` bytes: every larger array
+    is mapped and given back when freed.  By default each freed mapped block raises the
+    threshold (up to 32 MiB), and the arrays of the next query partition then come from
+    the heap, which keeps them after they are freed: a Dask client taking a million
+    users' rows piece after piece held 170 MB more, and each worker up to 100 MB.  It
+    costs page faults (about 16% more time for the local engine, which does not use it).
+    The CLI sets it for ``--engine dask``, before reading (nothing elsewhere than glibc)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
 
 
 # --------------------------------------------------------------------------- computing

@@ -264,9 +264,15 @@ def write_frames(
             handle.write(chunk)
 
 
+#: rows of a Parquet row group: a frame is converted and written this many rows at a
+#: time (a frame of more rows than that is converted piece by piece, not whole)
+PARQUET_GROUP_ROWS = 1 << 20
+
+
 def _write_parquet_frames(frames, output, precision) -> None:
-    """One Parquet file of ``frames``, a row group (or more) per frame, written as they
-    come (atomically to a file; to standard output once complete)."""
+    """One Parquet file of ``frames``, written as they come (atomically to a file; to
+    standard output once complete): each frame in row groups of
+    :data:`PARQUET_GROUP_ROWS` rows, the last one of the frame shorter."""
     import io
 
     import pyarrow.parquet as pq
@@ -275,10 +281,14 @@ def _write_parquet_frames(frames, output, precision) -> None:
         writer = None
         try:
             for frame in frames:
-                table = _parquet_table(frame, precision, writer.schema if writer else None)
-                if writer is None:
-                    writer = pq.ParquetWriter(handle, table.schema)
-                writer.write_table(table)
+                for lo in range(0, max(1, len(frame)), PARQUET_GROUP_ROWS):
+                    piece = frame.iloc[lo : lo + PARQUET_GROUP_ROWS]
+                    schema = writer.schema if writer else None
+                    table = _parquet_table(piece, precision, schema)
+                    if writer is None:
+                        writer = pq.ParquetWriter(handle, table.schema)
+                    writer.write_table(table, row_group_size=PARQUET_GROUP_ROWS)
+                    del table
         finally:
             if writer is not None:
                 writer.close()

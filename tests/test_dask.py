@@ -61,6 +61,43 @@ def test_dask_equals_local_with_many_partitions(scheduler, monkeypatch):
     assert out.count("\n") == 1 + 20 * 6 * 15 + 6 * 15
 
 
+@pytest.mark.parametrize("fmt", ["tsv", "parquet"])
+def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
+    """The client fetches a partition's per-query rows a row group at a time: pieces and
+    row groups of 7 rows, partitions of 2 blocks of 3 queries (540 rows): the same bytes
+    as the local engine, which writes each partition in groups of 7 rows too."""
+    import pyarrow.parquet as pq
+
+    from prefeval import distributed as dist
+    from prefeval import writers
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
+    monkeypatch.setattr(dist, "PIECE_ROWS", 7)
+    fetched = []
+    rows_in_pieces = dist._rows_in_pieces
+
+    def counted(client, future, rows):
+        for piece in rows_in_pieces(client, future, rows):
+            fetched.append(len(piece))
+            yield piece
+
+    monkeypatch.setattr(dist, "_rows_in_pieces", counted)
+    common = ["-q", "-f", fmt, SAMPLE / "qrels.txt", *RUNS]
+    local = invoke("compare", "-o", tmp_path / "local", *common)
+    remote = invoke("compare", "--engine", "dask", "--scheduler", scheduler,
+                    "-o", tmp_path / "dask", *common)  # fmt: skip
+    assert local.exit_code == 0 and remote.exit_code == 0, local.stderr + remote.stderr
+    assert (tmp_path / "dask").read_bytes() == (tmp_path / "local").read_bytes()
+    # 20 queries in partitions of 6, 6, 6 and 2: 540, 540, 540 and 180 rows
+    per_partition = [540] * 3 + [180]
+    assert fetched == [n for size in per_partition for n in [7] * (size // 7) + [size % 7]]
+    if fmt == "parquet":
+        groups = pq.ParquetFile(tmp_path / "dask").metadata.num_row_groups
+        assert groups == len(fetched) + 13  # and the summary's 90 rows in 13
+
+
 def test_kernel_is_the_engine_on_one_partition():
     judged = read_qrels(str(SAMPLE / "qrels.subtopics.txt"))
     relevant = judged.relevant(None)
