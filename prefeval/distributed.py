@@ -673,9 +673,10 @@ def _rows_of(result: PartitionResult, lo: int, hi: int) -> pd.DataFrame:
 
 def _rows_in_pieces(client, future, rows: int) -> Iterator[pd.DataFrame]:
     """The rows of ``future``'s result, piece after piece, the next one asked for while
-    this one is written."""
+    this one is written; a partition without rows gives one empty piece (as the local
+    engine gives an empty frame: its categories, an empty row group)."""
     pieces = deque()
-    for lo in range(0, rows, PIECE_ROWS):
+    for lo in range(0, max(1, rows), PIECE_ROWS):
         pieces.append(client.submit(_rows_of, future, lo, lo + PIECE_ROWS))
         if len(pieces) == 2:
             yield _taken(pieces.popleft())
@@ -737,10 +738,13 @@ def dask_compare(
 
 def _compare_frames(results, like, per_query, summary) -> Iterator[pd.DataFrame]:
     total = SummaryAccumulator()
-    for result in results:
-        total.add_blocks(result.block_sums, result.counts, like)
-        if per_query:
-            yield from result.frame
+    try:
+        for result in results:
+            total.add_blocks(result.block_sums, result.counts, like)
+            if per_query:
+                yield from result.frame
+    finally:
+        results.close()  # the client and its cluster, also when the writing stops
     if summary:
         yield total.frame()
 

@@ -31,7 +31,7 @@ from .readers import name_runs, parse_any_run, read_raw, read_run
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
-_BLOCK = 1 << 20
+_BLOCK = 1 << 22
 #: stored bytes of a run file after which its freed parse memory is handed back at once
 _TRIM_BYTES = 8 << 20
 #: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
@@ -316,7 +316,7 @@ def release_free_memory() -> None:
     pa.default_memory_pool().release_unused()
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
+    except (OSError, AttributeError, TypeError):  # not glibc (Windows: no CDLL(None))
         return
     trim.argtypes = [ctypes.c_size_t]
     trim(0)
@@ -339,7 +339,7 @@ def map_large_allocations() -> None:
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc
+    except (OSError, AttributeError, TypeError):  # not glibc (Windows: no CDLL(None))
         return
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD

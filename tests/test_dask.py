@@ -98,6 +98,26 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
         assert groups == len(fetched) + 13  # and the summary's 90 rows in 13
 
 
+@pytest.mark.parametrize("fmt", ["tsv", "parquet"])
+def test_partition_without_rows(scheduler, tmp_path, fmt):
+    """Subtopic judgments of no relevant document: strpp is undefined on every query,
+    so the partition has no per-query rows; the local engine still writes its empty
+    frame (a header; an empty row group), and so does Dask (it had written nothing,
+    not even a valid Parquet file)."""
+    qrels = tmp_path / "qrels.txt"
+    extra = "".join(f"301 1 {doc} 0\n" for doc in ("doc3255016", "doc3284666"))
+    qrels.write_text((SAMPLE / "qrels.txt").read_text() + extra)
+    common = ["-q", "-n", "-m", "strpp", "-f", fmt, qrels, *RUNS[:2]]
+    local = invoke("compare", "-o", tmp_path / "local", *common)
+    remote = invoke("compare", "--engine", "dask", "--scheduler", scheduler,
+                    "-o", tmp_path / "dask", *common)  # fmt: skip
+    assert local.exit_code == 0 and remote.exit_code == 0, local.stderr + remote.stderr
+    written = (tmp_path / "local").read_bytes()
+    assert (tmp_path / "dask").read_bytes() == written
+    if fmt == "tsv":
+        assert written == b"measure\trun_a\trun_b\tquery_id\tvalue\n"
+
+
 def test_kernel_is_the_engine_on_one_partition():
     judged = read_qrels(str(SAMPLE / "qrels.subtopics.txt"))
     relevant = judged.relevant(None)
