@@ -242,9 +242,6 @@ def _check_engine(engine: str, scheduler: str | None) -> str:
             raise click.UsageError(
                 "--engine dask needs Dask: pip install 'prefeval[dask]'"
             ) from None
-        from .engine import map_large_allocations
-
-        map_large_allocations()  # the client's memory: before anything is read
     return engine
 
 
@@ -370,6 +367,10 @@ def compare(
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
     engine = _check_engine(engine, scheduler)
+    if engine == "dask":  # the client's memory: before anything is read
+        from .engine import map_large_allocations
+
+        map_large_allocations()
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     pairs = None

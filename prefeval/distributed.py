@@ -533,7 +533,7 @@ SPILL_SCORES = 1 << 23
 
 #: environment of the local cluster's worker processes, set before they start: glibc's
 #: mmap threshold held fixed, as :func:`~prefeval.engine.map_large_allocations` does in
-#: the client, so that the arrays a task frees go back to the system
+#: compare's client, so that the arrays a task frees go back to the system
 WORKER_ENV = {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
 
 #: seconds a ``--scheduler`` address has to accept the connection and answer as Dask

@@ -333,8 +333,10 @@ def map_large_allocations() -> None:
     threshold (up to 32 MiB), and the arrays of the next query partition then come from
     the heap, which keeps them after they are freed: a Dask client taking a million
     users' rows piece after piece held 170 MB more, and each worker up to 100 MB.  It
-    costs page faults (about 16% more time for the local engine, which does not use it).
-    The CLI sets it for ``--engine dask``, before reading (nothing elsewhere than glibc)."""
+    costs page faults: about 16% more time for the local engine, and 2.2 times the time
+    of the randomized HSD's trials, whose arrays are made anew each trial.  The CLI sets
+    it for ``compare --engine dask`` only, before reading (nothing elsewhere than
+    glibc)."""
     import ctypes
 
     try:
