@@ -35,7 +35,7 @@ from .engine import (
 )
 from .measures import parse_measures
 from .qrels import Qrels
-from .writers import PARQUET_GROUP_ROWS
+from .writers import row_groups
 
 #: the columns of the run rows the kernel takes
 RUN_COLUMNS = ["run", "query_id", "doc_id", "score"]
@@ -599,7 +599,7 @@ def _partition_results(
     ``own_cluster``); yield their :class:`PartitionResult` in partition order, each as it
     is needed, then tell which runs had no results for some queries (as the local engine
     does).  With ``pieces``, a result's ``frame`` is an iterator of its per-query rows
-    fetched from the worker :data:`PIECE_ROWS` at a time, to be read before the next
+    fetched from the worker a row group at a time, to be read before the next
     result is asked for: the client never holds a whole partition's rows."""
     from .progress import progress_bar
 
@@ -655,11 +655,6 @@ def _partition_results(
             cluster.close()
 
 
-#: per-query rows of a partition the Dask client fetches at once: a Parquet row group
-#: (so that the file is the local engine's, row group for row group)
-PIECE_ROWS = PARQUET_GROUP_ROWS
-
-
 def _without_rows(result: PartitionResult) -> tuple[PartitionResult, int]:
     """On the worker: ``result`` without its per-query rows, and their number."""
     rows = 0 if result.frame is None else len(result.frame)
@@ -672,12 +667,13 @@ def _rows_of(result: PartitionResult, lo: int, hi: int) -> pd.DataFrame:
 
 
 def _rows_in_pieces(client, future, rows: int) -> Iterator[pd.DataFrame]:
-    """The rows of ``future``'s result, piece after piece, the next one asked for while
-    this one is written; a partition without rows gives one empty piece (as the local
-    engine gives an empty frame: its categories, an empty row group)."""
+    """The rows of ``future``'s result, one piece per row group of the output
+    (:func:`~prefeval.writers.row_groups`, so that the file is the local engine's, row
+    group for row group; one empty piece for no rows), the next one asked for while this
+    one is written."""
     pieces = deque()
-    for lo in range(0, max(1, rows), PIECE_ROWS):
-        pieces.append(client.submit(_rows_of, future, lo, lo + PIECE_ROWS))
+    for lo, hi in row_groups(rows):
+        pieces.append(client.submit(_rows_of, future, lo, hi))
         if len(pieces) == 2:
             yield _taken(pieces.popleft())
     while pieces:

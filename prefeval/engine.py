@@ -314,12 +314,21 @@ def release_free_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
+    trim = _glibc("malloc_trim")
+    if trim is not None:
+        trim.argtypes = [ctypes.c_size_t]
+        trim(0)
+
+
+def _glibc(name: str):
+    """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
+    Windows has no ``CDLL(None)``)."""
+    import ctypes
+
     try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):  # not glibc (Windows: no CDLL(None))
-        return
-    trim.argtypes = [ctypes.c_size_t]
-    trim(0)
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError, TypeError):
+        return None
 
 
 #: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's
@@ -339,12 +348,10 @@ def map_large_allocations() -> None:
     glibc)."""
     import ctypes
 
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):  # not glibc (Windows: no CDLL(None))
-        return
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+    mallopt = _glibc("mallopt")
+    if mallopt is not None:
+        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
 
 
 # --------------------------------------------------------------------------- computing

@@ -269,6 +269,13 @@ def write_frames(
 PARQUET_GROUP_ROWS = 1 << 20
 
 
+def row_groups(rows: int) -> list[tuple[int, int]]:
+    """The (start, stop) rows of the row groups a frame of ``rows`` rows is written in:
+    :data:`PARQUET_GROUP_ROWS` each, the last shorter; one empty group for no rows."""
+    size = PARQUET_GROUP_ROWS
+    return [(lo, min(lo + size, rows)) for lo in range(0, max(1, rows), size)]
+
+
 def _write_parquet_frames(frames, output, precision) -> None:
     """One Parquet file of ``frames``, written as they come (atomically to a file; to
     standard output once complete): each frame in row groups of
@@ -281,8 +288,8 @@ def _write_parquet_frames(frames, output, precision) -> None:
         writer = None
         try:
             for frame in frames:
-                for lo in range(0, max(1, len(frame)), PARQUET_GROUP_ROWS):
-                    piece = frame.iloc[lo : lo + PARQUET_GROUP_ROWS]
+                for lo, hi in row_groups(len(frame)):
+                    piece = frame.iloc[lo:hi]
                     schema = writer.schema if writer else None
                     table = _parquet_table(piece, precision, schema)
                     if writer is None:

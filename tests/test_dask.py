@@ -74,7 +74,6 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
     monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
-    monkeypatch.setattr(dist, "PIECE_ROWS", 7)
     fetched = []
     rows_in_pieces = dist._rows_in_pieces
 
