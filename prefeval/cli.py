@@ -214,7 +214,7 @@ def dask_options(func=None, *, expose=True):
         metavar="ADDRESS",
         default=None,
         help="Dask scheduler address (tcp://host:8786) for --engine dask; default a local "
-        "cluster of one worker process per core.",
+        "cluster with Dask's default workers for this machine.",
         **hidden,
     )(func)
     return click.option(

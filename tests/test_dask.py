@@ -97,6 +97,34 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
         assert groups == len(fetched) + 13  # and the summary's 90 rows in 13
 
 
+def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path):
+    """The command's own cluster gives each worker one thread more than partition slots,
+    and every partition task takes a slot: the pieces of a finished partition are
+    fetched while the next one is computed.  The same bytes as the local engine, with
+    many partitions and pieces (a slot the tasks could not get would hang here)."""
+    from prefeval import distributed as dist
+    from prefeval import writers
+
+    client = dist._client(None, fetcher=True)
+    try:
+        workers = client.scheduler_info()["workers"].values()
+        assert workers
+        for worker in workers:
+            assert worker["nthreads"] == worker["resources"][dist.PARTITION_SLOT] + 1
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
+    common = ["-q", "-f", "parquet", SAMPLE / "qrels.txt", *RUNS]
+    local = invoke("compare", "-o", tmp_path / "local", *common)
+    remote = invoke("compare", "--engine", "dask", "-o", tmp_path / "dask", *common)
+    assert local.exit_code == 0 and remote.exit_code == 0, local.stderr + remote.stderr
+    assert (tmp_path / "dask").read_bytes() == (tmp_path / "local").read_bytes()
+
+
 @pytest.mark.parametrize("fmt", ["tsv", "parquet"])
 def test_partition_without_rows(scheduler, tmp_path, fmt):
     """Subtopic judgments of no relevant document: strpp is undefined on every query,
