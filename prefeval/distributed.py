@@ -536,8 +536,9 @@ SPILL_SCORES = 1 << 23
 #: compare's client, so that the arrays a task frees go back to the system
 WORKER_ENV = {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
 
-#: the Dask resource of the local cluster's workers that a partition task takes: one per
-#: thread Dask would give the worker, leaving one more thread for fetching results
+#: the Dask resource of the local cluster's workers made for ``compare -q``: as many
+#: as the threads Dask would give a worker, one taken by each task of a partition, so
+#: that the worker's one thread more is left for fetching results
 PARTITION_SLOT = "prefeval-partition"
 
 #: seconds a ``--scheduler`` address has to accept the connection and answer as Dask
@@ -623,17 +624,21 @@ def _partition_results(
     result is asked for: the client never holds a whole partition's rows."""
     from .progress import progress_bar
 
+    slot = None
+
     def submit(tasks):
         with warnings.catch_warnings():
             # text runs are parsed here and travel in the graph: Dask's advice to load
             # them on the workers is no news to the user of a command
             warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-            # on our own cluster, made for fetching pieces, a partition takes a slot
-            # (see _client); a scheduler given by the user has no such resource
-            slot = {PARTITION_SLOT: 1} if own_cluster and pieces else None
             return client.compute(tasks, resources=slot)
 
     try:
+        # on our own cluster made for fetching pieces (see _client), every task of a
+        # partition (its reading and splitting too) takes a slot, as the workers tell:
+        # a slot no worker has would leave the tasks waiting for ever
+        if own_cluster and _has_slots(client):
+            slot = {PARTITION_SLOT: 1}
         # a few partitions ahead of the one written: results wait in the workers'
         # memory for their turn (tasks that share the splitting of a table go together);
         # a partition's per-query rows, fetched in pieces, are held by its worker while
@@ -676,6 +681,12 @@ def _partition_results(
         client.close()
         if cluster is not None and own_cluster:
             cluster.close()
+
+
+def _has_slots(client) -> bool:
+    """Whether every worker of ``client``'s cluster has :data:`PARTITION_SLOT`."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    return bool(workers) and all(PARTITION_SLOT in w.get("resources", {}) for w in workers)
 
 
 def _without_rows(result: PartitionResult) -> tuple[PartitionResult, int]:

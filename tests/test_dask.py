@@ -97,32 +97,58 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
         assert groups == len(fetched) + 13  # and the summary's 90 rows in 13
 
 
-def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path):
-    """The command's own cluster gives each worker one thread more than partition slots,
-    and every partition task takes a slot: the pieces of a finished partition are
-    fetched while the next one is computed.  The same bytes as the local engine, with
-    many partitions and pieces (a slot the tasks could not get would hang here)."""
+@pytest.mark.parametrize("per_query", [True, False])
+@pytest.mark.parametrize("split", [False, True])
+def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_query, split):
+    """For compare -q, the command's own cluster gives each worker one thread more than
+    partition slots (Dask's threads) and every task of a partition, its reading and
+    splitting of a Parquet table too (``split``), takes a slot, so that the fetching of
+    a finished partition's pieces has a thread of its own; other commands get Dask's
+    workers as they are and ask for no slot.  The same bytes as the local engine, with
+    many partitions and pieces; a slot no worker has fails (the scheduler's no-workers
+    timeout, lowered here) instead of hanging."""
+    import dask
+    from distributed.deploy.utils import nprocesses_nthreads
+
     from prefeval import distributed as dist
     from prefeval import writers
 
-    client = dist._client(None, fetcher=True)
-    try:
-        workers = client.scheduler_info()["workers"].values()
-        assert workers
-        for worker in workers:
-            assert worker["nthreads"] == worker["resources"][dist.PARTITION_SLOT] + 1
-    finally:
-        cluster = client.cluster
-        client.close()
-        cluster.close()
+    workers, asked = [], []
+    make_client, compute = dist._client, distributed.Client.compute
+
+    def spied_client(*args, **kwargs):
+        client = make_client(*args, **kwargs)
+        workers.extend(client.scheduler_info()["workers"].values())
+        return client
+
+    def spied_compute(self, *args, resources=None, **kwargs):
+        asked.append(resources)
+        return compute(self, *args, resources=resources, **kwargs)
+
+    monkeypatch.setattr(dist, "_client", spied_client)
+    monkeypatch.setattr(distributed.Client, "compute", spied_compute)
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
     monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
-    common = ["-q", "-f", "parquet", SAMPLE / "qrels.txt", *RUNS]
+    if split:
+        monkeypatch.setattr(dist, "DIRECT_READS", 0)  # read by tasks splitting the table
+    runs = [SAMPLE / "runs.parquet"] if split else RUNS
+    common = [*(["-q"] if per_query else []), "-f", "parquet", SAMPLE / "qrels.txt", *runs]
     local = invoke("compare", "-o", tmp_path / "local", *common)
-    remote = invoke("compare", "--engine", "dask", "-o", tmp_path / "dask", *common)
+    with dask.config.set({"distributed.scheduler.no-workers-timeout": "20s"}):
+        remote = invoke("compare", "--engine", "dask", "-o", tmp_path / "dask", *common)
     assert local.exit_code == 0 and remote.exit_code == 0, local.stderr + remote.stderr
     assert (tmp_path / "dask").read_bytes() == (tmp_path / "local").read_bytes()
+    threads = nprocesses_nthreads()[1]
+    assert len(workers) == nprocesses_nthreads()[0]
+    if per_query:
+        for worker in workers:
+            assert worker["nthreads"] == threads + 1
+            assert worker["resources"] == {dist.PARTITION_SLOT: threads}
+        assert asked and all(r == {dist.PARTITION_SLOT: 1} for r in asked)
+    else:
+        assert all(w["nthreads"] == threads and not w["resources"] for w in workers)
+        assert asked and all(r is None for r in asked)
 
 
 @pytest.mark.parametrize("fmt", ["tsv", "parquet"])
