@@ -634,10 +634,11 @@ def _partition_results(
             return client.compute(tasks, resources=slot)
 
     try:
+        workers = client.scheduler_info().get("workers", {})
         # on our own cluster made for fetching pieces (see _client), every task of a
         # partition (its reading and splitting too) takes a slot, as the workers tell:
         # a slot no worker has would leave the tasks waiting for ever
-        if own_cluster and _has_slots(client):
+        if own_cluster and _has_slots(workers):
             slot = {PARTITION_SLOT: 1}
         # a few partitions ahead of the one written: results wait in the workers'
         # memory for their turn (tasks that share the splitting of a table go together);
@@ -645,8 +646,7 @@ def _partition_results(
         # it computes the next one: one each, not two
         ahead = len(plan.tasks)
         if not plan.shared:
-            workers = max(1, len(client.scheduler_info().get("workers", {})))
-            ahead = workers if pieces else 2 * workers
+            ahead = max(1, len(workers)) * (1 if pieces else 2)
         futures = deque(submit(plan.tasks[:ahead]))
         if ahead >= len(plan.tasks):
             plan.tasks.release()
@@ -683,10 +683,11 @@ def _partition_results(
             cluster.close()
 
 
-def _has_slots(client) -> bool:
-    """Whether every worker of ``client``'s cluster has :data:`PARTITION_SLOT`."""
-    workers = client.scheduler_info().get("workers", {}).values()
-    return bool(workers) and all(PARTITION_SLOT in w.get("resources", {}) for w in workers)
+def _has_slots(workers: dict) -> bool:
+    """Whether there are ``workers`` (the scheduler's information on each) and every one
+    has :data:`PARTITION_SLOT`."""
+    found = [PARTITION_SLOT in w.get("resources", {}) for w in workers.values()]
+    return bool(found) and all(found)
 
 
 def _without_rows(result: PartitionResult) -> tuple[PartitionResult, int]:
