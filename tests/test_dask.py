@@ -31,6 +31,13 @@ def scheduler():
     cluster.close()
 
 
+def small_partitions(monkeypatch, cells: int = 6 * 15 * 6) -> None:
+    """Blocks of 3 queries and partitions of ``cells`` cube cells, for both engines: by
+    default 2 blocks (6 queries x 15 pairs of the sample's 6 runs x 6 measures)."""
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(engine, "PARTITION_CELLS", cells)
+
+
 def same_output(args, scheduler):
     local = invoke("compare", *args)
     remote = invoke("compare", "--engine", "dask", "--scheduler", scheduler, *args)
@@ -55,8 +62,7 @@ def test_dask_equals_local_with_many_partitions(scheduler, monkeypatch):
     """Blocks of 3 queries, partitions of 2 blocks: tasks in query order, the summary
     summed block by block in the same order (the workers are other processes: the
     partitions are made here, only the kernel runs there)."""
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     out = same_output(["-q", SAMPLE / "qrels.txt", *RUNS], scheduler)
     assert out.count("\n") == 1 + 20 * 6 * 15 + 6 * 15
 
@@ -71,8 +77,7 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
     from prefeval import distributed as dist
     from prefeval import writers
 
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
     fetched = []
     rows_in_pieces = dist._rows_in_pieces
@@ -127,8 +132,7 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
 
     monkeypatch.setattr(dist, "_client", spied_client)
     monkeypatch.setattr(distributed.Client, "compute", spied_compute)
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
     if split:
         monkeypatch.setattr(dist, "DIRECT_READS", 0)  # read by tasks splitting the table
@@ -391,8 +395,7 @@ def test_analysis_commands_equal_local_with_many_partitions(
     """Blocks of 3 queries, partitions of 2 blocks: the win rates stacked, the moments
     merged block by block and the reduced runs put together in query order on the
     client give the local engine's bytes (which streams partitions too here)."""
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     same_command(command, ["--no-cache", *options, SAMPLE / "qrels.subtopics.txt", *RUNS],
                  scheduler)  # fmt: skip
 
@@ -412,8 +415,7 @@ def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
         made.append(self)
 
     monkeypatch.setattr(aggregation.SpilledRates, "__init__", counted)
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     monkeypatch.setattr(distributed, "SPILL_SCORES", 1)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
@@ -581,8 +583,7 @@ def test_dask_equals_local_on_any_table_layout(scheduler, monkeypatch, tmp_path,
     hold it (by the run column's statistics; groups that hold two runs) are read."""
     import pandas as pd
 
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     frame = pd.read_parquet(SAMPLE / "runs.parquet")
     frame = frame[frame.run.isin(["sys01", "sys02", "sys03", "sys04"])]
     if layout == "by-query":
@@ -661,8 +662,7 @@ def _bad_tables(tmp_path):
 def test_input_errors_are_the_local_engine_s(scheduler, tmp_path, monkeypatch, name):
     """Every row group is read and checked, on either way of reading, and an error cites
     the file's row as the local reader does (exit 2, one line, no output file)."""
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     path = _bad_tables(tmp_path)[name]
     out = tmp_path / "out.tsv"
     args = ["-q", "-o", out, SAMPLE / "qrels.txt", path]
@@ -684,8 +684,7 @@ def test_the_library_s_rows_and_notices_are_the_local_engine_s(scheduler, monkey
 
     import prefeval
 
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 15 * 6)
+    small_partitions(monkeypatch)
     said = {"local": [], "dask": []}
     frames = {
         where: prefeval.compare(
@@ -720,8 +719,7 @@ def test_one_file_under_two_names(scheduler, tmp_path):
 def test_parquet_output_is_the_local_engine_s(scheduler, tmp_path, monkeypatch, cells):
     """Byte for byte, the dictionary of the summary's query ids included."""
     if cells is not None:
-        monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-        monkeypatch.setattr(engine, "PARTITION_CELLS", cells)
+        small_partitions(monkeypatch, cells)
     written = []
     for where in ("local", "dask"):
         out = tmp_path / f"{where}.parquet"
@@ -813,8 +811,7 @@ def test_the_first_flaw_in_the_file_is_told_as_locally(scheduler, tmp_path, flaw
 def test_flaws_in_two_partitions(scheduler, monkeypatch, tmp_path):
     import pandas as pd
 
-    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 1)
+    small_partitions(monkeypatch, 1)
     frame = _sample_table()
     frame = frame[frame.run.isin(["sys01", "sys02"])].sort_values(["run", "query_id"])
     last = sorted(frame.query_id.unique())[-1]
