@@ -330,10 +330,28 @@ def _entry_folder(kind: str, sub: str, create: bool) -> tuple[int, bytes] | None
             os.close(fd)
 
 
+def _mac(secret: bytes, kind: str, key: str):
+    """The HMAC-SHA256 of an entry's payload, bound to its kind and key."""
+    return hmac.new(secret, f"prefeval-cache|{FORMAT_VERSION}|{kind}|{key}|".encode(), "sha256")
+
+
 def _tag(secret: bytes, kind: str, key: str, payload: bytes) -> bytes:
-    mac = hmac.new(secret, f"prefeval-cache|{FORMAT_VERSION}|{kind}|{key}|".encode(), "sha256")
+    mac = _mac(secret, kind, key)
     mac.update(payload)
     return mac.digest()
+
+
+def _verify(handle, secret: bytes, kind: str, key: str) -> bool:
+    """Whether the entry open in ``handle`` carries the tag of its payload under this
+    key; the handle is left at the payload (read in pieces: no copy of a large cube)."""
+    head = handle.read(len(MAGIC) + _TAG)
+    if len(head) != len(MAGIC) + _TAG or head[: len(MAGIC)] != MAGIC:
+        return False
+    mac = _mac(secret, kind, key)
+    while piece := handle.read(1 << 20):
+        mac.update(piece)
+    handle.seek(len(head))
+    return hmac.compare_digest(head[len(MAGIC) :], mac.digest())
 
 
 def _discard(folder_fd: int, name: str) -> None:
@@ -357,27 +375,25 @@ def get(kind: str, key: str) -> dict[str, np.ndarray] | None:
     folder, secret = opened
     try:
         try:
-            fd = os.open(name, os.O_RDONLY | _NOFOLLOW, dir_fd=folder)
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
         except OSError:  # absent, not ours to read, a link: a miss
             return None
-        try:
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read()
-        except OSError:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device: a miss
+            os.close(fd)
             return None
-        head = len(MAGIC) + _TAG
-        payload = data[head:]
-        sound = data[: len(MAGIC)] == MAGIC and hmac.compare_digest(
-            data[len(MAGIC) : head], _tag(secret, kind, key, payload)
-        )
-        try:
-            if not sound:
-                raise ValueError("check failed")
-            with np.load(io.BytesIO(payload), allow_pickle=False) as arrays:
-                result = {n: arrays[n] for n in arrays.files}
-        except Exception:  # noqa: BLE001 - corrupt, altered or planted: a miss
-            _discard(folder, name)
-            return None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                sound = _verify(handle, secret, kind, key)
+            except OSError:
+                return None
+            try:
+                if not sound:
+                    raise ValueError("check failed")
+                with np.load(handle, allow_pickle=False) as arrays:
+                    result = {n: arrays[n] for n in arrays.files}
+            except Exception:  # noqa: BLE001 - corrupt, altered or planted: a miss
+                _discard(folder, name)
+                return None
         try:
             os.utime(name, dir_fd=folder, follow_symlinks=False)  # recently used
         except (OSError, NotImplementedError):

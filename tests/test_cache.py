@@ -447,3 +447,24 @@ def test_symlinked_cache_folders_are_never_followed(tmp_path, monkeypatch, linke
         assert again.stdout == fresh
     finally:
         cache._refused.clear()
+
+
+def test_temporaries_of_killed_writers_are_swept(tmp_path, monkeypatch):
+    """A temporary entry a killed process left (unlocked, ours, a minute old) is removed
+    by the next pruning; one a live writer holds (locked) or a fresh one stays."""
+    import fcntl
+    import time
+
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    _order(tmp_path)
+    folder = _entry_files(tmp_path / "cache")[0].parent
+    stale, live, fresh = (folder / f".prefeval-{n}.tmp" for n in ("dead", "live", "new"))
+    for path in (stale, live, fresh):
+        path.write_bytes(b"partial entry")
+    for path in (stale, live):
+        os.utime(path, (time.time() - 3600,) * 2)
+    with open(live, "rb") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cache.prune()
+    assert not stale.exists()
+    assert live.exists() and fresh.exists()
