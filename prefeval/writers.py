@@ -274,6 +274,7 @@ def write_table(
                 raise OutputError("<stdout>", PARQUET_TTY)
             write_stdout([parquet_bytes(frame, precision)])
             return
+        _no_terminal(output)
         with atomic_output(output) as handle:
             handle.write(parquet_bytes(frame, precision))
         return
@@ -352,8 +353,17 @@ def _write_parquet_frames(frames, output, precision) -> None:
         write(buffer)
         write_stdout([buffer.getvalue()])
         return
+    _no_terminal(output)
     with atomic_output(output) as handle:
         write(handle)
+
+
+def _no_terminal(output) -> None:
+    """Binary output to ``/dev/stdout`` (or ``/dev/fd/N``) on a terminal: refused, as
+    on standard output itself."""
+    fd = descriptor(output)
+    if fd is not None and os.isatty(fd):
+        raise OutputError(output, PARQUET_TTY)
 
 
 PARQUET_TTY = "-f parquet writes binary: give -o FILE or redirect standard output"
@@ -647,48 +657,17 @@ def sweep_temporaries(folder_fd: int, names=None) -> int:
     return removed
 
 
-class _Stream:
-    """A binary handle on an open file descriptor (``-o /dev/stdout``): standard output
-    and error are Python's own streams (what ``-o -`` writes to), other descriptors a
-    duplicate; the descriptor is written in its own mode (appending stays appending)
-    and never closed."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        stream = {1: sys.stdout, 2: sys.stderr}.get(fd)
-        if stream is not None:
-            stream.flush()
-            self.raw = getattr(stream, "buffer", None)
-            if self.raw is None:
-                raise OSError(f"file descriptor {fd} is closed")
-            self.own = False
-        else:
-            self.raw = os.fdopen(os.dup(fd), "wb")
-            self.own = True
-
-    def write(self, data) -> int:
-        return self.raw.write(data)
-
-    def tell(self) -> int:
-        return self.raw.tell()
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def close(self) -> None:
-        if self.own:
-            self.raw.close()
-
-    def quiet(self) -> None:
-        """A reader that went away (``| head``): end quietly; the descriptor is pointed
-        at /dev/null so that nothing buffered fails again at exit."""
+def _open_descriptor(fd: int):
+    """A binary file on a duplicate of the open descriptor ``fd`` (``-o /dev/stdout``):
+    it writes in the descriptor's own mode (appending stays appending) and closing it
+    leaves ``fd`` open.  Python's own stdout and stderr are flushed first, so that what
+    they hold comes before."""
+    for stream in (sys.stdout, sys.stderr):
         try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            target = self.raw.fileno() if not self.own else self.fd
-            os.dup2(devnull, target)
-            os.close(devnull)
-        except (OSError, ValueError):
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
             pass
+    return os.fdopen(os.dup(fd), "wb")
 
 
 class atomic_output:
@@ -708,13 +687,14 @@ class atomic_output:
         self.replacement = None
         self.handle = None
         self.folder_fd = None
+        self.stream_fd = None
 
     def __enter__(self):
         self.target, info = check_output(self.path)
         try:
-            fd = descriptor(self.path)
-            if fd is not None:
-                self.handle = _Stream(fd)
+            self.stream_fd = descriptor(self.path)
+            if self.stream_fd is not None:
+                self.handle = _open_descriptor(self.stream_fd)
                 return self.handle
             if info is not None and not stat.S_ISREG(info.st_mode):
                 self.handle = open(self.target, "wb")  # noqa: SIM115 - closed in __exit__
@@ -744,6 +724,19 @@ class atomic_output:
                 pass
         self._close_folder()
 
+    def _quiet(self) -> None:
+        """A reader that went away (``| head``): the descriptor and its duplicate are
+        pointed at /dev/null, so that nothing buffered fails again (at exit)."""
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.stream_fd)
+                os.dup2(devnull, self.handle.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
     def _close_folder(self) -> None:
         if self.folder_fd is not None:
             os.close(self.folder_fd)
@@ -751,8 +744,8 @@ class atomic_output:
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
-            if isinstance(self.handle, _Stream) and issubclass(exc_type, BrokenPipeError):
-                self.handle.quiet()  # | head: the output ends quietly, as on stdout
+            if self.stream_fd is not None and issubclass(exc_type, BrokenPipeError):
+                self._quiet()  # | head: the output ends quietly, as on stdout
                 self._abandon()
                 return True
             self._abandon()
@@ -767,8 +760,8 @@ class atomic_output:
                 self.handle.close()
             self._close_folder()
         except OSError as error:
-            if isinstance(self.handle, _Stream) and isinstance(error, BrokenPipeError):
-                self.handle.quiet()
+            if self.stream_fd is not None and isinstance(error, BrokenPipeError):
+                self._quiet()
                 self._abandon()
                 return False
             self._abandon()

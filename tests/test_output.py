@@ -385,3 +385,36 @@ def test_tsv_refuses_names_it_cannot_hold(tmp_path):
             assert name in {json.loads(line)["run"] for line in back.stdout.splitlines()}
     # names without them are written as before
     assert invoke("compare", *ARGS).stdout == _expected()
+
+
+def test_dev_stdout_on_a_terminal_and_to_a_reader_that_leaves(tmp_path):
+    """-o /dev/stdout is standard output: Parquet to a terminal is refused as without -o
+    (one line, exit 2), and a reader that goes away (| head) ends the output quietly."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [*PREFEVAL, "compare", "-f", "parquet", "-o", "/dev/stdout", *map(str, ARGS)],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == (
+        "prefeval: cannot write /dev/stdout: -f parquet writes binary: give -o FILE or "
+        "redirect standard output\n"
+    )
+    runs = sorted(str(p) for p in (SAMPLE / "runs").iterdir())
+    for fmt in ("tsv", "parquet"):
+        proc = subprocess.Popen(
+            [*PREFEVAL, "compare", "-q", "-f", fmt, "-o", "/dev/stdout", str(ARGS[0]), *runs],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        proc.stdout.read(10)
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == 0
+        assert b"Traceback" not in proc.stderr.read()
