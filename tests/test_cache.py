@@ -399,20 +399,40 @@ def test_foreign_and_unreadable_entries_are_left_alone(tmp_path, monkeypatch):
 
 
 def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
-    """An entry this user cannot read (here: mode 000, as a non-root user) is a miss: it
-    is not deleted; the result is right."""
-    if os.geteuid() == 0:
-        pytest.skip("root reads every file (see test_foreign_and_unreadable_entries_...)")
-    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    fresh = _order(tmp_path, "--no-cache").stdout
-    _order(tmp_path)
-    entry = _entry_files(tmp_path / "cache")[0]
-    entry.chmod(0)
+    """An entry this user cannot read (mode 000; as root the test runs as user nobody,
+    since root reads every file) is a miss: not deleted; the result is right."""
+    import contextlib
+    import shutil
+    import tempfile
+
+    fresh = _order(tmp_path, "--no-cache").stdout  # (as root: imports all it needs)
+    folder = Path(tempfile.mkdtemp(prefix="prefeval-cache-"))  # reachable by nobody
+    folder.chmod(0o777)
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+
+    @contextlib.contextmanager
+    def nobody():
+        os.seteuid(65534)
+        try:
+            yield
+        finally:
+            os.seteuid(0)
+
     try:
-        assert _order(tmp_path).stdout == fresh
-        assert entry.exists()
+        with nobody() if os.geteuid() == 0 else contextlib.nullcontext():
+            assert _order(tmp_path).stdout == fresh
+            entries = _entry_files(folder)
+            assert len(entries) == 4
+            for entry in entries:
+                entry.chmod(0)
+            try:
+                assert _order(tmp_path).stdout == fresh
+                assert all(entry.exists() for entry in entries)
+            finally:
+                for entry in entries:
+                    entry.chmod(0o600)
     finally:
-        entry.chmod(0o600)
+        shutil.rmtree(folder)
 
 
 @pytest.mark.parametrize("linked", ["runs", "cubes", "user", "version"])
