@@ -40,6 +40,7 @@ import math
 import os
 import re
 import stat
+import threading
 
 import numpy as np
 
@@ -177,6 +178,7 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXE
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 #: user folders found unusable (notice given once per folder and process)
 _refused: set[str] = set()
+_refusing = threading.Lock()
 
 
 def _uid() -> int:
@@ -292,10 +294,14 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
 
 
 def _refuse(where: str, reason: str) -> None:
-    """Turn the cache off for this process's commands in this folder, with a notice."""
+    """Turn the cache off for this process's commands in this folder, with a notice (one:
+    the threads reading runs may find the same fault at once)."""
     from .engine import stderr_notice
 
-    _refused.add(user_dir())
+    with _refusing:
+        if user_dir() in _refused:
+            return
+        _refused.add(user_dir())
     stderr_notice(f"cache not used: {where}: {reason}")
 
 
