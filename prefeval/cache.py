@@ -11,31 +11,48 @@ stored, so a gzip file is hashed compressed), the judgments it is matched agains
 ``max_docs``, ``--binary``, the measures, and the cache format's version.  A file
 changed in any way, under the same name and modification time or not, misses.
 
-Layout: ``ROOT/prefeval-cache-v{VERSION}/{runs,cubes}/xx/<64 hex digits>.npz`` where
-ROOT is ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``, else
-``~/.cache/prefeval``.  Entries are written atomically (temporary file, fsync,
-rename); a corrupt, truncated or unreadable entry is a miss, removed and recomputed.
-Pruning removes the least recently used entries beyond ``$PREFEVAL_CACHE_MAX_GB``
-(default 2) and touches nothing but files named like its own entries inside its
-own folder.  ``PREFEVAL_CACHE=0`` (or the CLI's ``--no-cache``) turns it off;
-deleting the folder is always safe.
+Layout: ``ROOT/prefeval-cache-v{VERSION}/user-<uid>/{runs,cubes}/xx/<64 hex
+digits>.entry`` where ROOT is ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``,
+else ``~/.cache/prefeval``.  Each user has a folder of their own (mode 0700) in a
+shared ROOT, and a secret there (``secret``, 32 random bytes, mode 0600).  An entry is
+``MAGIC``, an HMAC-SHA256 with that secret of (kind, key, the arrays' npz bytes), then
+those bytes: an entry planted or altered by anyone without the secret, copied from
+another key, truncated or bit-flipped fails the check and is a miss.  Entries are
+written through :class:`prefeval.writers.Replacement` (temporary file, fsync, rename),
+every folder below ROOT is opened without following symbolic links (a link in their
+place turns the cache off with a notice) and nothing outside the user's own folder is
+ever read, written or removed.  A corrupt entry of ours is removed and recomputed; one
+we cannot read is a miss and left alone.  Pruning removes the least recently used
+entries beyond ``$PREFEVAL_CACHE_MAX_GB`` (default 2) and touches nothing but files
+named like its own entries (and stale temporary files, see
+:func:`prefeval.writers.sweep_temporaries`) inside the user's folder.
+``PREFEVAL_CACHE=0`` (or the CLI's ``--no-cache``) turns it off; deleting the folder is
+always safe.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import io
 import json
 import math
 import os
 import re
-import tempfile
+import stat
+import threading
 
 import numpy as np
 
-FORMAT_VERSION = 3  # 3: own folder, SHA-256 content keys, exact uniform RPP
+# 3: own folder, SHA-256 content keys, exact uniform RPP; 4: a folder per user, entries
+# signed with the user's secret
+FORMAT_VERSION = 4
 KINDS = ("runs", "cubes")
-_ENTRY = re.compile(r"^[0-9a-f]{64}\.npz$")
-_TEMP = re.compile(r"^\.tmp-[A-Za-z0-9_]+\.npz$")
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.entry$")
+MAGIC = b"prefeval-cache-4\n"
+_TAG = hashlib.sha256().digest_size
+_SECRET = "secret"
+_SECRET_BYTES = 32
 _ENABLED = os.environ.get("PREFEVAL_CACHE", "1").lower() not in ("0", "no", "off", "false")
 DEFAULT_MAX_GB = 2.0
 
@@ -157,99 +174,345 @@ def cube_key(positions, relevant, measures, binary: bool) -> str:
 
 # --------------------------------------------------------------------------- entries
 
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: user folders found unusable (notice given once per folder and process)
+_refused: set[str] = set()
+_refusing = threading.Lock()
 
-def _entry(kind: str, key: str) -> str:
+
+def _uid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else 0
+
+
+def user_dir() -> str:
+    """The folder of this user's entries and secret inside :func:`own_dir`."""
+    return os.path.join(own_dir(), f"user-{_uid()}")
+
+
+class _Unusable(OSError):
+    """The cache's folders are not what the cache made them (a symbolic link, another
+    user's folder or secret): the cache is not used, with a notice."""
+
+
+def _subfolder(parent_fd: int | None, name: str, create: bool, mode: int = 0o700) -> int:
+    """Descriptor of the folder ``name`` in ``parent_fd`` (a path when None), never
+    following a symbolic link; made (``mode``) when ``create``."""
+    try:
+        return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    try:
+        os.mkdir(name, mode, dir_fd=parent_fd)
+    except FileExistsError:
+        pass
+    return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent_fd)
+
+
+def _open_folder(parent_fd: int | None, name: str, create: bool, mode: int = 0o700) -> int:
+    """:func:`_subfolder`, a symbolic link (or a file) in its place being
+    :class:`_Unusable`."""
+    try:
+        return _subfolder(parent_fd, name, create, mode)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        import errno
+
+        if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise _Unusable(f"{name} is a symbolic link or not a folder") from None
+        raise
+
+
+def _read_secret(folder_fd: int) -> bytes:
+    """The user's secret (made when missing): a regular file of this user that no one
+    else may read or write."""
+    flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(_SECRET, flags, dir_fd=folder_fd)
+    except FileNotFoundError:
+        from .writers import Replacement
+
+        new = Replacement(folder_fd, _SECRET + ".new", 0o600)
+        try:
+            new.handle.write(os.urandom(_SECRET_BYTES))
+            new.handle.flush()
+            os.fsync(new.handle.fileno())
+            new.handle.close()
+            # a link, not a rename: a secret another process of ours made first stays
+            os.link(new.tmp, _SECRET, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        except FileExistsError:
+            pass
+        finally:
+            new.abandon()
+        fd = os.open(_SECRET, flags, dir_fd=folder_fd)
+    try:
+        info = os.fstat(fd)
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_uid != _uid()
+            or info.st_mode & 0o077
+            or info.st_size != _SECRET_BYTES
+        ):
+            raise _Unusable(f"{_SECRET} is not a {_SECRET_BYTES}-byte file of this user (0600)")
+        return os.read(fd, _SECRET_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _user_folder(create: bool) -> tuple[int, bytes] | None:
+    """This user's folder (a descriptor the caller closes) and secret; None when there
+    is none yet (``create`` False) or the cache cannot be used (a notice says why, once
+    per process)."""
+    path = user_dir()
+    if path in _refused:
+        return None
+    fds = []
+    try:
+        if create:
+            os.makedirs(cache_dir(), exist_ok=True)
+        fds.append(os.open(cache_dir(), _DIR_FLAGS))  # ROOT: where the user points
+        # the version folder may be shared by the users of ROOT; the user's own is 0700
+        fds.append(_open_folder(fds[-1], os.path.basename(own_dir()), create, 0o777))
+        fds.append(_open_folder(fds[-1], os.path.basename(path), create))
+        if os.fstat(fds[-1]).st_uid != _uid():
+            raise _Unusable(f"{os.path.basename(path)} belongs to another user")
+        secret = _read_secret(fds[-1])
+    except FileNotFoundError:
+        for fd in fds:
+            os.close(fd)
+        return None
+    except OSError as error:
+        for fd in fds:
+            os.close(fd)
+        _refuse(own_dir(), str(error) if isinstance(error, _Unusable) else _describe(error))
+        return None
+    for fd in fds[:-1]:
+        os.close(fd)
+    return fds[-1], secret
+
+
+def _refuse(where: str, reason: str) -> None:
+    """Turn the cache off for this process's commands in this folder, with a notice (one:
+    the threads reading runs may find the same fault at once)."""
+    from .engine import stderr_notice
+
+    with _refusing:
+        if user_dir() in _refused:
+            return
+        _refused.add(user_dir())
+    stderr_notice(f"cache not used: {where}: {reason}")
+
+
+def _describe(error: OSError) -> str:
+    return error.strerror or str(error) or type(error).__name__
+
+
+def _entry(kind: str, key: str) -> tuple[str, str, str]:
+    """(kind, folder, file name) of the entry of ``key``, relative to the user folder."""
     if kind not in KINDS or not re.fullmatch(r"[0-9a-f]{64}", key):
         raise ValueError(f"bad cache entry {kind}/{key}")
-    return os.path.join(own_dir(), kind, key[:2], key + ".npz")
+    return kind, key[:2], key + ".entry"
 
 
-def _discard(path: str) -> None:
+def _entry_folder(kind: str, sub: str, create: bool) -> tuple[int, bytes] | None:
+    """Descriptor of the folder of an entry (the caller closes it) and the secret."""
+    opened = _user_folder(create)
+    if opened is None:
+        return None
+    mine, secret = opened
+    fds = [mine]
     try:
-        os.unlink(path)
+        fds.append(_open_folder(mine, kind, create))
+        return _open_folder(fds[-1], sub, create), secret
+    except _Unusable as error:
+        _refuse(os.path.join(user_dir(), kind), str(error))
+        return None
+    except OSError:
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _mac(secret: bytes, kind: str, key: str):
+    """The HMAC-SHA256 of an entry's payload, bound to its kind and key."""
+    return hmac.new(secret, f"prefeval-cache|{FORMAT_VERSION}|{kind}|{key}|".encode(), "sha256")
+
+
+def _tag(secret: bytes, kind: str, key: str, payload: bytes) -> bytes:
+    mac = _mac(secret, kind, key)
+    mac.update(payload)
+    return mac.digest()
+
+
+def _verify(handle, secret: bytes, kind: str, key: str) -> bool:
+    """Whether the entry open in ``handle`` carries the tag of its payload under this
+    key; the handle is left at the payload (read in pieces: no copy of a large cube)."""
+    head = handle.read(len(MAGIC) + _TAG)
+    if len(head) != len(MAGIC) + _TAG or head[: len(MAGIC)] != MAGIC:
+        return False
+    mac = _mac(secret, kind, key)
+    while piece := handle.read(1 << 20):
+        mac.update(piece)
+    handle.seek(len(head))
+    return hmac.compare_digest(head[len(MAGIC) :], mac.digest())
+
+
+def _discard(folder_fd: int, name: str) -> None:
+    """Remove an entry of ours (never another user's)."""
+    try:
+        if os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_uid == _uid():
+            os.unlink(name, dir_fd=folder_fd)
     except OSError:
         pass
 
 
 def get(kind: str, key: str) -> dict[str, np.ndarray] | None:
-    """The arrays stored under ``key``, or None (off, absent, or unreadable: removed)."""
+    """The arrays stored under ``key``, or None: off, absent, unreadable (left alone),
+    or failing its check (corrupt, altered, planted: removed when it is ours)."""
     if not _ENABLED:
         return None
-    path = _entry(kind, key)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except FileNotFoundError:
+    kind, sub, name = _entry(kind, key)
+    opened = _entry_folder(kind, sub, create=False)
+    if opened is None:
         return None
-    except Exception:  # noqa: BLE001 - corrupt (truncated, bit flip, not a zip): a miss
-        _discard(path)
-        return None
+    folder, secret = opened
     try:
-        os.utime(path)  # recently used: pruned last
-    except OSError:
-        pass
-    return arrays
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except OSError:  # absent, not ours to read, a link: a miss
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device: a miss
+            os.close(fd)
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                sound = _verify(handle, secret, kind, key)
+            except OSError:
+                return None
+            try:
+                if not sound:
+                    raise ValueError("check failed")
+                with np.load(handle, allow_pickle=False) as arrays:
+                    result = {n: arrays[n] for n in arrays.files}
+            except Exception:  # noqa: BLE001 - corrupt, altered or planted: a miss
+                _discard(folder, name)
+                return None
+        try:
+            os.utime(name, dir_fd=folder, follow_symlinks=False)  # recently used
+        except (OSError, NotImplementedError):
+            pass
+        return result
+    finally:
+        os.close(folder)
 
 
 def invalid(kind: str, key: str) -> None:
-    """Remove an entry whose arrays the caller found inconsistent."""
-    _discard(_entry(kind, key))
+    """Remove an entry (of ours) whose arrays the caller found inconsistent."""
+    kind, sub, name = _entry(kind, key)
+    opened = _entry_folder(kind, sub, create=False)
+    if opened is not None:
+        _discard(opened[0], name)
+        os.close(opened[0])
 
 
 def put(kind: str, key: str, **arrays) -> None:
-    """Store ``arrays`` under ``key`` atomically.  OSError (read-only home, full disk) is
-    ignored: the cache is an optimisation.  The temporary file is removed on any failure
-    or interruption.  Call :func:`prune` once after a batch of puts."""
+    """Store ``arrays`` under ``key`` atomically, signed.  OSError (read-only home, full
+    disk) is ignored: the cache is an optimisation.  The temporary file is removed on
+    any failure or interruption.  Call :func:`prune` once after a batch of puts."""
     if not _ENABLED:
         return
-    path = _entry(kind, key)
-    tmp = None
+    from .writers import Replacement
+
+    kind, sub, name = _entry(kind, key)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=os.path.dirname(path))
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        tmp = None
+        opened = _entry_folder(kind, sub, create=True)
+    except OSError:
+        return
+    if opened is None:
+        return
+    folder, secret = opened
+    try:
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        payload = buffer.getvalue()
+        try:
+            if os.stat(name, dir_fd=folder, follow_symlinks=False).st_uid != _uid():
+                return  # another user's file is never replaced
+        except FileNotFoundError:
+            pass
+        entry = Replacement(folder, name, 0o600)
+        try:
+            entry.handle.write(MAGIC + _tag(secret, kind, key, payload))
+            entry.handle.write(payload)
+        except BaseException:
+            entry.abandon()
+            raise
+        entry.commit()
     except OSError:
         pass
     finally:
-        if tmp is not None:
-            _discard(tmp)
+        os.close(folder)
 
 
 def prune(limit: int | None = None) -> None:
-    """Remove the least recently used entries while the cache's own entries exceed
-    ``limit`` bytes.  Only files named like entries, inside the cache's own folder,
-    are ever considered (and temporary files a killed process left over an hour ago)."""
-    import time
-
+    """Remove the least recently used entries while the user's entries exceed ``limit``
+    bytes.  Only files named like entries inside the user's own folder are ever
+    considered (and temporary files that killed processes left there), and no symbolic
+    link is followed."""
+    if not _ENABLED:
+        return
     limit = max_bytes() if limit is None else limit
+    opened = _user_folder(create=False)
+    if opened is None:
+        return
+    mine = opened[0]
+    try:
+        _prune(mine, limit)
+    finally:
+        os.close(mine)
+
+
+def _prune(mine: int, limit: int) -> None:
+    from .writers import sweep_temporaries
+
+    sweep_temporaries(mine)
     entries = []
-    stale = time.time() - 3600
     for kind in KINDS:
-        for folder, _, files in os.walk(os.path.join(own_dir(), kind)):
-            for name in files:
-                path = os.path.join(folder, name)
-                if _TEMP.match(name):
+        try:
+            kind_fd = _open_folder(mine, kind, create=False)
+        except OSError:  # absent, or a link (refused when an entry is read or written)
+            continue
+        try:
+            for folder, _, files, folder_fd in os.fwalk(".", dir_fd=kind_fd):
+                sweep_temporaries(folder_fd, files)
+                for name in files:
+                    if not _ENTRY.match(name):
+                        continue
                     try:
-                        if os.stat(path).st_mtime < stale:
-                            _discard(path)
+                        info = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
                     except OSError:
-                        pass
-                    continue
-                if not _ENTRY.match(name):
-                    continue
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                entries.append((st.st_mtime, st.st_size, path))
-    total = sum(size for _, size, _ in entries)
-    for _, size, path in sorted(entries):
+                        continue
+                    if stat.S_ISREG(info.st_mode) and info.st_uid == _uid():
+                        entries.append((info.st_mtime, info.st_size, kind, folder, name))
+        finally:
+            os.close(kind_fd)
+    total = sum(size for _, size, *_ in entries)
+    for _, size, kind, folder, name in sorted(entries):
         if total <= limit:
             break
-        _discard(path)
+        try:
+            kind_fd = _open_folder(mine, kind, create=False)
+            try:
+                sub_fd = _open_folder(kind_fd, folder, create=False)
+            finally:
+                os.close(kind_fd)
+        except OSError:
+            continue
+        try:
+            _discard(sub_fd, name)
+        finally:
+            os.close(sub_fd)
         total -= size

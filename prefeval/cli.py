@@ -73,6 +73,8 @@ class PrefevalCommand(click.Command):
         if sum(1 for path in inputs if path == "-") > 1:
             raise click.UsageError("'-' (standard input) may be given for one input only")
         output = ctx.params.get("output")
+        if output == "":
+            raise click.UsageError("-o needs a file name ('-' for standard output)")
         fmt = ctx.params.get("fmt")
         if fmt is not None and fmt.lower() == "parquet" and output in (None, "-"):
             if sys.stdout.isatty():

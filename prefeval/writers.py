@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
+import stat
 import sys
-import tempfile
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -36,6 +39,23 @@ def _csv_quote(text: str) -> str:
     if any(ch in text for ch in ',"\n\r'):
         return '"' + text.replace('"', '""') + '"'
     return text
+
+
+class TsvValueError(ValueError):
+    """A name that a tsv table cannot hold (a tab, a line feed or a carriage return):
+    refused rather than escaped, so that every tsv is read back as written."""
+
+
+_TSV_BREAKS = re.compile("[\t\n\r]")
+
+
+def _check_tsv(what: str, texts) -> None:
+    for text in texts:
+        if text is not None and _TSV_BREAKS.search(text):
+            raise TsvValueError(
+                f"{what}, {text!r}, holds a tab or a line break, which tsv cannot hold; "
+                "use -f csv, jsonl or parquet"
+            )
 
 
 def fixed_text(values: np.ndarray, fmt: str, precision: int):
@@ -137,10 +157,8 @@ def iter_chunks(
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     names = [str(c) for c in frame.columns]
-    if fmt == "tsv" and header:
-        yield ("\t".join(names) + "\n").encode()
-    elif fmt == "csv" and header:
-        yield (",".join(_csv_quote(n) for n in names) + "\n").encode()
+    if fmt == "tsv":
+        _check_tsv("a column name", names)
     encoded = []
     for name in frame.columns:
         series = frame[name]
@@ -149,6 +167,8 @@ def iter_chunks(
             digits = None if str(name) in EXACT_COLUMNS else precision
             encoded.append((codes, digits))
             continue
+        if fmt == "tsv":
+            _check_tsv(f"a value of {name}", texts)
         if fmt == "csv":
             texts = ["" if t is None else _csv_quote(t) for t in texts]
         elif fmt == "jsonl":
@@ -156,6 +176,11 @@ def iter_chunks(
         else:
             texts = ["" if t is None else t for t in texts]
         encoded.append((codes, pa.array(texts, pa.string())))
+    # the header after every value is checked: nothing is written of a refused table
+    if fmt == "tsv" and header:
+        yield ("\t".join(names) + "\n").encode()
+    elif fmt == "csv" and header:
+        yield (",".join(_csv_quote(n) for n in names) + "\n").encode()
     n = len(frame)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
@@ -217,19 +242,39 @@ def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
 
 
+def _refusing_tsv(write):
+    """``write`` with a :class:`TsvValueError` turned into an :class:`OutputError` of
+    its output (``prefeval: cannot write FILE: ...``, exit status 2)."""
+    import functools
+
+    @functools.wraps(write)
+    def wrapper(*args, **kwargs):
+        try:
+            return write(*args, **kwargs)
+        except TsvValueError as error:
+            output = args[1] if len(args) > 1 else kwargs.get("output")
+            where = "<stdout>" if output is None or output == "-" else output
+            raise OutputError(where, str(error)) from None
+
+    return wrapper
+
+
+@_refusing_tsv
 def write_table(
     frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv", precision: int | None = None
 ) -> None:
     """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout;
     ``precision`` N writes floats as ``%.Nf`` (default: shortest round-trip form).
     ``fmt`` ``parquet``: see :func:`parquet_bytes` (standard output must not be a
-    terminal)."""
+    terminal).  A tsv table refuses names holding a tab or a line break
+    (:class:`OutputError`, nothing written)."""
     if fmt in BINARY_FORMATS:
         if output is None or output == "-":
             if sys.stdout.isatty():
                 raise OutputError("<stdout>", PARQUET_TTY)
             write_stdout([parquet_bytes(frame, precision)])
             return
+        _no_terminal(output)
         with atomic_output(output) as handle:
             handle.write(parquet_bytes(frame, precision))
         return
@@ -241,6 +286,7 @@ def write_table(
             handle.write(chunk)
 
 
+@_refusing_tsv
 def write_frames(
     frames, output: str | None = None, fmt: str = "tsv", precision: int | None = None
 ) -> None:
@@ -307,8 +353,17 @@ def _write_parquet_frames(frames, output, precision) -> None:
         write(buffer)
         write_stdout([buffer.getvalue()])
         return
+    _no_terminal(output)
     with atomic_output(output) as handle:
         write(handle)
+
+
+def _no_terminal(output) -> None:
+    """Binary output to ``/dev/stdout`` (or ``/dev/fd/N``) on a terminal: refused, as
+    on standard output itself."""
+    fd = descriptor(output)
+    if fd is not None and os.isatty(fd):
+        raise OutputError(output, PARQUET_TTY)
 
 
 PARQUET_TTY = "-f parquet writes binary: give -o FILE or redirect standard output"
@@ -395,20 +450,51 @@ def write_stdout(chunks) -> None:
         raise OutputError("<stdout>", _reason(error)) from None
 
 
+#: /dev/stdin, /dev/stdout, /dev/stderr and /dev/fd/N (or /proc/self/fd/N): names of a
+#: file descriptor this process already has open
+_STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_PATH = re.compile(r"^/(?:dev/fd|proc/self/fd|proc/(\d+)/fd)/(\d+)$")
+
+
+def descriptor(path) -> int | None:
+    """The open file descriptor ``path`` names (``/dev/stdout``, ``/dev/stderr``,
+    ``/dev/fd/N``, ``/proc/self/fd/N``, or a symbolic link to one of them), else None."""
+    current = os.path.abspath(os.fspath(path))
+    for _ in range(40):  # a loop of links ends here
+        if current in _STANDARD:
+            return _STANDARD[current]
+        match = _FD_PATH.match(current)
+        if match and match.group(1) in (None, str(os.getpid())):
+            return int(match.group(2))
+        if not os.path.islink(current):
+            return None
+        target = os.readlink(current)
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return None
+
+
 def output_target(path: str) -> str:
     """The file ``path`` writes to: a symbolic link's target, not the link."""
     return os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)
 
 
 def check_output(path: str):
-    """Raise OutputError unless ``path`` can be written: called before any computing.
-    Returns (the file written, its ``os.stat`` or None when it does not exist yet).
+    """Raise OutputError unless ``path`` can be written: called before any computing,
+    and again when the file is opened.  Returns (the file written, its ``os.stat`` or
+    None when it does not exist yet, or when ``path`` names an open file descriptor).
 
-    A path that exists must not be a folder; a regular file (or a new one) needs a
-    writable folder, since it is replaced by a renamed temporary file; a device or a
-    FIFO is written through and needs to be writable itself."""
-    import stat
-
+    One rule for every file prefeval writes (tables, figures, reports, their side
+    files): a name of an open descriptor (``/dev/stdout``...) must be open for writing;
+    a path that exists must not be a folder, and must be writable by this user (a
+    read-only file, or another user's, is never replaced); a regular file (or a new
+    one) needs a writable folder, since it is replaced by a renamed temporary file; a
+    device or a FIFO is written through."""
+    if os.fspath(path) == "":
+        raise OutputError("''", "an empty file name")
+    fd = descriptor(path)
+    if fd is not None:
+        _check_descriptor(path, fd)
+        return os.fspath(path), None
     target = output_target(path)
     try:
         info = os.stat(target)
@@ -418,77 +504,266 @@ def check_output(path: str):
         raise OutputError(path, _reason(error)) from None
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise OutputError(path, "is a directory")
+    if info is not None and not _may(target, os.W_OK):
+        raise OutputError(path, "permission denied (the file is read-only for this user)")
     if info is not None and not stat.S_ISREG(info.st_mode):
-        if not os.access(target, os.W_OK):
-            raise OutputError(path, "permission denied")
         return target, info
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise OutputError(path, f"no such directory {folder!r}")
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not _may(folder, os.W_OK | os.X_OK):
         raise OutputError(path, f"directory {folder!r} is not writable")
     return target, info
 
 
-class atomic_output:
-    """Context manager: a binary handle on a temporary file in the target's folder,
-    flushed, fsynced and renamed to the target on success, removed on any failure or
-    interruption.  A symbolic link's target is written (the link stays); an existing
-    path that is not a regular file (a device such as /dev/null, a FIFO) is written
-    through directly, never replaced.  Failures raise :class:`OutputError`."""
+def _may(path: str, mode: int) -> bool:
+    """Whether this process (its effective user) may access ``path`` in ``mode``."""
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, mode, effective_ids=effective)
 
-    def __init__(self, path: str):
-        self.path = os.fspath(path)
-        self.tmp = None
-        self.handle = None
 
-    def __enter__(self):
-        import stat
+def _check_descriptor(path, fd: int) -> None:
+    try:
+        import fcntl
 
-        self.target, info = check_output(self.path)
-        try:
-            if info is not None and not stat.S_ISREG(info.st_mode):
-                self.handle = open(self.target, "wb")  # noqa: SIM115 - closed in __exit__
-                return self.handle
-            self.mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
-            folder = os.path.dirname(self.target)
-            fd, self.tmp = tempfile.mkstemp(prefix=".prefeval-", suffix=".tmp", dir=folder)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    except ImportError:
+        return
+    except OSError:
+        raise OutputError(path, f"file descriptor {fd} is not open") from None
+    if flags & os.O_ACCMODE not in (os.O_WRONLY, os.O_RDWR):
+        raise OutputError(path, f"file descriptor {fd} is not open for writing")
+
+
+# ------------------------------------------------------------- temporary files
+
+#: the name of prefeval's temporary files (``.prefeval-`` and random letters)
+TEMP_NAME = re.compile(r"^\.prefeval-[A-Za-z0-9_]+\.tmp$")
+#: a temporary file untouched this long, and not locked, was left by a killed writer
+STALE_SECONDS = 60
+
+
+def _flock():
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): temporaries are never swept
+        return None
+    return fcntl
+
+
+class Replacement:
+    """The one way prefeval replaces a file: a temporary file ``.prefeval-XXXX.tmp`` in
+    the target's folder (given as an open descriptor of the folder, so a symbolic link
+    swapped in meanwhile is never followed), held under an exclusive ``flock`` while it
+    is written, then flushed, fsynced, given ``mode`` and renamed over ``name``;
+    removed on any failure.  A writer killed outright (SIGKILL, the OOM killer) cannot
+    remove its temporary file; its lock dies with it, so a later writer in the folder
+    removes the file (:func:`sweep_temporaries`)."""
+
+    def __init__(self, folder_fd: int, name: str, mode: int):
+        self.folder_fd, self.name, self.mode = folder_fd, name, mode
+        self.tmp = self.handle = None
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        flags |= getattr(os, "O_CLOEXEC", 0)
+        fd = None
+        try:  # a signal at any point here (SIGINT, SIGTERM) removes the file made
+            for _ in range(100):
+                # named before it is made: an interruption just after os.open finds it
+                self.tmp = f".prefeval-{secrets.token_hex(6)}.tmp"
+                try:
+                    fd = os.open(self.tmp, flags, 0o600, dir_fd=folder_fd)
+                    break
+                except FileExistsError:
+                    self.tmp = None
+            else:  # pragma: no cover - 100 collisions of 48 random bits
+                raise FileExistsError("no free temporary file name")
+            fcntl = _flock()
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             self.handle = os.fdopen(fd, "wb")
-        except OSError as error:
-            self._abandon()
-            raise OutputError(self.path, _reason(error)) from None
-        return self.handle
+        except BaseException:
+            if self.handle is None and fd is not None:
+                os.close(fd)
+            self.abandon()
+            raise
 
-    def _abandon(self) -> None:
+    def commit(self) -> None:
+        """Flush, fsync and rename the temporary file over the target."""
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            os.chmod(self.handle.fileno(), self.mode)
+            # renamed while still locked: a sweeper never sees it unlocked under its name
+            os.replace(self.tmp, self.name, src_dir_fd=self.folder_fd, dst_dir_fd=self.folder_fd)
+            self.tmp = None
+            self.handle.close()
+        except BaseException:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
         """Close the handle and remove the temporary file, whatever state they are in."""
-        if self.handle is not None:
+        handle = self.handle
+        if handle is not None:
             try:
-                self.handle.close()
+                handle.close()
             except OSError:
                 pass
         if self.tmp is not None:
             try:
-                os.unlink(self.tmp)
+                os.unlink(self.tmp, dir_fd=self.folder_fd)
             except OSError:
                 pass
             self.tmp = None
 
+
+def sweep_temporaries(folder_fd: int, names=None) -> int:
+    """Remove the temporary files that killed prefeval writers left in a folder (an open
+    descriptor; ``names``: its entries, when already listed); returns how many.  Only a
+    file that is provably stale and ours is removed: named like prefeval's temporaries,
+    a regular file of this user, untouched for :data:`STALE_SECONDS`, and not locked (a
+    live writer holds a lock on its temporary file until it is renamed; the kernel
+    drops the lock when the writer dies)."""
+    fcntl = _flock()
+    if fcntl is None:
+        return 0
+    if names is None:
+        try:
+            names = os.listdir(folder_fd)
+        except OSError:
+            return 0
+    uid, limit, removed = os.geteuid(), time.time() - STALE_SECONDS, 0
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    for name in names:
+        if not TEMP_NAME.match(name):
+            continue
+        try:
+            info = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != uid or info.st_mtime > limit:
+                continue
+            fd = os.open(name, flags, dir_fd=folder_fd)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while a writer lives
+            now = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+            if os.path.samestat(now, os.fstat(fd)):
+                os.unlink(name, dir_fd=folder_fd)
+                removed += 1
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _open_descriptor(fd: int):
+    """A binary file on a duplicate of the open descriptor ``fd`` (``-o /dev/stdout``):
+    it writes in the descriptor's own mode (appending stays appending) and closing it
+    leaves ``fd`` open.  Python's own stdout and stderr are flushed first, so that what
+    they hold comes before."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    return os.fdopen(os.dup(fd), "wb")
+
+
+class atomic_output:
+    """Context manager: a binary handle for writing the file ``path``; the one opener of
+    every file prefeval writes (see :func:`check_output` for its rule).
+
+    A regular file (or a new one) is written to a :class:`Replacement`, renamed over it
+    only when complete (stale temporaries of killed writers in the folder are swept
+    first); a symbolic link's target is written (the link stays); an existing path that
+    is not a regular file (a device such as /dev/null, a FIFO) is written through
+    directly, never replaced; ``/dev/stdout``, ``/dev/stderr`` and ``/dev/fd/N`` write to
+    the already open descriptor, in its mode (appending to a log stays appending).
+    Failures raise :class:`OutputError`."""
+
+    def __init__(self, path: str):
+        self.path = os.fspath(path)
+        self.replacement = None
+        self.handle = None
+        self.folder_fd = None
+        self.stream_fd = None
+
+    def __enter__(self):
+        self.target, info = check_output(self.path)
+        try:
+            self.stream_fd = descriptor(self.path)
+            if self.stream_fd is not None:
+                self.handle = _open_descriptor(self.stream_fd)
+                return self.handle
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                self.handle = open(self.target, "wb")  # noqa: SIM115 - closed in __exit__
+                return self.handle
+            mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+            folder = os.path.dirname(self.target)
+            self.folder_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            sweep_temporaries(self.folder_fd)
+            self.replacement = Replacement(self.folder_fd, os.path.basename(self.target), mode)
+            self.handle = self.replacement.handle
+        except OSError as error:
+            self._abandon()
+            raise OutputError(self.path, _reason(error)) from None
+        except BaseException:  # a signal before the with block is entered
+            self._abandon()
+            raise
+        return self.handle
+
+    def _abandon(self) -> None:
+        """Close the handle and remove the temporary file, whatever state they are in."""
+        if self.replacement is not None:
+            self.replacement.abandon()
+        elif self.handle is not None:
+            try:
+                self.handle.close()
+            except OSError:
+                pass
+        self._close_folder()
+
+    def _quiet(self) -> None:
+        """A reader that went away (``| head``): the descriptor and its duplicate are
+        pointed at /dev/null, so that nothing buffered fails again (at exit)."""
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.stream_fd)
+                os.dup2(devnull, self.handle.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+    def _close_folder(self) -> None:
+        if self.folder_fd is not None:
+            os.close(self.folder_fd)
+            self.folder_fd = None
+
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
+            if self.stream_fd is not None and issubclass(exc_type, BrokenPipeError):
+                self._quiet()  # | head: the output ends quietly, as on stdout
+                self._abandon()
+                return True
             self._abandon()
             if issubclass(exc_type, OSError) and not isinstance(exc, OutputError):
                 raise OutputError(self.path, _reason(exc)) from None
             return False
         try:
-            self.handle.flush()
-            if self.tmp is not None:
-                os.fsync(self.handle.fileno())
-            self.handle.close()
-            if self.tmp is not None:
-                os.chmod(self.tmp, self.mode)
-                os.replace(self.tmp, self.target)
-                self.tmp = None
+            if self.replacement is not None:
+                self.replacement.commit()
+            else:
+                self.handle.flush()
+                self.handle.close()
+            self._close_folder()
         except OSError as error:
+            if self.stream_fd is not None and isinstance(error, BrokenPipeError):
+                self._quiet()
+                self._abandon()
+                return False
             self._abandon()
             raise OutputError(self.path, _reason(error)) from None
         except BaseException:

@@ -19,7 +19,8 @@ RUN2 = "1 Q0 x 1 2.0 t\n1 Q0 a 2 3.0 t\n1 Q0 b 3 1.0 t\n2 Q0 c 1 1.0 t\n"
 
 
 def _entries(folder) -> int:
-    return sum(len(files) for _, _, files in os.walk(folder))
+    """The cache entries under ``folder`` (not its secret, nor anyone's other files)."""
+    return sum(name.endswith(".entry") for _, _, files in os.walk(folder) for name in files)
 
 
 def test_hit_equals_miss_and_content_change_misses(tmp_path, _private_cache):
@@ -65,7 +66,7 @@ def _corrupt(folder, how: str) -> int:
     count = 0
     for base, _, files in os.walk(folder):
         for name in files:
-            if not name.endswith(".npz"):
+            if not name.endswith(".entry"):
                 continue
             path = os.path.join(base, name)
             data = bytearray(open(path, "rb").read())
@@ -133,8 +134,14 @@ def test_pruning_touches_only_its_own_entries(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.stderr
     for path, text in mine.items():
         assert path.read_text() == text
-    own = [p for p in folder.rglob("*.npz") if p not in mine]
-    assert all(p.parent.parent.parent.name.startswith("prefeval-cache-v") for p in own)
+    own = list(folder.rglob("*.entry"))
+    assert all(p.parents[2] == Path(cache.user_dir()) for p in own)
+    assert sorted(p.name for p in folder.rglob("*") if p.is_file() and p not in own) == [
+        "0123.npz",
+        "notes.npz",
+        "old-results.tsv",
+        "secret",
+    ]
     assert sum(p.stat().st_size for p in own) <= 1100 or len(own) <= 1
 
 
@@ -207,7 +214,7 @@ def test_concurrent_processes_share_one_cache(tmp_path):
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert all(out == reference.stdout for out in outputs)
-    assert not [p for p in (tmp_path / "cache").rglob(".tmp-*")]
+    assert not [p for p in (tmp_path / "cache").rglob(".prefeval-*")]
     # and served from the now warm cache
     warm = subprocess.run(args, capture_output=True, env=env, check=True)
     assert warm.stdout == reference.stdout
@@ -263,3 +270,221 @@ def test_digest_of_arrays_takes_empty_and_transposed_arrays():
     assert cache.Digest("a").array(view).hexdigest() == (
         cache.Digest("a").array(np.ascontiguousarray(view)).hexdigest()
     )
+
+
+def _order(tmp_path, *extra):
+    """order of three sample runs, in-process (a result and its stdout)."""
+    from helpers import invoke
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
+    result = invoke("order", "--no-baselines", "-m", "rpp", *extra, sample / "qrels.txt", *runs)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+def _entry_files(folder) -> list[Path]:
+    return sorted(Path(folder).rglob("*.entry"))
+
+
+def test_altered_planted_or_moved_entries_are_misses(tmp_path, monkeypatch):
+    """An entry is bound to its key and content by an HMAC with the user's secret: arrays
+    altered under the right key (structurally sound, the issue's rpp -0.2508 turned
+    into +0.1928), an entry signed with another secret, or a sound entry copied under
+    another key are misses; the result is the one computed afresh."""
+    import hashlib
+    import hmac
+    import io
+
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = _order(tmp_path, "--no-cache").stdout
+    assert _order(tmp_path).stdout == fresh
+    entries = _entry_files(tmp_path / "cache")
+    assert len(entries) == 4
+    head = len(cache.MAGIC) + 32
+
+    def rewrite(path, change, secret=None):
+        data = path.read_bytes()
+        with np.load(io.BytesIO(data[head:]), allow_pickle=False) as npz:
+            arrays = {n: npz[n] for n in npz.files}
+        change(arrays)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        payload = buffer.getvalue()
+        tag = data[len(cache.MAGIC) : head]
+        if secret is not None:  # a forger's own secret, signing exactly as prefeval does
+            kind, key = path.parents[1].name, path.stem
+            text = f"prefeval-cache|{cache.FORMAT_VERSION}|{kind}|{key}|".encode()
+            tag = hmac.new(secret, text + payload, hashlib.sha256).digest()
+        path.write_bytes(cache.MAGIC + tag + payload)
+
+    def reverse(arrays):  # every array reversed: a consistent but other reduced run or cube
+        for name, values in arrays.items():
+            if values.ndim:
+                arrays[name] = values[::-1].copy()
+
+    for secret in (None, b"k" * 32):
+        for path in entries:
+            rewrite(path, reverse, secret)
+        assert _order(tmp_path).stdout == fresh
+        assert _entry_files(tmp_path / "cache") == entries  # written again, sound
+        assert _order(tmp_path).stdout == fresh
+    # a sound entry moved under the key of another run
+    runs = [p for p in entries if p.parents[1].name == "runs"]
+    runs[1].write_bytes(runs[0].read_bytes())
+    assert _order(tmp_path).stdout == fresh
+    assert runs[1].read_bytes() != runs[0].read_bytes()  # recomputed and rewritten
+
+
+def test_secret_is_the_users_own(tmp_path, monkeypatch):
+    """The secret is made once, 0600, in the user's own 0700 folder; a secret others may
+    read (or that is not a regular file of this user) turns the cache off with one
+    notice, and the results are right."""
+    import stat
+
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = _order(tmp_path, "--no-cache").stdout
+    _order(tmp_path)
+    folder = Path(cache.user_dir())
+    assert folder.parent == Path(cache.own_dir())
+    secret = folder / "secret"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and secret.stat().st_size == 32
+    before = secret.read_bytes()
+    _order(tmp_path)
+    assert secret.read_bytes() == before
+    secret.chmod(0o644)
+    cache._refused.clear()
+    try:
+        result = _order(tmp_path)
+        assert result.stdout == fresh
+        assert result.stderr.count("cache not used") == 1, result.stderr
+        assert "secret" in result.stderr
+    finally:
+        cache._refused.clear()
+
+
+def _other_uid() -> int:
+    return os.geteuid() + 4242
+
+
+def test_foreign_and_unreadable_entries_are_left_alone(tmp_path, monkeypatch):
+    """A shared cache folder: another user's folder and entries are never read, pruned or
+    replaced; an entry of one's own folder that one cannot read, or that belongs to
+    someone else, is a miss and left as it is (never taken for corrupt and deleted)."""
+    import shutil
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give files to another user (run the tests as root)")
+    shared = tmp_path / "shared"
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(shared))
+    fresh = _order(tmp_path, "--no-cache").stdout
+    assert _order(tmp_path).stdout == fresh
+    mine = Path(cache.user_dir())
+    other = mine.parent / f"user-{_other_uid()}"
+    shutil.copytree(mine, other)
+    for path in [other, *other.rglob("*")]:
+        os.chown(path, _other_uid(), _other_uid(), follow_symlinks=False)
+        os.utime(path, (0, 0), follow_symlinks=False)  # the oldest files of all
+    theirs = {p: p.read_bytes() for p in other.rglob("*") if p.is_file()}
+    # an entry of our folder that is someone else's and (to us) corrupt
+    entry = _entry_files(mine)[0]
+    entry.write_bytes(b"not for you")
+    os.chown(entry, _other_uid(), _other_uid())
+    monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", "0")  # prune all it may
+    assert _order(tmp_path).stdout == fresh
+    assert _order(tmp_path).stdout == fresh
+    assert entry.read_bytes() == b"not for you"
+    assert {p: p.read_bytes() for p in other.rglob("*") if p.is_file()} == theirs
+
+
+def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
+    """An entry this user cannot read (mode 000; as root the test runs as user nobody,
+    since root reads every file) is a miss: not deleted; the result is right."""
+    import contextlib
+    import shutil
+    import tempfile
+
+    fresh = _order(tmp_path, "--no-cache").stdout  # (as root: imports all it needs)
+    folder = Path(tempfile.mkdtemp(prefix="prefeval-cache-"))  # reachable by nobody
+    folder.chmod(0o777)
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+
+    @contextlib.contextmanager
+    def nobody():
+        os.seteuid(65534)
+        try:
+            yield
+        finally:
+            os.seteuid(0)
+
+    try:
+        with nobody() if os.geteuid() == 0 else contextlib.nullcontext():
+            assert _order(tmp_path).stdout == fresh
+            entries = _entry_files(folder)
+            assert len(entries) == 4
+            for entry in entries:
+                entry.chmod(0)
+            try:
+                assert _order(tmp_path).stdout == fresh
+                assert all(entry.exists() for entry in entries)
+            finally:
+                for entry in entries:
+                    entry.chmod(0o600)
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("linked", ["runs", "cubes", "user", "version"])
+def test_symlinked_cache_folders_are_never_followed(tmp_path, monkeypatch, linked):
+    """A cache folder (runs, cubes, the user's or the version's) replaced by a symbolic
+    link: the cache is not used, with one notice; nothing is written, read or pruned
+    behind the link (files there named like entries stay), and the result is right."""
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = _order(tmp_path, "--no-cache").stdout
+    _order(tmp_path)
+    folder = {
+        "runs": Path(cache.user_dir(), "runs"),
+        "cubes": Path(cache.user_dir(), "cubes"),
+        "user": Path(cache.user_dir()),
+        "version": Path(cache.own_dir()),
+    }[linked]
+    elsewhere = tmp_path / "elsewhere"
+    folder.rename(elsewhere)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    outside = {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()}
+    for path in outside:
+        os.utime(path, (0, 0))
+    monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", "0")  # prune everything it may
+    cache._refused.clear()
+    try:
+        result = _order(tmp_path, "-m", "dcgrpp")  # other cubes: written if it could
+        assert result.stdout != fresh  # (another measure)
+        assert "cache not used" in result.stderr
+        assert result.stderr.count("cache not used") == 1, result.stderr
+        assert {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()} == outside
+        again = _order(tmp_path)
+        assert again.stdout == fresh
+    finally:
+        cache._refused.clear()
+
+
+def test_temporaries_of_killed_writers_are_swept(tmp_path, monkeypatch):
+    """A temporary entry a killed process left (unlocked, ours, a minute old) is removed
+    by the next pruning; one a live writer holds (locked) or a fresh one stays."""
+    import fcntl
+    import time
+
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    _order(tmp_path)
+    folder = _entry_files(tmp_path / "cache")[0].parent
+    stale, live, fresh = (folder / f".prefeval-{n}.tmp" for n in ("dead", "live", "new"))
+    for path in (stale, live, fresh):
+        path.write_bytes(b"partial entry")
+    for path in (stale, live):
+        os.utime(path, (time.time() - 3600,) * 2)
+    with open(live, "rb") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cache.prune()
+    assert not stale.exists()
+    assert live.exists() and fresh.exists()

@@ -148,3 +148,33 @@ def test_undefined_mean_is_empty_not_a_warning(tmp_path):
     assert result.exit_code == 0, result.stderr
     rows = [line.split("\t") for line in result.stdout.splitlines()[1:]]
     assert rows and all(row[6] == "1.0" and row[7] == "" for row in rows), rows
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_dev_stdout_appended_and_piped(command, tmp_path):
+    """-o /dev/stdout (report: a link FILE.html to it) writes to standard output as it
+    is open, for every command: a log appended to (``>> log``) keeps its earlier lines
+    and gets exactly the file -o FILE writes; a pipe gets the same bytes."""
+    name = OUT_NAME.get(command, "out.tsv")
+    reference = tmp_path / name
+    args = [*EXTRA.get(command, []), str(QRELS), *map(str, RUNS_OF.get(command, RUNS))]
+    result = invoke(command, "-o", reference, *args)
+    assert result.exit_code == 0, result.stderr
+    expected = reference.read_bytes()
+    target = "/dev/stdout"
+    if command in OUT_NAME:  # the extension the command needs, on a link
+        target = str(tmp_path / f"stdout-{name}")
+        os.symlink("/dev/stdout", target)
+    argv = [sys.executable, "-m", "prefeval", command, "-o", target, *args]
+    log = tmp_path / "log"
+    log.write_bytes(b"earlier line\n")
+    with open(log, "ab") as stream:
+        proc = subprocess.run(argv, stdout=stream, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_bytes() == b"earlier line\n" + expected
+    proc = subprocess.run(argv, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {name, "log", os.path.basename(target)} - {"stdout"}
+    )

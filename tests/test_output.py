@@ -3,6 +3,7 @@ failure one line and exit 2, checked before any computing, no temporary file lef
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -163,6 +164,257 @@ def test_signal_while_writing_leaves_no_temporary_file(tmp_path, signum):
     assert status != 0
     assert "Traceback" not in stderr, stderr
     assert target.read_text() == "old output\n"
-    assert sorted(p.name for p in out.iterdir()) == ["prefs.tsv"]
-    leftovers = [p for p in cache.rglob("*") if p.name.startswith(".tmp-")]
+    assert sorted(p.name for p in out.iterdir()) == ["prefs.tsv"], stderr
+    leftovers = [p for p in cache.rglob("*") if p.name.startswith(".prefeval-")]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("how", ["append", "truncate", "pipe"])
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "link"])
+def test_dev_stdout_writes_to_the_open_stream(tmp_path, how, name):
+    """-o /dev/stdout (or /dev/fd/1, or a link to it) writes to standard output as it is
+    open: appended to a log after its earlier lines, into a pipe; never a replaced file."""
+    if name == "link":
+        name = str(tmp_path / "to-stdout.tsv")
+        os.symlink("/dev/stdout", name)
+    args = [*PREFEVAL, "compare", "-o", name, *map(str, ARGS)]
+    if how == "pipe":
+        proc = subprocess.run(args, capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.decode() == _expected()
+        return
+    log = tmp_path / "log"
+    log.write_text("earlier line\n")
+    with open(log, "ab" if how == "append" else "r+b") as stream:
+        proc = subprocess.run(args, stdout=stream, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    before = "earlier line\n" if how == "append" else ""
+    # a stream opened without O_APPEND is written from its offset, as `>` does
+    assert log.read_text() == before + _expected()
+
+
+def test_dev_fd_writes_to_that_descriptor(tmp_path):
+    """-o /dev/fd/N appends to what N is open on; a descriptor that is not open, or not
+    for writing, is one line and exit 2."""
+    log = tmp_path / "log"
+    log.write_text("earlier line\n")
+    with open(log, "ab") as stream:
+        fd = stream.fileno()
+        proc = subprocess.run(
+            [*PREFEVAL, "compare", "-o", f"/dev/fd/{fd}", *map(str, ARGS)],
+            pass_fds=(fd,),
+            capture_output=True,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    assert log.read_text() == "earlier line\n" + _expected()
+    with open(log, "rb") as stream:
+        fd = stream.fileno()
+        proc = subprocess.run(
+            [*PREFEVAL, "compare", "-o", f"/dev/fd/{fd}", *map(str, ARGS)],
+            pass_fds=(fd,),
+            capture_output=True,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == (
+        f"prefeval: cannot write /dev/fd/{fd}: file descriptor {fd} is not open for writing\n"
+    )
+    proc = subprocess.run(
+        [*PREFEVAL, "compare", "-o", "/dev/fd/97", *map(str, ARGS)], capture_output=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == (
+        "prefeval: cannot write /dev/fd/97: file descriptor 97 is not open\n"
+    )
+    assert log.read_text() == "earlier line\n" + _expected()
+
+
+def test_empty_output_name_is_a_usage_error():
+    result = invoke("compare", "-o", "", *ARGS)
+    assert result.exit_code == 2
+    assert "-o needs a file name ('-' for standard output)" in result.stderr
+    assert "is a directory" not in result.stderr
+
+
+def _big_compare(tmp_path):
+    """A compare -q writing a table of tens of MB to out/prefs.tsv (command, out, target)."""
+    from prefeval.synthetic import generate
+
+    data = tmp_path / "data"
+    generate(data, "robust", scale=0.06, seed=3)
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "prefs.tsv"
+    runs = sorted(str(p) for p in (data / "runs").iterdir())
+    args = [*PREFEVAL, "compare", "-q", "--no-cache", "-o", str(target)]
+    return [*args, str(data / "qrels.txt"), *runs], out, target
+
+
+def _age(path, seconds=3600):
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def test_killed_writer_leaves_a_temporary_that_the_next_writer_removes(tmp_path):
+    """kill -9 during -o FILE: the old file survives and the writer's temporary file is
+    left (nothing can run in a killed process); the next prefeval writing in that folder
+    removes it, once it is provably stale: unlocked (its writer is dead), ours, and
+    untouched for a minute."""
+    import fcntl
+
+    args, out, target = _big_compare(tmp_path)
+    target.write_text("old output\n")
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        temporaries = [p for p in out.iterdir() if p.name.startswith(".prefeval-")]
+        if temporaries and temporaries[0].stat().st_size > 0:
+            break
+        time.sleep(0.005)
+    else:
+        pytest.fail(f"compare finished or stalled before writing (status {proc.poll()})")
+    proc.kill()
+    proc.wait(timeout=60)
+    assert target.read_text() == "old output\n"
+    (killed,) = [p for p in out.iterdir() if p.name != "prefs.tsv"]
+    # beside it: a temporary file a live writer holds (locked), one just made, another
+    # user's, and a file of the user that merely looks alike: all stay
+    live, young, foreign = (out / f".prefeval-{n}.tmp" for n in ("live", "young", "other"))
+    alike = out / ".prefeval-notes.txt"
+    for path in (live, young, foreign, alike):
+        path.write_text("x")
+    for path in (killed, live, foreign, alike):
+        _age(path)
+    if os.geteuid() == 0:
+        os.chown(foreign, 12345, 12345)
+    else:
+        foreign.unlink()  # only root can give a file away
+    holder = open(live, "rb")  # noqa: SIM115 - held while the next writer runs
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = invoke("compare", "-o", target, *ARGS)
+    finally:
+        holder.close()
+    assert result.exit_code == 0, result.stderr
+    assert target.read_text() == _expected()
+    left = sorted(p.name for p in out.iterdir())
+    expected = {"prefs.tsv", live.name, young.name, foreign.name, alike.name}
+    assert left == sorted(n for n in expected if (out / n).exists())
+    assert not killed.exists()
+
+
+def _as_other_user():
+    """A context that runs the body as user nobody (65534) when root, so that a file of
+    root is another user's read-only file; a no-op otherwise."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def nobody():
+        os.seteuid(65534)
+        try:
+            yield
+        finally:
+            os.seteuid(0)
+
+    return nobody() if os.geteuid() == 0 else contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("what", ["-o", "--plot", "report figure", "report page"])
+def test_read_only_files_are_never_replaced(what):
+    """One rule for every file prefeval writes: a file this user may not write (read-only,
+    or another user's) is refused, before any computing, even where the folder would let
+    a rename replace it (a group-writable shared folder)."""
+    import shutil
+    import tempfile
+
+    pytest.importorskip("matplotlib")
+    folder = Path(tempfile.mkdtemp(prefix="prefeval-shared-"))  # reachable by nobody
+    try:
+        folder.chmod(0o777)  # anyone may create and rename files here (no sticky bit)
+        name = {"-o": "out.tsv", "--plot": "curves.png", "report figure": "r-tau.svg"}
+        victim = folder / name.get(what, "r.md")
+        victim.write_text("not yours\n")
+        victim.chmod(0o444 if os.geteuid() else 0o644)  # root's: read-only for nobody
+        runs = [str(ARGS[0]), str(ARGS[1]), str(ARGS[2])]
+        args = {
+            "-o": ["compare", "-o", victim, *runs],
+            "--plot": ["discpower", "--trials", "20", "--plot", victim, *runs],
+        }.get(what, ["report", "--trials", "20", "-o", folder / "r.md", *runs])
+        # the same command once, writing elsewhere, imports everything it needs
+        warm = [str(a).replace(str(folder), str(folder / "warm")) for a in args]
+        (folder / "warm").mkdir()
+        assert invoke(*warm).exit_code == 0
+        with _as_other_user():
+            result = invoke(*args)
+        assert result.exit_code == 2, result.stderr
+        assert "Traceback" not in result.stderr
+        assert ("not writable" in result.stderr) or ("read-only" in result.stderr)
+        assert victim.read_text() == "not yours\n"
+        assert sorted(p.name for p in folder.iterdir()) == sorted([victim.name, "warm"])
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_tsv_refuses_names_it_cannot_hold(tmp_path):
+    """A run name holding a tab or a line break: tsv refuses it with one line naming the
+    value and the formats that hold it (nothing written, exit 2); csv and jsonl write it,
+    and --prefs reads them back."""
+    import shutil
+
+    weird = {"tab": "a\tb", "newline": "c\nd", "return": "e\rf"}
+    for label, name in weird.items():
+        run = tmp_path / f"input.{name}"
+        shutil.copy(ARGS[1], run)
+        target = tmp_path / "out.tsv"
+        for output in (["-o", target], []):
+            result = invoke("compare", "-q", *output, ARGS[0], run, ARGS[2])
+            assert result.exit_code == 2, label
+            where = target if output else "<stdout>"
+            assert result.stderr == (
+                f"prefeval: cannot write {where}: a value of run_a, {name!r}, holds a tab "
+                "or a line break, which tsv cannot hold; use -f csv, jsonl or parquet\n"
+            )
+            assert result.stdout == ""
+            assert not target.exists()
+        for fmt in ("csv", "jsonl"):
+            table = tmp_path / f"prefs.{fmt}"
+            result = invoke("compare", "-q", "-f", fmt, "-o", table, ARGS[0], run, ARGS[2])
+            assert result.exit_code == 0, result.stderr
+            back = invoke("order", "--no-baselines", "-f", "jsonl", "--prefs", table)
+            assert back.exit_code == 0, back.stderr
+            assert name in {json.loads(line)["run"] for line in back.stdout.splitlines()}
+    # names without them are written as before
+    assert invoke("compare", *ARGS).stdout == _expected()
+
+
+def test_dev_stdout_on_a_terminal_and_to_a_reader_that_leaves(tmp_path):
+    """-o /dev/stdout is standard output: Parquet to a terminal is refused as without -o
+    (one line, exit 2), and a reader that goes away (| head) ends the output quietly."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [*PREFEVAL, "compare", "-f", "parquet", "-o", "/dev/stdout", *map(str, ARGS)],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == (
+        "prefeval: cannot write /dev/stdout: -f parquet writes binary: give -o FILE or "
+        "redirect standard output\n"
+    )
+    runs = sorted(str(p) for p in (SAMPLE / "runs").iterdir())
+    for fmt in ("tsv", "parquet"):
+        proc = subprocess.Popen(
+            [*PREFEVAL, "compare", "-q", "-f", fmt, "-o", "/dev/stdout", str(ARGS[0]), *runs],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        proc.stdout.read(10)
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == 0
+        assert b"Traceback" not in proc.stderr.read()

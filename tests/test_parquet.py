@@ -584,15 +584,15 @@ def test_parquet_runs_are_cached(tmp_path, monkeypatch):
     monkeypatch.delenv("PREFEVAL_CACHE", raising=False)
     paths = [write(run_frame(p), tmp_path / f"{n}.parquet") for p, n in zip(RUNS[:2], NAMES)]
     first = invoke("compare", "-q", QRELS, *paths)
-    entries = sorted(Path(cache.own_dir(), "runs").rglob("*.npz"))
+    entries = sorted(Path(cache.user_dir(), "runs").rglob("*.entry"))
     assert len(entries) == 2
     second = invoke("compare", "-q", QRELS, *paths)
     assert first.exit_code == second.exit_code == 0
     assert second.stdout == first.stdout
-    assert sorted(Path(cache.own_dir(), "runs").rglob("*.npz")) == entries
+    assert sorted(Path(cache.user_dir(), "runs").rglob("*.entry")) == entries
     # a many-run table is not cached
     invoke("compare", QRELS, many_run_table(tmp_path))
-    assert sorted(Path(cache.own_dir(), "runs").rglob("*.npz")) == entries
+    assert sorted(Path(cache.user_dir(), "runs").rglob("*.entry")) == entries
 
 
 def test_stdin_parquet(tmp_path):
