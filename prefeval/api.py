@@ -108,7 +108,8 @@ def _engine_options(relevance_level, max_docs):
     from .cli import MAX_RANK
 
     if relevance_level is not None:
-        relevance_level = _number(relevance_level, "relevance_level")
+        # relevant means grade >= level: a level > 0, as -l (prefeval.qrels.check_level)
+        relevance_level = _number(relevance_level, "relevance_level", lo=0, lo_open=True)
     if max_docs is not None:
         max_docs = min(_number(max_docs, "max_docs", lo=1, integer=True), MAX_RANK)
     return relevance_level, max_docs

@@ -60,7 +60,7 @@ import pandas as pd
 from .errors import InputError
 from .positions import _trec_order, run_positions
 from .progress import progress_bar
-from .qrels import Qrels, is_relevant
+from .qrels import Qrels, check_level, is_relevant
 from .readers import RunColumns, name_runs, read_qrels, read_run
 
 __all__ = [
@@ -725,6 +725,7 @@ def compute_metrics(
     import ir_measures
     import pyarrow as pa
 
+    relevance_level = check_level(relevance_level)
     qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
     if baselines is None:
         baselines = default_baselines(qrels.has_subtopics)

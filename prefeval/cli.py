@@ -53,6 +53,11 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+#: -l/--relevance-level of every command: relevant means grade >= L, a finite L > 0
+#: (prefeval.qrels.check_level)
+LEVEL = FiniteFloat(min=0, min_open=True)
+
+
 _INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
 
 
@@ -164,7 +169,7 @@ def engine_options(func):
         click.option(
             "-l",
             "--relevance-level",
-            type=FiniteFloat(),
+            type=LEVEL,
             default=None,
             metavar="L",
             help="Relevant means grade >= L (default: grade > 0).",
@@ -1016,7 +1021,7 @@ def robustness(
 @click.option(
     "-l",
     "--relevance-level",
-    type=float,
+    type=LEVEL,
     default=None,
     metavar="L",
     help="Relevant means grade >= L (default: grade > 0).",

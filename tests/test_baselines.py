@@ -198,7 +198,7 @@ def test_query_ids_option():
     assert got[("ASL", "B", "1")] == pytest.approx(3.0)
 
 
-@pytest.mark.parametrize("level", [None, 0, 1, 2, 3])
+@pytest.mark.parametrize("level", [None, 0.5, 1, 2, 3])
 @pytest.mark.parametrize("frame", [QRELS, "DIV"], ids=["plain", "subtopics"])
 def test_default_queries_are_prefevals(frame, level):
     qrels = read_qrels(DIV if isinstance(frame, str) else frame)
