@@ -16,8 +16,11 @@ metrics of the papers that ir-measures lacks are computed here from rank positio
 Both use pessimistic imputation: the ``u`` relevant documents a run did not retrieve take
 positions ``n-u+1 .. n`` at the bottom of a corpus of ``n`` documents, where ``n`` is, per
 query, the number of distinct documents in all the runs evaluated together (after
-``max_docs``) and in the qrels (every judged document).  A run that retrieved nothing for a
-query therefore still gets a (poor) value, not 0.  Relevance is prefeval's: general grade
+``max_docs``) and the relevant documents: "the number of unique items in union of all
+rankings and the relevant items" (rpp-sigir2022 section 5.5, for ASL; the lexirecall paper
+fixes no n, and TSE takes the same).  Judged non-relevant documents no run retrieved are not
+counted.  A run that retrieved nothing for a query therefore still gets a (poor) value,
+not 0.  Relevance is prefeval's: general grade
 (maximum over subtopics) ``>= relevance_level``, or ``> 0`` without a level.
 
 Which qrels an ir-measures measure sees
@@ -789,10 +792,15 @@ def compute_metrics(
     if natives:
         rel_to_q = np.array([qpos.get(q, -1) for q in relevant.query_ids], dtype=np.int64)
         corpus = _Corpus(nq)
-        judged = general[general["query_id"].isin(qpos)]
+        # n: the distinct documents of all the rankings and the relevant documents
+        # (rpp-sigir2022 section 5.5), not the judged non-relevant ones
+        rel = general[
+            general["query_id"].isin(qpos).to_numpy()
+            & is_relevant(general["relevance"].to_numpy(), relevance_level)
+        ]
         corpus.add(
-            judged["query_id"].map(qpos).to_numpy(dtype=np.int64),
-            pa.array(judged["doc_id"].tolist(), pa.string()),
+            rel["query_id"].map(qpos).to_numpy(dtype=np.int64),
+            pa.array(rel["doc_id"].tolist(), pa.string()),
         )
     positions = []
 

@@ -66,7 +66,9 @@ def trec_sorted(run: pd.DataFrame) -> pd.DataFrame:
 # run B  q1: x2 5, d4 4, d1 3, d2 2  (all retrieved)     q2: e2 2, e1 1
 # run C  q1: d2 1                    (d1, d4 unretrieved), plus a line for query 99 (not judged)
 #
-# corpus of q1 = judged {d1,d2,d3,d4} + runs {x1, x2} -> n = 6;   of q2 = {e1, e2} -> n = 2
+# corpus (rpp-sigir2022 5.5: the union of all rankings and the relevant documents; d3,
+# judged non-relevant and retrieved by no run, is not in it):
+# q1 = relevant {d1, d2, d4} + runs {x1, x2} -> n = 5;   q2 = {e1} + runs {e2} -> n = 2
 
 QRELS = pd.DataFrame(
     [
@@ -125,19 +127,19 @@ def test_tse_and_asl_hand_worked():
         )
     )
     tse = {
-        # A q1: d4 unretrieved -> last relevant imputed at n = 6
-        ("A", "1"): log_exposure(6),
+        # A q1: d4 unretrieved -> last relevant imputed at n = 5
+        ("A", "1"): log_exposure(5),
         # B q1: last relevant (d2) at rank 4
         ("B", "1"): log_exposure(4),
-        # C q1: d1, d4 unretrieved -> n = 6
-        ("C", "1"): log_exposure(6),
+        # C q1: d1, d4 unretrieved -> n = 5
+        ("C", "1"): log_exposure(5),
         # A q2: no line for the query: e1 imputed at n = 2 (pessimistic, not 0)
         ("A", "2"): log_exposure(2),
         # B q2: e1 at rank 2
         ("B", "2"): log_exposure(2),
         ("C", "2"): log_exposure(2),
     }
-    last = {("A", "1"): 6, ("B", "1"): 4, ("C", "1"): 6, ("A", "2"): 2, ("B", "2"): 2}
+    last = {("A", "1"): 5, ("B", "1"): 4, ("C", "1"): 5, ("A", "2"): 2, ("B", "2"): 2}
     for (run, q), value in tse.items():
         assert got[("TSE", run, q)] == pytest.approx(value)
     for (run, q), k in last.items():
@@ -145,9 +147,9 @@ def test_tse_and_asl_hand_worked():
         assert got[("TSE(exposure=rbp)", run, q)] == pytest.approx(0.5 ** (k - 1))
         assert got[("TSE(exposure=rbp,gamma=0.8)", run, q)] == pytest.approx(0.8 ** (k - 1))
     asl = {
-        ("A", "1"): (1 + 3 + 6) / 3,  # d1 at 1, d2 at 3, d4 imputed at 6
+        ("A", "1"): (1 + 3 + 5) / 3,  # d1 at 1, d2 at 3, d4 imputed at 5
         ("B", "1"): (2 + 3 + 4) / 3,  # d4 at 2, d1 at 3, d2 at 4
-        ("C", "1"): (1 + 5 + 6) / 3,  # d2 at 1; two unretrieved take n-1 = 5 and n = 6
+        ("C", "1"): (1 + 4 + 5) / 3,  # d2 at 1; two unretrieved take n-1 = 4 and n = 5
         ("A", "2"): 2.0,  # e1 imputed at n = 2
         ("B", "2"): 2.0,  # e1 at rank 2
     }
@@ -161,14 +163,15 @@ def test_natives_with_relevance_level_and_max_docs():
     assert {q for _, _, q in got} == {"1"}
     assert got[("TSE", "A", "1")] == pytest.approx(1.0)  # d1 at rank 1
     assert got[("ASL", "B", "1")] == pytest.approx(3.0)  # d1 at rank 3
-    # n = 6; d1 unretrieved by C -> imputed at 6
-    assert got[("ASL", "C", "1")] == pytest.approx(6.0)
+    # n = 5 (the runs' d1, d2, d4, x1, x2); d1 unretrieved by C -> imputed at 5
+    assert got[("ASL", "C", "1")] == pytest.approx(5.0)
 
-    # -M 1: rankings keep their top document; corpus of q1 = judged {d1..d4} + {x2} = 5
+    # -M 1: rankings keep their top document; corpus of q1 = relevant {d1, d2, d4} + the
+    # rankings' {d1, x2, d2} = 4
     got = values(compute_metrics(QRELS, RUNS, ["TSE", "ASL"], max_docs=1))
-    assert got[("ASL", "A", "1")] == pytest.approx((1 + 4 + 5) / 3)  # d1 at 1, d2 and d4 cut
-    assert got[("ASL", "B", "1")] == pytest.approx((3 + 4 + 5) / 3)  # x2 only: all imputed
-    assert got[("TSE", "B", "1")] == pytest.approx(log_exposure(5))
+    assert got[("ASL", "A", "1")] == pytest.approx((1 + 3 + 4) / 3)  # d1 at 1, d2 and d4 cut
+    assert got[("ASL", "B", "1")] == pytest.approx((2 + 3 + 4) / 3)  # x2 only: all imputed
+    assert got[("TSE", "B", "1")] == pytest.approx(log_exposure(4))
     # the same as evaluating runs whose files hold only their top line
     cut = {name: trec_sorted(run).groupby("query_id").head(1) for name, run in RUNS.items()}
     again = values(compute_metrics(QRELS, cut, ["TSE", "ASL"]))
@@ -458,11 +461,12 @@ def test_web2012_natives_against_a_plain_oracle(web, monkeypatch):
 
     judged = pd.DataFrame(ir_measures.read_trec_qrels(qrels_path))
     frames = {run_name(p): trec_sorted(pd.DataFrame(ir_measures.read_trec_run(p))) for p in runs}
-    corpus = {q: set(part["doc_id"]) for q, part in judged.groupby("query_id")}
+    relevant = judged[judged["relevance"] > 0].groupby("query_id")["doc_id"].apply(set)
+    # n: the documents of all the rankings and the relevant ones (rpp-sigir2022 5.5)
+    corpus = {q: set(docs) for q, docs in relevant.items()}
     for frame in frames.values():
         for q, part in frame.groupby("query_id"):
             corpus.setdefault(q, set()).update(part["doc_id"])
-    relevant = judged[judged["relevance"] > 0].groupby("query_id")["doc_id"].apply(set)
     for name, frame in frames.items():
         for q, rel in relevant.items():
             ranking = list(frame.loc[frame["query_id"] == q, "doc_id"])
