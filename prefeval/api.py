@@ -294,8 +294,7 @@ def metrics(
     ...                          baselines="AP,ndcg_cut_10", per_query=True)
     >>> table[table.query_id == "all"]  # doctest: +SKIP
     """
-    from .baselines import compute_metrics, default_baselines, metrics_summary
-    from .engine import relevant_with_notice
+    from .baselines import default_baselines, metrics_rows
     from .inputs import qrels_input
     from .readers import read_qrels
 
@@ -305,20 +304,18 @@ def metrics(
     names = _baselines(baselines)
     sources = _runs(runs)
     judged = read_qrels(qrels_input(qrels))
-    relevant = relevant_with_notice(judged, relevance_level, notify)
-    table = compute_metrics(
+    table = metrics_rows(
         judged,
         sources,
         names or default_baselines(judged.has_subtopics),
-        query_ids=relevant.query_ids,
         relevance_level=relevance_level,
         max_docs=max_docs,
+        per_query=per_query,
+        summary=summary,
         progress=progress,
+        notify=notify,
     )
-    parts = [table] if per_query else []
-    if summary:
-        parts.append(metrics_summary(table))
-    return _plain(pd.concat(parts, ignore_index=True))
+    return _plain(table)
 
 
 def _evidence(*args, **kw):

@@ -17,7 +17,10 @@ from prefeval.baselines import (
     compute_metrics,
     default_baselines,
     higher_is_better,
+    metrics_rows,
+    metrics_summary,
     parse_baseline,
+    parse_baselines,
 )
 from prefeval.errors import InputError
 from prefeval.readers import read_qrels, run_name
@@ -281,6 +284,70 @@ def test_relevance_level_maps_to_rel():
         compute_metrics(qrels, {"r": run}, ["AP"], relevance_level=1.5)
     # ... unless no measure needs it
     compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], relevance_level=1.5)
+
+
+def test_num_rel_ret_follows_the_level():
+    """trec_eval's num_rel_ret (ir-measures' NumRelRet = NumRet(rel=1)) counts the
+    retrieved documents relevant at -l; an explicit NumRet(rel=1) keeps its threshold."""
+    qrels = pd.DataFrame({"query_id": ["1"] * 3, "doc_id": ["a", "b", "c"], "relevance": [2, 1, 0]})
+    run = run_frame([("1", "a", 3.0), ("1", "b", 2.0), ("1", "c", 1.0)])  # three lines
+    names = ["num_rel_ret", "NumRelRet", "NumRet(rel=1)", "NumRet(rel=2)", "NumRet"]
+    assert [b.name for b in parse_baselines(names)] == [
+        "NumRelRet",  # num_rel_ret and NumRelRet are one measure, named NumRelRet
+        "NumRet(rel=1)",
+        "NumRet(rel=2)",
+        "NumRet",
+    ]
+    for level, want in ((None, 2.0), (1, 2.0), (2, 1.0)):
+        got = values(compute_metrics(qrels, {"r": run}, names, relevance_level=level))
+        assert got[("NumRelRet", "r", "1")] == want  # a (2), and b (1) below level 2
+        assert got[("NumRet(rel=1)", "r", "1")] == 2.0
+        assert got[("NumRet(rel=2)", "r", "1")] == 1.0
+        assert got[("NumRet", "r", "1")] == 3.0
+        direct = irm_direct([f"NumRet(rel={level or 1})"], qrels, run)
+        assert got[("NumRelRet", "r", "1")] == direct[(f"NumRet(rel={level or 1})", "1")]
+    # its summary is a sum, as for every count
+    table = compute_metrics(qrels, {"r": run}, ["NumRelRet"], relevance_level=2)
+    assert list(metrics_summary(pd.concat([table, table]))["value"]) == [2.0]
+
+
+def test_asl_corpus_is_the_rankings_and_the_relevant_documents():
+    """rpp-sigir2022 section 5.5: n = the unique items in the union of all rankings and
+    the relevant items; judged non-relevant documents no run retrieved are not in it."""
+    judged = [("r1", 1), ("r2", 1)] + [(f"n{i}", 0) for i in range(5)]  # 7 judgments
+    qrels = pd.DataFrame(
+        {"query_id": "1", "doc_id": [d for d, _ in judged], "relevance": [g for _, g in judged]}
+    )
+    run = run_frame([("1", "x", 2.0), ("1", "r1", 1.0)])  # r1 at rank 2, r2 unretrieved
+    got = values(compute_metrics(qrels, {"r": run}, ["ASL", "TSE", "TSE(exposure=rr)"]))
+    # n = |{x, r1} + {r1, r2}| = 3: r2 imputed at 3 (with the judged ones, n = 8: 5.0)
+    assert got[("ASL", "r", "1")] == 2.5 == (2 + 3) / 2
+    assert got[("TSE", "r", "1")] == pytest.approx(log_exposure(3))  # the same n
+    assert got[("TSE(exposure=rr)", "r", "1")] == pytest.approx(1 / 3)
+    # a judged non-relevant document a run retrieved is in the union: n = 4
+    other = run_frame([("1", "n0", 1.0)])
+    got = values(compute_metrics(qrels, {"r": run, "o": other}, ["ASL"]))
+    assert got[("ASL", "r", "1")] == (2 + 4) / 2
+    assert got[("ASL", "o", "1")] == (3 + 4) / 2
+    # at a level, the relevant documents are those of the level: n = |{x, r1} + {r2}|
+    graded = qrels.assign(relevance=np.where(qrels["doc_id"] == "r2", 2, qrels["relevance"]))
+    got = values(compute_metrics(graded, {"r": run}, ["ASL"], relevance_level=2))
+    assert got[("ASL", "r", "1")] == 3.0  # r2 (the one of grade >= 2) imputed at n = 3
+
+
+@pytest.mark.parametrize("level", [0, -1, 0.0, -0.5, math.nan, math.inf, "x"])
+def test_relevance_levels_must_be_positive(level):
+    """One meaning everywhere: relevant means grade >= level > 0; a level <= 0 (which would
+    make judged non-relevant and spam documents relevant) is a ValueError in the engine's
+    relevant sets and in the baselines, never a TypeError from pytrec_eval or zeros."""
+    qrels = read_qrels(QRELS)
+    with pytest.raises(ValueError, match="relevance level"):
+        qrels.relevant(level)
+    for names in (["AP"], ["TSE"], ["nDCG"]):
+        with pytest.raises(ValueError, match="relevance level"):
+            compute_metrics(qrels, RUNS, names, relevance_level=level)
+    with pytest.raises(ValueError, match="relevance level"):
+        metrics_rows(qrels, RUNS, ["AP"], relevance_level=level)
 
 
 # --------------------------------------------------------------------------- subtopic qrels
@@ -775,11 +842,17 @@ def test_unanswered_query_with_subtopic_qrels():
 
 
 def test_numrel_at_a_relevance_level():
-    # ir-measures computes NumRel at rel=1 only: a level needs an explicit rel
-    with pytest.raises(ValueError, match=r"explicit rel \(e\.g\. NumRel\(rel=1\)\)"):
-        compute_metrics(QRELS, RUNS, ["NumRel"], relevance_level=2)
-    got = values(compute_metrics(QRELS, RUNS, ["NumRel(rel=1)"], relevance_level=2))
-    assert got[("NumRel(rel=1)", "A", "1")] == 3.0
+    # trec_eval's num_rel at -l L: the judged documents with grade >= L (pytrec_eval
+    # computes rel=1 only; prefeval counts them from the qrels); an explicit rel stays
+    names = ["NumRel", "NumRel(rel=1)", "NumRel(rel=2)"]
+    for level, want in ((None, 3.0), (1, 3.0), (2, 1.0), (3, 0.0)):
+        table = compute_metrics(QRELS, RUNS, names, relevance_level=level, query_ids=["1", "3"])
+        got = values(table)
+        for run in RUNS:
+            assert got[("NumRel", run, "1")] == want  # d1 (2), d2 (1), d4 (1)
+            assert got[("NumRel(rel=1)", run, "1")] == 3.0
+            assert got[("NumRel(rel=2)", run, "1")] == 1.0
+            assert got[("NumRel", run, "3")] == 0.0  # f1 (0)
 
 
 def test_web2012_unanswered_query_numrel_from_qrels(web2012, tmp_path):
