@@ -279,10 +279,11 @@ def metrics(
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Baseline metrics with ir-measures (``prefeval metrics``): rows ``measure, run,
-    query_id, value``; as trec_eval, only the summary rows (query_id ``"all"``: the
-    mean, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless ``per_query``, which
-    puts every run's value on every evaluated query first; ``summary=False`` drops the
-    summary rows.
+    query_id, value``; as trec_eval -c, only the summary rows (query_id ``"all"``: the
+    mean over every judged query, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless
+    ``per_query``, which puts every run's value on every evaluated query (those with a
+    relevant document) first; ``summary=False`` drops the summary rows
+    (:func:`prefeval.baselines.metrics_rows`).
 
     ``baselines``: ir-measures strings (``"AP"``, ``"nDCG@10"``, ...), trec_eval names
     (``map``, ``ndcg_cut_10``), comma lists, or the native ``TSE``/``ASL``; default AP
