@@ -108,7 +108,8 @@ def _engine_options(relevance_level, max_docs):
     from .cli import MAX_RANK
 
     if relevance_level is not None:
-        relevance_level = _number(relevance_level, "relevance_level")
+        # relevant means grade >= level: a level > 0, as -l (prefeval.qrels.check_level)
+        relevance_level = _number(relevance_level, "relevance_level", lo=0, lo_open=True)
     if max_docs is not None:
         max_docs = min(_number(max_docs, "max_docs", lo=1, integer=True), MAX_RANK)
     return relevance_level, max_docs
@@ -278,10 +279,11 @@ def metrics(
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Baseline metrics with ir-measures (``prefeval metrics``): rows ``measure, run,
-    query_id, value``; as trec_eval, only the summary rows (query_id ``"all"``: the
-    mean, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless ``per_query``, which
-    puts every run's value on every evaluated query first; ``summary=False`` drops the
-    summary rows.
+    query_id, value``; as trec_eval -c, only the summary rows (query_id ``"all"``: the
+    mean over every judged query, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless
+    ``per_query``, which puts every run's value on every evaluated query (those with a
+    relevant document) first; ``summary=False`` drops the summary rows
+    (:func:`prefeval.baselines.metrics_rows`).
 
     ``baselines``: ir-measures strings (``"AP"``, ``"nDCG@10"``, ...), trec_eval names
     (``map``, ``ndcg_cut_10``), comma lists, or the native ``TSE``/``ASL``; default AP
@@ -293,8 +295,7 @@ def metrics(
     ...                          baselines="AP,ndcg_cut_10", per_query=True)
     >>> table[table.query_id == "all"]  # doctest: +SKIP
     """
-    from .baselines import compute_metrics, default_baselines, metrics_summary
-    from .engine import relevant_with_notice
+    from .baselines import default_baselines, metrics_rows
     from .inputs import qrels_input
     from .readers import read_qrels
 
@@ -304,20 +305,18 @@ def metrics(
     names = _baselines(baselines)
     sources = _runs(runs)
     judged = read_qrels(qrels_input(qrels))
-    relevant = relevant_with_notice(judged, relevance_level, notify)
-    table = compute_metrics(
+    table = metrics_rows(
         judged,
         sources,
         names or default_baselines(judged.has_subtopics),
-        query_ids=relevant.query_ids,
         relevance_level=relevance_level,
         max_docs=max_docs,
+        per_query=per_query,
+        summary=summary,
         progress=progress,
+        notify=notify,
     )
-    parts = [table] if per_query else []
-    if summary:
-        parts.append(metrics_summary(table))
-    return _plain(pd.concat(parts, ignore_index=True))
+    return _plain(table)
 
 
 def _evidence(*args, **kw):

@@ -16,8 +16,11 @@ metrics of the papers that ir-measures lacks are computed here from rank positio
 Both use pessimistic imputation: the ``u`` relevant documents a run did not retrieve take
 positions ``n-u+1 .. n`` at the bottom of a corpus of ``n`` documents, where ``n`` is, per
 query, the number of distinct documents in all the runs evaluated together (after
-``max_docs``) and in the qrels (every judged document).  A run that retrieved nothing for a
-query therefore still gets a (poor) value, not 0.  Relevance is prefeval's: general grade
+``max_docs``) and the relevant documents: "the number of unique items in union of all
+rankings and the relevant items" (rpp-sigir2022 section 5.5, for ASL; the lexirecall paper
+fixes no n, and TSE takes the same).  Judged non-relevant documents no run retrieved are not
+counted.  A run that retrieved nothing for a query therefore still gets a (poor) value,
+not 0.  Relevance is prefeval's: general grade
 (maximum over subtopics) ``>= relevance_level``, or ``> 0`` without a level.
 
 Which qrels an ir-measures measure sees
@@ -60,7 +63,7 @@ import pandas as pd
 from .errors import InputError
 from .positions import _trec_order, run_positions
 from .progress import progress_bar
-from .qrels import Qrels, is_relevant
+from .qrels import Qrels, check_level, is_relevant
 from .readers import RunColumns, name_runs, read_qrels, read_run
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "compute_metrics",
     "default_baselines",
     "higher_is_better",
+    "metrics_rows",
     "metrics_summary",
     "parse_baseline",
     "parse_baselines",
@@ -92,6 +96,8 @@ DEFAULT_GAMMA = 0.5
 # ndeval (pyndeval) computes cutoff measures up to rank 20 only
 _NDEVAL_MAX_CUTOFF = 20
 _MAX_CUTOFF = 2**31 - 1
+#: the name of NumRet(rel=1) written without rel (NumRelRet, num_rel_ret): rel follows -l
+_NUM_REL_RET = "NumRelRet"
 
 
 @dataclass(frozen=True)
@@ -144,7 +150,8 @@ def parse_baseline(text) -> Baseline:
         import ir_measures
 
         if isinstance(text, ir_measures.Measure):
-            return _parse_irm(text, f"{type(text).__name__.lstrip('_')}{text.params or ''}")
+            shown = f"{type(text).__name__.lstrip('_')}{text.params or ''}"
+            return _parse_irm(text, shown, from_text=False)
         raise ValueError(f"baseline measure must be a string, not {type(text).__name__}")
     text = text.strip()
     match = _NATIVE_RE.match(text)
@@ -200,7 +207,10 @@ def _parse_native(name: str, args: str | None, text: str) -> Baseline:
     )
 
 
-def _parse_irm(measure, text: str) -> Baseline:
+def _parse_irm(measure, text: str, from_text: bool = True) -> Baseline:
+    """``measure`` (parsed from ``text`` when None) checked; ``from_text``: ``text`` is
+    what the user wrote (not a Measure object), so ``NumRelRet``/``num_rel_ret`` without
+    a written ``rel=`` is the measure that follows the relevance level."""
     import ir_measures
 
     hint = (
@@ -230,6 +240,18 @@ def _parse_irm(measure, text: str) -> Baseline:
                 f"baseline measure {text!r}: cutoff @{value} must be an integer from 1 "
                 f"to {_MAX_CUTOFF}"
             )
+    if measure.NAME == "NumRel":  # counted from the qrels at any rel: _num_rel
+        return Baseline(_irm_name(measure), True, "irm", False, measure=measure)
+    if (
+        from_text
+        and measure.NAME == "NumRet"
+        and measure.params.get("rel") == 1
+        and not re.search(r"\brel\s*=", text)
+    ):
+        # ir-measures' NumRelRet is NumRet(rel=1); as trec_eval's num_rel_ret it counts
+        # the retrieved documents that are relevant at the relevance level
+        _provider(measure, text)
+        return Baseline(_NUM_REL_RET, True, "irm", False, measure=measure)
     provider = _provider(measure, text)
     intent_aware = provider.NAME == "pyndeval"
     if intent_aware and "cutoff" in measure.SUPPORTED_PARAMS:
@@ -598,8 +620,14 @@ _BOGUS_DOCNO = "ceci_nest_pas_un_docno"
 def _level_target(baseline: Baseline, level):
     """The measure evaluated for ``baseline`` at ``level`` (see :func:`_with_level`);
     ValueError when no installed provider computes it at that level."""
+    if baseline.name == _NUM_REL_RET:
+        # NumRet(rel=1) as parsed; rel is the level's (trec_eval's num_rel_ret)
+        measure = baseline.measure
+        if level is not None:
+            measure = measure(rel=_rel_level(level))
+        return measure
     measure = _with_level(baseline.measure, level)
-    if measure is not baseline.measure:
+    if measure is not baseline.measure and measure.NAME != "NumRel":
         try:
             _provider(measure, str(measure))
         except ValueError:
@@ -611,6 +639,14 @@ def _level_target(baseline: Baseline, level):
     return measure
 
 
+def _num_rel(general: pd.DataFrame, rel, qpos: dict) -> np.ndarray:
+    """``NumRel(rel=R)`` per evaluated query: its judged documents with grade >= R, as
+    trec_eval's num_rel counts them at ``-l R`` (pytrec_eval computes R = 1 only)."""
+    k = general["query_id"].map(qpos).to_numpy(dtype=float)
+    keep = ~np.isnan(k) & (general["relevance"].to_numpy(dtype=float) >= rel)
+    return np.bincount(k[keep].astype(np.int64), minlength=len(qpos)).astype(np.float64)
+
+
 def _empty_ranking_values(targets: dict, qrels_input: dict, judged, nb: int, qpos) -> np.ndarray:
     """Values, baselines x evaluated queries, of the measures in ``targets`` for a query
     a run did not answer: their values on an empty ranking.
@@ -619,8 +655,8 @@ def _empty_ranking_values(targets: dict, qrels_input: dict, judged, nb: int, qpo
     does: the query is evaluated on a ranking of one unjudged document (trec_eval's
     "bogus ranking" ``ceci_nest_pas_un_docno``), then ``num_ret`` (``NumRet`` without
     rel) is reset to 0; trec_eval's other clean-ups concern measures ir-measures lacks.
-    That gives 1 for ``NumQ``, the number of judged documents with grade >= rel for
-    ``NumRel``, and 0 for every other measure, the empty ranking's values.  (An empty
+    That gives 1 for ``NumQ`` and 0 for every other measure, the empty ranking's values
+    (``NumRel`` is counted from the qrels, by no evaluator).  (An empty
     ranking itself is no substitute: pytrec_eval answers NaN for ``IPrec@0`` on it, and
     other providers divide by its length.)  With ``judged_only`` the unjudged document is
     dropped and pytrec_eval sees the empty ranking: ``IPrec(judged_only=True)`` is NaN
@@ -703,10 +739,11 @@ def compute_metrics(
     ignored.  A query a run has no line for (or none left after ``max_docs``) gets each
     ir-measures measure's value on an empty ranking, as ``trec_eval -c`` evaluates it
     (:func:`_empty_ranking_values`): 0, except ``NumQ`` (1) and ``NumRel`` (the number of
-    judged documents with grade >= rel, from the qrels), the only measures of
-    ir-measures' pytrec_eval and pyndeval providers with a non-zero value on an empty
-    ranking.  The native TSE and ASL impute its relevant documents at the bottom of the
-    corpus instead, and are NaN for a query with no relevant document.
+    judged documents with grade >= rel, counted from the qrels at any rel:
+    :func:`_num_rel`), the only measures of ir-measures' pytrec_eval and pyndeval
+    providers with a non-zero value on an empty ranking.  The native TSE and ASL impute
+    its relevant documents at the bottom of the corpus instead, and are NaN for a query
+    with no relevant document.
 
     ``max_docs`` (trec_eval ``-M``) keeps each ranking's top K after sorting by score
     descending, docno descending; every metric, and the corpus sizes of the native ones,
@@ -719,12 +756,16 @@ def compute_metrics(
     ``AP(rel=L)`` but still reported as ``AP``).  An explicit ``rel`` wins (``AP(rel=1)``
     stays at 1).  Measures without such a threshold are unaffected: ``nDCG`` uses the
     grades as gains, and measures whose ``rel`` is optional with no default (``RBP``:
-    graded; ``NumRet``: all documents) are left as written.  ir-measures only accepts an
-    integer rel, so a non-integer L raises ValueError when some measure needs it.
+    graded; ``NumRet``: all documents) are left as written, except ``NumRelRet`` (trec_eval's
+    ``num_rel_ret``, ir-measures' ``NumRet(rel=1)``) written without rel, which counts the
+    retrieved documents with grade >= L as trec_eval does at ``-l L``.  ir-measures only
+    accepts an integer rel, so a non-integer L raises ValueError when some measure needs
+    it; L must be a finite number > 0 (:func:`prefeval.qrels.check_level`).
     """
     import ir_measures
     import pyarrow as pa
 
+    relevance_level = check_level(relevance_level)
     qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
     if baselines is None:
         baselines = default_baselines(qrels.has_subtopics)
@@ -751,9 +792,14 @@ def compute_metrics(
     # ir-measures: one evaluator per qrels flavour, built once for all runs
     evaluators: list[_Group] = []
     groups = {False: [], True: []}
+    counted = []  # NumRel: from the qrels, whatever the runs retrieved (_num_rel)
     for i, b in enumerate(parsed):
-        if b.kind == "irm":
+        if b.kind == "irm" and b.measure.NAME == "NumRel":
+            counted.append(i)
+        elif b.kind == "irm":
             groups[b.intent_aware].append(i)
+    for i in counted:
+        values[i] = _num_rel(general, _level_target(parsed[i], relevance_level)["rel"], qpos)
     for ia, members in groups.items():
         if not members or not nq:
             continue
@@ -788,10 +834,15 @@ def compute_metrics(
     if natives:
         rel_to_q = np.array([qpos.get(q, -1) for q in relevant.query_ids], dtype=np.int64)
         corpus = _Corpus(nq)
-        judged = general[general["query_id"].isin(qpos)]
+        # n: the distinct documents of all the rankings and the relevant documents
+        # (rpp-sigir2022 section 5.5), not the judged non-relevant ones
+        rel = general[
+            general["query_id"].isin(qpos).to_numpy()
+            & is_relevant(general["relevance"].to_numpy(), relevance_level)
+        ]
         corpus.add(
-            judged["query_id"].map(qpos).to_numpy(dtype=np.int64),
-            pa.array(judged["doc_id"].tolist(), pa.string()),
+            rel["query_id"].map(qpos).to_numpy(dtype=np.int64),
+            pa.array(rel["doc_id"].tolist(), pa.string()),
         )
     positions = []
 
@@ -814,7 +865,7 @@ def compute_metrics(
                         values[i, r, k] = metric.value
             if len(missing) and not group.ia:
                 # queries the run did not answer: the empty ranking's values, not
-                # ir-measures' fill of 0 (NumQ, NumRel)
+                # ir-measures' fill of 0 (NumQ)
                 empty = group.empty_values(nb, qpos)
                 for i in group.members:
                     values[i, r, missing] = empty[i, missing]
@@ -843,6 +894,57 @@ def compute_metrics(
         },
         columns=COLUMNS,
     )
+
+
+def metrics_rows(
+    qrels: Qrels,
+    runs,
+    baselines,
+    *,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    per_query: bool = False,
+    summary: bool = True,
+    progress: bool | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """The table of ``prefeval metrics``: per-query rows (``per_query``) of the queries
+    prefeval evaluates (those with a relevant document at the level, the rows the
+    analysis commands read back with ``--metrics``), then the summary rows
+    (``summary``), which average over *every judged query* as ``trec_eval -c`` does: a
+    query with no relevant document at the level counts with its values (0 for AP,
+    1 for NumQ, ...), a query a run did not answer with the empty ranking's.  The native
+    TSE and ASL are undefined on a query with no relevant document and average over the
+    others."""
+    relevance_level = check_level(relevance_level)
+    judged = qrels.query_ids()
+    if not judged:
+        raise InputError(qrels.name, None, "no query is judged")
+    relevant = qrels.relevant(relevance_level)
+    what = "grade > 0" if relevance_level is None else f"grade >= {relevance_level:g}"
+    if notify is not None and relevant.n_queries == 0:
+        notify(f"no query in {qrels.name} has a relevant document ({what})")
+    elif notify is not None and relevant.dropped and per_query:
+        notify(
+            f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
+            f"in {qrels.name} have no relevant document ({what}): no per-query rows (the "
+            "summary rows count them, as trec_eval -c)"
+        )
+    table = compute_metrics(
+        qrels,
+        runs,
+        baselines,
+        query_ids=judged,
+        relevance_level=relevance_level,
+        max_docs=max_docs,
+        progress=progress,
+    )
+    parts = []
+    if per_query:
+        parts.append(table[table["query_id"].isin(relevant.query_ids).to_numpy()])
+    if summary:
+        parts.append(metrics_summary(table))
+    return pd.concat(parts, ignore_index=True)
 
 
 def metrics_summary(table: pd.DataFrame) -> pd.DataFrame:

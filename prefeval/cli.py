@@ -53,6 +53,11 @@ class FiniteFloat(click.FloatRange):
         return number
 
 
+#: -l/--relevance-level of every command: relevant means grade >= L, a finite L > 0
+#: (prefeval.qrels.check_level)
+LEVEL = FiniteFloat(min=0, min_open=True)
+
+
 _INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
 
 
@@ -166,7 +171,7 @@ def engine_options(func):
         click.option(
             "-l",
             "--relevance-level",
-            type=FiniteFloat(),
+            type=LEVEL,
             default=None,
             metavar="L",
             help="Relevant means grade >= L (default: grade > 0).",
@@ -1018,7 +1023,7 @@ def robustness(
 @click.option(
     "-l",
     "--relevance-level",
-    type=float,
+    type=LEVEL,
     default=None,
     metavar="L",
     help="Relevant means grade >= L (default: grade > 0).",
@@ -1056,22 +1061,22 @@ def metrics(
 ):
     """Baseline metrics with ir-measures: rows `measure run query_id value`.
 
-    As trec_eval: without -q only summary rows (query_id `all`: the mean over the
-    evaluated queries; the sum for NumQ, NumRel, NumRet, NumRelRet); -q per-query
-    rows, then the summary rows; -n drops the summary. Every evaluated query
-    appears for every run (a query a run did not answer is evaluated as an empty
-    ranking, as trec_eval -c). Analysis commands read `metrics -q` back with
-    --metrics. The measure column holds ir-measures' name (map is written AP).
+    As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
+    every judged query, also those with no relevant document at the level; the sum
+    for NumQ, NumRel, NumRet, NumRelRet); -q per-query rows of the evaluated queries
+    (those with a relevant document), then the summary rows; -n drops the summary.
+    Every evaluated query appears for every run (a query a run did not answer is
+    evaluated as an empty ranking, as trec_eval -c). Analysis commands read
+    `metrics -q` back with --metrics. The measure column holds ir-measures' name
+    (map is written AP).
 
     \b
     Example:
       prefeval metrics -q -o metrics.tsv qrels.txt runs/input.*
       prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
     """
-    import pandas as pd
-
-    from .baselines import compute_metrics, default_baselines, metrics_summary
-    from .engine import relevant_with_notice
+    from .baselines import default_baselines, metrics_rows
+    from .engine import stderr_notice
     from .readers import read_qrels
     from .writers import write_table
 
@@ -1079,20 +1084,18 @@ def metrics(
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
     names = _baseline_names(baselines) if baselines else None
     judged = read_qrels(qrels)
-    relevant = relevant_with_notice(judged, relevance_level)
     with usage_errors():
-        table = compute_metrics(
+        table = metrics_rows(
             judged,
             list(runs),
             names or default_baselines(judged.has_subtopics),
-            query_ids=relevant.query_ids,
             relevance_level=relevance_level,
             max_docs=max_docs,
+            per_query=per_query,
+            summary=not no_summary,
+            notify=stderr_notice,
         )
-    parts = [table] if per_query else []
-    if not no_summary:
-        parts.append(metrics_summary(table))
-    write_table(pd.concat(parts, ignore_index=True), output, fmt, precision)
+    write_table(table, output, fmt, precision)
 
 
 @cli.command()

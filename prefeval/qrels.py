@@ -29,6 +29,22 @@ def query_sort_key(qid: str):
     return (1, 0, "", qid)
 
 
+def check_level(level) -> float | None:
+    """A relevance level as a float (None stays None: grade > 0); ValueError unless it is
+    a finite number > 0.  Relevant means grade >= level, so a level <= 0 would make judged
+    non-relevant (0) and negatively graded documents relevant; trec_eval's measures
+    (pytrec_eval) take no such level either."""
+    if level is None:
+        return None
+    try:
+        value = float(level)
+    except (TypeError, ValueError):
+        raise ValueError(f"relevance level {level!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"relevance level {level!r} must be a finite number > 0")
+    return value
+
+
 def is_relevant(grade: np.ndarray, level: float | None) -> np.ndarray:
     """Relevant means ``grade >= level``; with no level, ``grade > 0``."""
     grade = np.asarray(grade, dtype=float)
@@ -213,7 +229,9 @@ class Qrels:
         return self.frame[self.frame["iteration"] != 0].reset_index(drop=True)
 
     def relevant(self, level: float | None = None) -> RelevantSet:
-        """Relevant documents per query at ``level`` (cached per level)."""
+        """Relevant documents per query at ``level`` (cached per level); ValueError for a
+        level that is not > 0 (:func:`check_level`)."""
+        level = check_level(level)
         if level not in self._relevant:
             self._relevant[level] = self._build_relevant(level)
         return self._relevant[level]

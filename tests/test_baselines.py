@@ -17,7 +17,10 @@ from prefeval.baselines import (
     compute_metrics,
     default_baselines,
     higher_is_better,
+    metrics_rows,
+    metrics_summary,
     parse_baseline,
+    parse_baselines,
 )
 from prefeval.errors import InputError
 from prefeval.readers import read_qrels, run_name
@@ -66,7 +69,9 @@ def trec_sorted(run: pd.DataFrame) -> pd.DataFrame:
 # run B  q1: x2 5, d4 4, d1 3, d2 2  (all retrieved)     q2: e2 2, e1 1
 # run C  q1: d2 1                    (d1, d4 unretrieved), plus a line for query 99 (not judged)
 #
-# corpus of q1 = judged {d1,d2,d3,d4} + runs {x1, x2} -> n = 6;   of q2 = {e1, e2} -> n = 2
+# corpus (rpp-sigir2022 5.5: the union of all rankings and the relevant documents; d3,
+# judged non-relevant and retrieved by no run, is not in it):
+# q1 = relevant {d1, d2, d4} + runs {x1, x2} -> n = 5;   q2 = {e1} + runs {e2} -> n = 2
 
 QRELS = pd.DataFrame(
     [
@@ -125,19 +130,19 @@ def test_tse_and_asl_hand_worked():
         )
     )
     tse = {
-        # A q1: d4 unretrieved -> last relevant imputed at n = 6
-        ("A", "1"): log_exposure(6),
+        # A q1: d4 unretrieved -> last relevant imputed at n = 5
+        ("A", "1"): log_exposure(5),
         # B q1: last relevant (d2) at rank 4
         ("B", "1"): log_exposure(4),
-        # C q1: d1, d4 unretrieved -> n = 6
-        ("C", "1"): log_exposure(6),
+        # C q1: d1, d4 unretrieved -> n = 5
+        ("C", "1"): log_exposure(5),
         # A q2: no line for the query: e1 imputed at n = 2 (pessimistic, not 0)
         ("A", "2"): log_exposure(2),
         # B q2: e1 at rank 2
         ("B", "2"): log_exposure(2),
         ("C", "2"): log_exposure(2),
     }
-    last = {("A", "1"): 6, ("B", "1"): 4, ("C", "1"): 6, ("A", "2"): 2, ("B", "2"): 2}
+    last = {("A", "1"): 5, ("B", "1"): 4, ("C", "1"): 5, ("A", "2"): 2, ("B", "2"): 2}
     for (run, q), value in tse.items():
         assert got[("TSE", run, q)] == pytest.approx(value)
     for (run, q), k in last.items():
@@ -145,9 +150,9 @@ def test_tse_and_asl_hand_worked():
         assert got[("TSE(exposure=rbp)", run, q)] == pytest.approx(0.5 ** (k - 1))
         assert got[("TSE(exposure=rbp,gamma=0.8)", run, q)] == pytest.approx(0.8 ** (k - 1))
     asl = {
-        ("A", "1"): (1 + 3 + 6) / 3,  # d1 at 1, d2 at 3, d4 imputed at 6
+        ("A", "1"): (1 + 3 + 5) / 3,  # d1 at 1, d2 at 3, d4 imputed at 5
         ("B", "1"): (2 + 3 + 4) / 3,  # d4 at 2, d1 at 3, d2 at 4
-        ("C", "1"): (1 + 5 + 6) / 3,  # d2 at 1; two unretrieved take n-1 = 5 and n = 6
+        ("C", "1"): (1 + 4 + 5) / 3,  # d2 at 1; two unretrieved take n-1 = 4 and n = 5
         ("A", "2"): 2.0,  # e1 imputed at n = 2
         ("B", "2"): 2.0,  # e1 at rank 2
     }
@@ -161,14 +166,15 @@ def test_natives_with_relevance_level_and_max_docs():
     assert {q for _, _, q in got} == {"1"}
     assert got[("TSE", "A", "1")] == pytest.approx(1.0)  # d1 at rank 1
     assert got[("ASL", "B", "1")] == pytest.approx(3.0)  # d1 at rank 3
-    # n = 6; d1 unretrieved by C -> imputed at 6
-    assert got[("ASL", "C", "1")] == pytest.approx(6.0)
+    # n = 5 (the runs' d1, d2, d4, x1, x2); d1 unretrieved by C -> imputed at 5
+    assert got[("ASL", "C", "1")] == pytest.approx(5.0)
 
-    # -M 1: rankings keep their top document; corpus of q1 = judged {d1..d4} + {x2} = 5
+    # -M 1: rankings keep their top document; corpus of q1 = relevant {d1, d2, d4} + the
+    # rankings' {d1, x2, d2} = 4
     got = values(compute_metrics(QRELS, RUNS, ["TSE", "ASL"], max_docs=1))
-    assert got[("ASL", "A", "1")] == pytest.approx((1 + 4 + 5) / 3)  # d1 at 1, d2 and d4 cut
-    assert got[("ASL", "B", "1")] == pytest.approx((3 + 4 + 5) / 3)  # x2 only: all imputed
-    assert got[("TSE", "B", "1")] == pytest.approx(log_exposure(5))
+    assert got[("ASL", "A", "1")] == pytest.approx((1 + 3 + 4) / 3)  # d1 at 1, d2 and d4 cut
+    assert got[("ASL", "B", "1")] == pytest.approx((2 + 3 + 4) / 3)  # x2 only: all imputed
+    assert got[("TSE", "B", "1")] == pytest.approx(log_exposure(4))
     # the same as evaluating runs whose files hold only their top line
     cut = {name: trec_sorted(run).groupby("query_id").head(1) for name, run in RUNS.items()}
     again = values(compute_metrics(QRELS, cut, ["TSE", "ASL"]))
@@ -198,7 +204,7 @@ def test_query_ids_option():
     assert got[("ASL", "B", "1")] == pytest.approx(3.0)
 
 
-@pytest.mark.parametrize("level", [None, 0, 1, 2, 3])
+@pytest.mark.parametrize("level", [None, 0.5, 1, 2, 3])
 @pytest.mark.parametrize("frame", [QRELS, "DIV"], ids=["plain", "subtopics"])
 def test_default_queries_are_prefevals(frame, level):
     qrels = read_qrels(DIV if isinstance(frame, str) else frame)
@@ -278,6 +284,70 @@ def test_relevance_level_maps_to_rel():
         compute_metrics(qrels, {"r": run}, ["AP"], relevance_level=1.5)
     # ... unless no measure needs it
     compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], relevance_level=1.5)
+
+
+def test_num_rel_ret_follows_the_level():
+    """trec_eval's num_rel_ret (ir-measures' NumRelRet = NumRet(rel=1)) counts the
+    retrieved documents relevant at -l; an explicit NumRet(rel=1) keeps its threshold."""
+    qrels = pd.DataFrame({"query_id": ["1"] * 3, "doc_id": ["a", "b", "c"], "relevance": [2, 1, 0]})
+    run = run_frame([("1", "a", 3.0), ("1", "b", 2.0), ("1", "c", 1.0)])  # three lines
+    names = ["num_rel_ret", "NumRelRet", "NumRet(rel=1)", "NumRet(rel=2)", "NumRet"]
+    assert [b.name for b in parse_baselines(names)] == [
+        "NumRelRet",  # num_rel_ret and NumRelRet are one measure, named NumRelRet
+        "NumRet(rel=1)",
+        "NumRet(rel=2)",
+        "NumRet",
+    ]
+    for level, want in ((None, 2.0), (1, 2.0), (2, 1.0)):
+        got = values(compute_metrics(qrels, {"r": run}, names, relevance_level=level))
+        assert got[("NumRelRet", "r", "1")] == want  # a (2), and b (1) below level 2
+        assert got[("NumRet(rel=1)", "r", "1")] == 2.0
+        assert got[("NumRet(rel=2)", "r", "1")] == 1.0
+        assert got[("NumRet", "r", "1")] == 3.0
+        direct = irm_direct([f"NumRet(rel={level or 1})"], qrels, run)
+        assert got[("NumRelRet", "r", "1")] == direct[(f"NumRet(rel={level or 1})", "1")]
+    # its summary is a sum, as for every count
+    table = compute_metrics(qrels, {"r": run}, ["NumRelRet"], relevance_level=2)
+    assert list(metrics_summary(pd.concat([table, table]))["value"]) == [2.0]
+
+
+def test_asl_corpus_is_the_rankings_and_the_relevant_documents():
+    """rpp-sigir2022 section 5.5: n = the unique items in the union of all rankings and
+    the relevant items; judged non-relevant documents no run retrieved are not in it."""
+    judged = [("r1", 1), ("r2", 1)] + [(f"n{i}", 0) for i in range(5)]  # 7 judgments
+    qrels = pd.DataFrame(
+        {"query_id": "1", "doc_id": [d for d, _ in judged], "relevance": [g for _, g in judged]}
+    )
+    run = run_frame([("1", "x", 2.0), ("1", "r1", 1.0)])  # r1 at rank 2, r2 unretrieved
+    got = values(compute_metrics(qrels, {"r": run}, ["ASL", "TSE", "TSE(exposure=rr)"]))
+    # n = |{x, r1} + {r1, r2}| = 3: r2 imputed at 3 (with the judged ones, n = 8: 5.0)
+    assert got[("ASL", "r", "1")] == 2.5 == (2 + 3) / 2
+    assert got[("TSE", "r", "1")] == pytest.approx(log_exposure(3))  # the same n
+    assert got[("TSE(exposure=rr)", "r", "1")] == pytest.approx(1 / 3)
+    # a judged non-relevant document a run retrieved is in the union: n = 4
+    other = run_frame([("1", "n0", 1.0)])
+    got = values(compute_metrics(qrels, {"r": run, "o": other}, ["ASL"]))
+    assert got[("ASL", "r", "1")] == (2 + 4) / 2
+    assert got[("ASL", "o", "1")] == (3 + 4) / 2
+    # at a level, the relevant documents are those of the level: n = |{x, r1} + {r2}|
+    graded = qrels.assign(relevance=np.where(qrels["doc_id"] == "r2", 2, qrels["relevance"]))
+    got = values(compute_metrics(graded, {"r": run}, ["ASL"], relevance_level=2))
+    assert got[("ASL", "r", "1")] == 3.0  # r2 (the one of grade >= 2) imputed at n = 3
+
+
+@pytest.mark.parametrize("level", [0, -1, 0.0, -0.5, math.nan, math.inf, "x"])
+def test_relevance_levels_must_be_positive(level):
+    """One meaning everywhere: relevant means grade >= level > 0; a level <= 0 (which would
+    make judged non-relevant and spam documents relevant) is a ValueError in the engine's
+    relevant sets and in the baselines, never a TypeError from pytrec_eval or zeros."""
+    qrels = read_qrels(QRELS)
+    with pytest.raises(ValueError, match="relevance level"):
+        qrels.relevant(level)
+    for names in (["AP"], ["TSE"], ["nDCG"]):
+        with pytest.raises(ValueError, match="relevance level"):
+            compute_metrics(qrels, RUNS, names, relevance_level=level)
+    with pytest.raises(ValueError, match="relevance level"):
+        metrics_rows(qrels, RUNS, ["AP"], relevance_level=level)
 
 
 # --------------------------------------------------------------------------- subtopic qrels
@@ -458,11 +528,12 @@ def test_web2012_natives_against_a_plain_oracle(web, monkeypatch):
 
     judged = pd.DataFrame(ir_measures.read_trec_qrels(qrels_path))
     frames = {run_name(p): trec_sorted(pd.DataFrame(ir_measures.read_trec_run(p))) for p in runs}
-    corpus = {q: set(part["doc_id"]) for q, part in judged.groupby("query_id")}
+    relevant = judged[judged["relevance"] > 0].groupby("query_id")["doc_id"].apply(set)
+    # n: the documents of all the rankings and the relevant ones (rpp-sigir2022 5.5)
+    corpus = {q: set(docs) for q, docs in relevant.items()}
     for frame in frames.values():
         for q, part in frame.groupby("query_id"):
             corpus.setdefault(q, set()).update(part["doc_id"])
-    relevant = judged[judged["relevance"] > 0].groupby("query_id")["doc_id"].apply(set)
     for name, frame in frames.items():
         for q, rel in relevant.items():
             ranking = list(frame.loc[frame["query_id"] == q, "doc_id"])
@@ -771,11 +842,17 @@ def test_unanswered_query_with_subtopic_qrels():
 
 
 def test_numrel_at_a_relevance_level():
-    # ir-measures computes NumRel at rel=1 only: a level needs an explicit rel
-    with pytest.raises(ValueError, match=r"explicit rel \(e\.g\. NumRel\(rel=1\)\)"):
-        compute_metrics(QRELS, RUNS, ["NumRel"], relevance_level=2)
-    got = values(compute_metrics(QRELS, RUNS, ["NumRel(rel=1)"], relevance_level=2))
-    assert got[("NumRel(rel=1)", "A", "1")] == 3.0
+    # trec_eval's num_rel at -l L: the judged documents with grade >= L (pytrec_eval
+    # computes rel=1 only; prefeval counts them from the qrels); an explicit rel stays
+    names = ["NumRel", "NumRel(rel=1)", "NumRel(rel=2)"]
+    for level, want in ((None, 3.0), (1, 3.0), (2, 1.0), (3, 0.0)):
+        table = compute_metrics(QRELS, RUNS, names, relevance_level=level, query_ids=["1", "3"])
+        got = values(table)
+        for run in RUNS:
+            assert got[("NumRel", run, "1")] == want  # d1 (2), d2 (1), d4 (1)
+            assert got[("NumRel(rel=1)", run, "1")] == 3.0
+            assert got[("NumRel(rel=2)", run, "1")] == 1.0
+            assert got[("NumRel", run, "3")] == 0.0  # f1 (0)
 
 
 def test_web2012_unanswered_query_numrel_from_qrels(web2012, tmp_path):

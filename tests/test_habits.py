@@ -97,7 +97,9 @@ def test_metrics_summary_rows_as_trec_eval():
         want = ir_measures.calc_aggregate([ir_measures.parse_measure(n) for n in names], qrels, run)
         rows = summary[summary["run"] == path.name.removeprefix("input.")]
         got = dict(zip(rows["measure"], rows["value"].astype(float)))
-        assert got == pytest.approx({str(k): v for k, v in want.items()}, abs=1e-12)
+        # NumRelRet (ir-measures' NumRet(rel=1)) keeps its name: its rel follows -l
+        want = {str(k).replace("NumRet(rel=1)", "NumRelRet"): v for k, v in want.items()}
+        assert got == pytest.approx(want, abs=1e-12)
     assert set(summary.loc[summary["measure"] == "NumQ", "value"]) == {"20.0"}
 
 
@@ -116,6 +118,109 @@ def test_summary_only_metrics_table_is_refused(tmp_path):
         result = invoke("agree", "--metrics", table, *args)
         assert result.exit_code == 2 and result.stdout == ""
         assert f"{table}: no per-query rows" in result.stderr and "metrics -q" in result.stderr
+
+
+def test_metrics_summary_averages_every_judged_query(tmp_path):
+    """As trec_eval -c: the summary counts every judged query, also one with no relevant
+    document at -l (its AP is 0, its NumQ 1); the per-query rows are the queries prefeval
+    evaluates.  Run b has no line for query 2: the empty ranking's values."""
+    qrels = write_qrels(
+        tmp_path / "qrels", [(1, 0, "a", 2), (1, 0, "b", 1), (2, 0, "c", 1), (3, 0, "d", 0)]
+    )
+    run_a = write_run(tmp_path / "a", [(1, "b", 2.0), (1, "a", 1.0), (2, "c", 1.0), (3, "d", 1.0)])
+    run_b = write_run(tmp_path / "b", [(1, "a", 1.0)])
+    names = "AP,P@1,NumQ,NumRel,num_rel_ret,NumRet"
+
+    def summary(level):
+        result = invoke("metrics", "-q", "-l", level, "-m", names, qrels, run_a, run_b)
+        table = read_tsv(ok(result))
+        rows = {(m, r, q): float(v) for m, r, q, v in table.to_numpy()}
+        return rows, result.stderr
+
+    rows, notice = summary(2)
+    assert {q for _, _, q in rows} == {"1", "all"}  # only query 1 has a grade >= 2
+    assert "2 of 3 queries" in notice and "no per-query rows" in notice
+    assert rows[("AP", "a", "1")] == 0.5 and rows[("AP", "b", "1")] == 1.0
+    want = {  # (run a, run b) over the 3 judged queries
+        "AP": (0.5 / 3, 1 / 3),
+        "P@1": (0.0, 1 / 3),
+        "NumQ": (3.0, 3.0),
+        "NumRel": (1.0, 1.0),  # a
+        "NumRelRet": (1.0, 1.0),  # a, not b (grade 1)
+        "NumRet": (4.0, 1.0),
+    }
+    for measure, (a, b) in want.items():
+        assert rows[(measure, "a", "all")] == pytest.approx(a, abs=1e-15), measure
+        assert rows[(measure, "b", "all")] == pytest.approx(b, abs=1e-15), measure
+
+    rows, notice = summary(1)  # query 3 (only a grade 0) still counts
+    assert {q for _, _, q in rows} == {"1", "2", "all"}
+    assert rows[("AP", "a", "all")] == pytest.approx((1 + 1 + 0) / 3)
+    assert rows[("AP", "b", "all")] == pytest.approx((0.5 + 0 + 0) / 3)
+    assert rows[("NumRel", "a", "all")] == 3.0 and rows[("NumRelRet", "a", "all")] == 3.0
+
+    rows, notice = summary(3)  # no relevant document at all: trec_eval's zeros
+    assert {q for _, _, q in rows} == {"all"}
+    assert "no query in" in notice
+    assert rows[("AP", "a", "all")] == 0.0 and rows[("NumQ", "a", "all")] == 3.0
+
+
+def test_metrics_summaries_equal_pytrec_eval_at_every_level(web2012):
+    """On web2012 at -l 1, 2, 3 (2 of the 50 queries have no grade >= 2): each summary is
+    the mean (the sum for counts) of pytrec_eval's per-query values over every judged
+    query, averaged here independently; the per-query rows are pytrec_eval's values of
+    the queries with a relevant document."""
+    import gzip
+
+    import pytrec_eval
+
+    qrels_path = web2012 / "qrels.adhoc.txt.gz"
+    runs = sorted((web2012 / "runs").glob("*.run.gz"))[:4]
+    judged: dict = {}
+    with gzip.open(qrels_path, "rt") as lines:
+        for q, _, d, g in map(str.split, lines):
+            judged.setdefault(q, {})[d] = int(g)
+    rankings = []
+    for path in runs:
+        ranking: dict = {}
+        with gzip.open(path, "rt") as lines:
+            for q, _, d, _, score, *_ in map(str.split, lines):
+                ranking.setdefault(q, {})[d] = float(score)
+        assert set(ranking) == set(judged)  # every run answers every judged query
+        rankings.append(ranking)
+    trec = {
+        "map": "AP",
+        "P_10": "P@10",
+        "ndcg_cut_10": "nDCG@10",
+        "recip_rank": "RR",
+        "Rprec": "Rprec",
+        "bpref": "Bpref",
+        "num_q": "NumQ",
+        "num_ret": "NumRet",
+        "num_rel": "NumRel",
+        "num_rel_ret": "NumRelRet",
+    }
+    counts = {"num_q", "num_ret", "num_rel", "num_rel_ret"}
+    for level in (1, 2, 3):
+        out = ok(invoke("metrics", "-q", "-l", level, "-m", ",".join(trec), qrels_path, *runs))
+        table = read_tsv(out)
+        got = {(m, r, q): float(v) for m, r, q, v in table.to_numpy()}
+        names = list(dict.fromkeys(table["run"]))
+        relevant = {q for q, docs in judged.items() if max(docs.values()) >= level}
+        assert len(relevant) == (50 if level == 1 else 48)
+        assert {q for _, _, q in got} == relevant | {"all"}
+        evaluator = pytrec_eval.RelevanceEvaluator(judged, set(trec), relevance_level=level)
+        for name, ranking in zip(names, rankings):
+            per_query = evaluator.evaluate(ranking)
+            for key, measure in trec.items():
+                column = [per_query[q][key] for q in judged]
+                want = sum(column) if key in counts else sum(column) / len(judged)
+                assert got[(measure, name, "all")] == pytest.approx(want, rel=1e-12, abs=1e-15)
+                for q in relevant:
+                    assert got[(measure, name, q)] == pytest.approx(per_query[q][key], abs=1e-12)
+            if level > 1:  # the queries with no relevant document count: a smaller mean
+                mean48 = sum(per_query[q]["map"] for q in relevant) / len(relevant)
+                assert got[("AP", name, "all")] < mean48
 
 
 # --------------------------------------------------------------------------- 3. precision

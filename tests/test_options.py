@@ -3,6 +3,7 @@ or a silent default; every command's --help works."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,39 @@ def test_bad_options_are_usage_errors(args, message):
     assert message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+LEVEL_COMMANDS = [c for c in COMMANDS if any("-l" in p.opts for p in cli.commands[c].params)]
+
+
+@pytest.mark.parametrize("level", ["0", "-1", "-0.5", "nan", "inf"])
+@pytest.mark.parametrize("command", LEVEL_COMMANDS)
+def test_relevance_level_is_judged_alike_by_every_command(command, level):
+    """-l L means grade >= L with a finite L > 0 on every command (metrics too, and the
+    analysis commands with their default baselines): anything else is a usage error
+    naming -l, exit 2, before any input is read."""
+    runs = RUNS[:3] if command == "explain" else RUNS
+    result = invoke(command, "-l", level, *runs)
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: Invalid value for '-l' / '--relevance-level': "), error
+    assert ("is not in the range x>0." if level[0] in "0-" else "is not a finite number.") in error
+
+
+def test_every_command_takes_a_level():
+    assert set(COMMANDS) - set(LEVEL_COMMANDS) == set()
+
+
+@pytest.mark.parametrize("function", ["compare", "metrics", "order", "agree", "explain"])
+@pytest.mark.parametrize("level", [0, -1, math.nan])
+def test_api_relevance_level_is_judged_alike(function, level):
+    import prefeval
+
+    runs = [str(r) for r in RUNS[1:3]]
+    message = "not a finite number" if math.isnan(level) else "must be 0 < relevance_level"
+    with pytest.raises(ValueError, match=message):
+        getattr(prefeval, function)(RUNS[0], runs, relevance_level=level)
 
 
 def test_prefs_with_engine_options_is_an_error(tmp_path):

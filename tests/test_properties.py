@@ -36,7 +36,8 @@ DOCS = ["d1", "d2", "d10", "d9", "D1", "d1a", "dé", "d~", "e0", "x"]
 GRADES = [-2, -1, 0, 0, 1, 1, 1, 2, 2, 3, 0.5]
 SUBTOPIC_GRADES = [0, 0, 1, 1, 2, -1]
 SCORES = [0.0, 1.0, 1.0, 2.0, 2.5, -1.0, 3.0, -0.0, 1e-300, 7.25]
-LEVELS = [None, None, None, 1, 2, 0.5, 0, -1]
+# levels > 0 only: -l 0 and below are refused (test_options, test_baselines)
+LEVELS = [None, None, None, 1, 2, 0.5, 1.5]
 
 
 class Collection:
