@@ -42,12 +42,12 @@ def is_parquet(data: bytes) -> bool:
 
 def sniff(path: str | os.PathLike) -> bool:
     """Whether the file at ``path`` is Parquet, from its first and last 4 bytes
-    (standard input is read whole, once); False for a file that cannot be read (its
-    reader reports that)."""
-    from .readers import STDIN, read_raw
+    (standard input or another stream is read whole, once: :func:`prefeval.readers.read_raw`);
+    False for a file that cannot be read (its reader reports that)."""
+    from .readers import is_stream, read_raw
 
     path = os.fspath(path)
-    if path == STDIN:
+    if is_stream(path):
         return is_parquet(read_raw(path))
     try:
         with open(path, "rb") as handle:
@@ -237,11 +237,11 @@ def unreadable(path: str, error: BaseException) -> InputError:
 
 
 def _open(path: str):
-    """The ParquetFile of a path (reading only what is asked of it later), or of
-    standard input's bytes."""
-    from .readers import STDIN, read_raw
+    """The ParquetFile of a path (reading only what is asked of it later), or of the
+    bytes of standard input or another stream (read once: :func:`prefeval.readers.read_raw`)."""
+    from .readers import is_stream, read_raw
 
-    if path == STDIN:
+    if is_stream(path):
         return _file(read_raw(path), path)
     import pyarrow as pa
     import pyarrow.parquet as pq
