@@ -253,7 +253,9 @@ def name_runs(runs) -> list[tuple[str, object]]:
             expanded.append((i, name, source))
     out: list[tuple[str, object]] = []
     seen: dict[str, int] = {}
+    keys = [key for key, _ in items]
     for i, name, source in expanded:
+        key = name
         if name is None:
             if isinstance(source, RunColumns):
                 name = source.name
@@ -266,10 +268,16 @@ def name_runs(runs) -> list[tuple[str, object]]:
             where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
             if isinstance(source, (RunColumns, parquet.TableRun)):
                 where = source.path
+            other = keys[seen[name]]
+            alike = (
+                f": keys {other!r} and {key!r} are one name; give runs distinct names"
+                if key is not None and other is not None and other != key
+                else ""
+            )
             raise InputError(
                 os.fspath(where),
                 None,
-                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
+                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1}){alike}",
             )
         seen[name] = i
         out.append((name, source))
