@@ -1073,11 +1073,14 @@ def parquet_bytes(rows, kind: str) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    def text(values):
+        return pa.array(values, pa.string())  # typed also when empty
+
     if kind == "run":
-        columns = {"query_id": [r[0] for r in rows], "doc_id": [r[1] for r in rows]}
+        columns = {"query_id": text([r[0] for r in rows]), "doc_id": text([r[1] for r in rows])}
         columns["score"] = pa.array([float(r[2]) for r in rows], pa.float64())
     else:
-        columns = {"query_id": [r[0] for r in rows], "doc_id": [r[2] for r in rows]}
+        columns = {"query_id": text([r[0] for r in rows]), "doc_id": text([r[2] for r in rows])}
         columns["relevance"] = pa.array([int(r[3]) for r in rows], pa.int64())
         columns["iteration"] = pa.array([int(r[1]) for r in rows], pa.int64())
     out = io.BytesIO()
