@@ -141,15 +141,17 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _command(func):
     """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
-    command shows one on a terminal."""
+    command shows one on a terminal; a pipe or FIFO read once in the call."""
 
     @functools.wraps(func)
     def call(*args, progress: bool | None = False, **kwargs):
         from . import progress as bars
+        from .readers import one_command
 
         if progress is None:  # the caller's bar (the command's, on a terminal)
-            return func(*args, progress=None, **kwargs)
-        with bars.command(bool(progress)):
+            with one_command():
+                return func(*args, progress=None, **kwargs)
+        with bars.command(bool(progress)), one_command():
             return func(*args, progress=bool(progress), **kwargs)
 
     return call

@@ -111,11 +111,13 @@ class PrefevalGroup(click.Group):
         from . import cache, progress
         from .cache import CacheSettingError
         from .errors import InputError
+        from .readers import one_command
         from .writers import OutputError
 
         was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
-            with progress.command():  # one bar for the command, on a terminal only
+            # one bar for the command, on a terminal only; a pipe or FIFO read once
+            with progress.command(), one_command():
                 return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)

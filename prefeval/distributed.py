@@ -890,11 +890,13 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
     order), the inputs: a :class:`_ParquetInput` per Parquet file (only its column
     names read here), an Arrow table ``run, query_id, doc_id, score`` per other run
     (read here with prefeval's reader); and per run read from Parquet its file and
-    whether the file holds many runs (for the kernel's messages)."""
+    whether the file holds many runs (for the kernel's messages).  Standard input and
+    other streams (:func:`prefeval.readers.is_stream`) are read here, never by path on
+    a worker."""
     import pyarrow as pa
 
     from . import parquet
-    from .readers import name_runs, read_run
+    from .readers import is_stream, name_runs, read_run
 
     named = name_runs(runs)
     inputs: list = []
@@ -902,9 +904,9 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
     read: set[str] = set()
     for name, source in named:
         table = source.path if isinstance(source, parquet.TableRun) else None
-        if table is None and isinstance(source, (str, os.PathLike)) and os.fspath(source) != "-":
+        if table is None and isinstance(source, (str, os.PathLike)):
             table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
-        if table is not None:
+        if table is not None and not is_stream(table):
             path = os.path.abspath(table)  # workers may run elsewhere: an absolute path
             files[name] = (path, isinstance(source, parquet.TableRun))
             if isinstance(source, parquet.TableRun):

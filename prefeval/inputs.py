@@ -261,7 +261,7 @@ def runs_input(runs) -> dict:
     if single is not None:
         return dict(name_runs([single]))
     if isinstance(runs, Mapping):
-        items = [(str(name), run) for name, run in runs.items()]
+        items = list(runs.items())  # keys kept: name_runs refuses two that print alike
     elif isinstance(runs, Iterable):
         first, runs = _peek(runs)
         if _is_records(first):
@@ -291,7 +291,7 @@ def runs_input(runs) -> dict:
                 )
         out.append((name, source))
     if isinstance(runs, Mapping):
-        return dict(name_runs(dict(out)))
+        return dict(name_runs(dict(out)))  # out's keys: runs' keys, distinct
     return dict(name_runs([source for _, source in out]))
 
 

@@ -42,12 +42,12 @@ def is_parquet(data: bytes) -> bool:
 
 def sniff(path: str | os.PathLike) -> bool:
     """Whether the file at ``path`` is Parquet, from its first and last 4 bytes
-    (standard input is read whole, once); False for a file that cannot be read (its
-    reader reports that)."""
-    from .readers import STDIN, read_raw
+    (standard input or another stream is read whole, once: :func:`prefeval.readers.read_raw`);
+    False for a file that cannot be read (its reader reports that)."""
+    from .readers import is_stream, read_raw
 
     path = os.fspath(path)
-    if path == STDIN:
+    if is_stream(path):
         return is_parquet(read_raw(path))
     try:
         with open(path, "rb") as handle:
@@ -83,13 +83,27 @@ def _read(pfile, path: str, columns: list[str]):
 
 
 def _find(names: list[str], choices: tuple, path: str) -> str | None:
-    """The one column of ``names`` among ``choices`` (None when absent)."""
+    """The one column of ``names`` among ``choices`` (None when absent); a name two
+    columns have is an error (Arrow cannot tell them apart)."""
+    _unique(names, choices, path)
     present = [c for c in choices if c in names]
     if len(present) > 1:
         raise InputError(
             path, None, f"column {present[0]}: both {present[0]!r} and {present[1]!r}; keep one"
         )
     return present[0] if present else None
+
+
+def _unique(names: list[str], wanted, path: str) -> None:
+    """An error when one of the ``wanted`` column names is the name of several columns."""
+    for c in wanted:
+        count = names.count(c)
+        if count > 1:
+            raise InputError(
+                path,
+                None,
+                f"column {c}: {count} columns have this name; rename or drop all but one",
+            )
 
 
 def _need(names: list[str], choices: tuple, path: str, expected: str) -> str:
@@ -104,8 +118,9 @@ def _need(names: list[str], choices: tuple, path: str, expected: str) -> str:
     return found
 
 
-def _plain(column):
-    """One array (chunks combined, dictionaries decoded)."""
+def _plain(column, path: str = "<table>"):
+    """One array (chunks combined, dictionaries decoded: an index outside the
+    dictionary is an error)."""
     import pyarrow as pa
 
     if isinstance(column, pa.ChunkedArray):
@@ -114,6 +129,13 @@ def _plain(column):
         else:
             column = column.combine_chunks() if column.num_chunks > 1 else column.chunk(0)
     if pa.types.is_dictionary(column.type):
+        import pyarrow.compute as pc
+
+        bounds = pc.min_max(column.indices).as_py()
+        if bounds["min"] is not None and not 0 <= bounds["min"] <= bounds["max"] < len(
+            column.dictionary
+        ):
+            raise unreadable(path, ValueError("Index not in dictionary bounds"))
         column = column.dictionary_decode()
     return column
 
@@ -131,18 +153,21 @@ def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
     from .inputs import id_strings
     from .readers import _small_strings
 
-    column = _plain(column)
+    column = _plain(column, path)
     kind = column.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         text = pa.large_string() if pa.types.is_large_binary(kind) else pa.string()
         try:
             column = column.cast(text)
         except pa.ArrowInvalid:
-            bad = [v is not None and _not_utf8(v) for v in column.to_pylist()]
-            message = f"row {offset + _first(bad) + 1}: {what} is not valid UTF-8"
-            raise InputError(path, None, message) from None
+            raise _utf8_error(column, what, path, offset) from None
         kind = column.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        try:  # a Parquet string column is not checked on reading: invalid UTF-8 passes
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            raw = pa.large_binary() if pa.types.is_large_string(kind) else pa.binary()
+            raise _utf8_error(column.view(raw), what, path, offset) from None
         if column.null_count:
             raise InputError(
                 path, None, f"row {offset + _first(column.is_null()) + 1}: missing {what}"
@@ -157,6 +182,12 @@ def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
     raise InputError(
         path, None, f"column {name or what}: type {kind}; give ids as strings or integers"
     )
+
+
+def _utf8_error(column, what: str, path: str, offset: int) -> InputError:
+    """The error of a binary ``column`` that is not all valid UTF-8: its first such row."""
+    bad = [v is not None and _not_utf8(v) for v in column.to_pylist()]
+    return InputError(path, None, f"row {offset + _first(bad) + 1}: {what} is not valid UTF-8")
 
 
 def _not_utf8(value: bytes) -> bool:
@@ -176,7 +207,7 @@ def numbers(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    column = _plain(column)
+    column = _plain(column, path)
     kind = column.type
     if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
         raise InputError(path, None, f"column {name or what}: type {kind}, not a number type")
@@ -237,11 +268,11 @@ def unreadable(path: str, error: BaseException) -> InputError:
 
 
 def _open(path: str):
-    """The ParquetFile of a path (reading only what is asked of it later), or of
-    standard input's bytes."""
-    from .readers import STDIN, read_raw
+    """The ParquetFile of a path (reading only what is asked of it later), or of the
+    bytes of standard input or another stream (read once: :func:`prefeval.readers.read_raw`)."""
+    from .readers import is_stream, read_raw
 
-    if path == STDIN:
+    if is_stream(path):
         return _file(read_raw(path), path)
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -602,6 +633,7 @@ def read_table(data: bytes, path: str, required: list[str]):
 
     pfile = _file(data, path)
     names = list(pfile.schema_arrow.names)
+    _unique(names, required, path)
     missing = [c for c in required if c not in names]
     if missing:
         raise InputError(
@@ -613,7 +645,7 @@ def read_table(data: bytes, path: str, required: list[str]):
     columns = {}
     for c in required:
         if c == "value":
-            column = _plain(table.column(c))
+            column = _plain(table.column(c), path)
             if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
                 raise InputError(path, None, f"column value: type {column.type}, not a number type")
             values = np.asarray(column.cast(pa.float64(), safe=False).fill_null(np.nan))

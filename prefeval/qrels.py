@@ -160,6 +160,15 @@ def _strings(values) -> pd.Series:
     return pd.Series(values, dtype="str").reset_index(drop=True)
 
 
+def _is_int64(value) -> bool:
+    """Whether ``value`` (an iteration as text) converts to a 64-bit integer."""
+    try:
+        np.array([value]).astype(np.int64)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
 class Qrels:
     """Judgment rows ``query_id, iteration, doc_id, relevance`` (iteration 0 = plain)."""
 
@@ -191,8 +200,14 @@ class Qrels:
             iteration = np.where(raw.isin(["0", "Q0"]), "0", raw)
             try:
                 iteration = iteration.astype(np.int64)
-            except ValueError:
-                raise InputError(name, None, "iteration must be 0, Q0 or an integer") from None
+            except (ValueError, OverflowError):  # OverflowError: beyond 64 bits
+                row = next(k for k, v in enumerate(iteration) if not _is_int64(v))
+                raise InputError(
+                    name,
+                    None,
+                    f"row {row}: iteration must be 0, Q0 or an integer (a subtopic id of "
+                    f"64 bits), not {raw.iloc[row]!r}",
+                ) from None
         else:
             iteration = np.zeros(len(frame), dtype=np.int64)
         relevance = frame["relevance"].to_numpy(dtype=float)

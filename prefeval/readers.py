@@ -5,17 +5,22 @@ kernels (``ascii_trim_whitespace``/``ascii_split_whitespace`` over all lines at 
 the same fields ``bytes.split()`` gives); a run file of regular single-space lines is
 read by Arrow's CSV reader instead, under conditions that make its fields the same.
 Numbers are parsed by Arrow's cast, duplicates found from Arrow's hash-table
-dictionary codes, in one shared step after either path.  The
-conventions are trec_eval's: blank lines and lines starting with ``#`` are skipped,
-fields after a run's tag are ignored, quotes are ordinary characters, a leading UTF-8
-byte order mark is dropped; ``-`` reads standard input.  Problems are reported as
-``FILE:LINE: message``.
+dictionary codes, in one shared step after either path.  ``\\n``, ``\\r\\n`` and a
+lone ``\\r`` (old Mac OS) each end a line, in any mix.  The other conventions are
+trec_eval's: blank lines and lines starting with ``#`` are skipped, fields after a
+run's tag are ignored, quotes are ordinary characters, a leading UTF-8 byte order mark
+is dropped; ``-`` reads standard input.  A path that is not a regular file (a pipe, a
+FIFO, ``/dev/fd/N``) is read once, as standard input is (:func:`read_raw`).  Problems
+are reported as ``FILE:LINE: message``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import stat
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -32,22 +37,83 @@ RESERVED_QUERY = "all"
 #: the path that stands for standard input (one input per command, as trec_eval 10)
 STDIN = "-"
 _stdin_data: bytes | None = None
+#: (path, device, inode) -> bytes of every stream (not a regular file) read so far in
+#: the current command (:func:`one_command`)
+_streams: dict[tuple, bytes] = {}
+_streams_lock = threading.Lock()
+_commands = 0  # commands (:func:`one_command`) under way
+
+
+@contextlib.contextmanager
+def one_command():
+    """The scope of one command or API call: a stream read in it (:func:`read_raw`) is
+    read once and its bytes are forgotten when the outermost scope ends, so that a later
+    command reads a FIFO written again anew (standard input stays read once per process)."""
+    global _commands
+    with _streams_lock:
+        _commands += 1
+    try:
+        yield
+    finally:
+        with _streams_lock:
+            _commands -= 1
+            if _commands == 0:
+                _streams.clear()
+
+
+def _stream_key(path: str) -> tuple | None:
+    """The key of ``path`` in :data:`_streams` when it is a stream: a pipe, a FIFO,
+    ``/dev/fd/N``, a character device (anything that exists and is neither a regular
+    file nor a folder); None otherwise."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
+        return None
+    return (path, info.st_dev, info.st_ino)
+
+
+def is_stream(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is standard input (``-``) or a stream (:func:`_stream_key`):
+    something that can be read once only, so every reader takes its bytes from
+    :func:`read_raw` instead of opening it."""
+    path = os.fspath(path)
+    return path == STDIN or _stream_key(path) is not None
 
 
 def read_raw(path: str | os.PathLike) -> bytes:
-    """The bytes of ``path`` as stored (possibly gzip-compressed); ``-`` is standard
-    input, read once and kept for later readers in the same process."""
+    """The bytes of ``path`` as stored (possibly gzip-compressed).
+
+    ``-`` is standard input; it and any other stream (a pipe such as ``<(zcat
+    run.gz)``, a FIFO, ``/dev/fd/N``: :func:`is_stream`) are read once, their bytes
+    kept for every later reader of the same command (format sniffing, naming, cache
+    keys, reading, baselines: :func:`one_command`; standard input's for the process).
+    This is the one function that opens a qrels, run or table path."""
     global _stdin_data
     path = os.fspath(path)
     if path == STDIN:
-        if _stdin_data is None:
-            import sys
+        with _streams_lock:
+            if _stdin_data is None:
+                import sys
 
-            try:
-                _stdin_data = sys.stdin.buffer.read()
-            except (OSError, AttributeError, ValueError) as error:
-                raise InputError("<stdin>", None, f"cannot read standard input: {error}") from None
-        return _stdin_data
+                try:
+                    _stdin_data = sys.stdin.buffer.read()
+                except (OSError, AttributeError, ValueError) as error:
+                    raise InputError(
+                        "<stdin>", None, f"cannot read standard input: {error}"
+                    ) from None
+            return _stdin_data
+    key = _stream_key(path)
+    if key is not None:
+        with _streams_lock:
+            if key not in _streams:
+                _streams[key] = _read_file(path)
+            return _streams[key]
+    return _read_file(path)
+
+
+def _read_file(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -187,7 +253,9 @@ def name_runs(runs) -> list[tuple[str, object]]:
             expanded.append((i, name, source))
     out: list[tuple[str, object]] = []
     seen: dict[str, int] = {}
+    keys = [key for key, _ in items]
     for i, name, source in expanded:
+        key = name
         if name is None:
             if isinstance(source, RunColumns):
                 name = source.name
@@ -200,10 +268,16 @@ def name_runs(runs) -> list[tuple[str, object]]:
             where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
             if isinstance(source, (RunColumns, parquet.TableRun)):
                 where = source.path
+            other = keys[seen[name]]
+            alike = (
+                f": keys {other!r} and {key!r} are one name; give runs distinct names"
+                if key is not None and other is not None and other != key
+                else ""
+            )
             raise InputError(
                 os.fspath(where),
                 None,
-                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1})",
+                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1}){alike}",
             )
         seen[name] = i
         out.append((name, source))
@@ -220,9 +294,29 @@ def strip_bom(data: bytes) -> bytes:
     return data[len(BOM) :] if data.startswith(BOM) else data
 
 
+def line_ends(data: bytes) -> np.ndarray:
+    """Byte offsets of every line end of ``data``: ``\\n``, ``\\r\\n`` (its ``\\n``) and a
+    lone ``\\r`` (old Mac OS) each end a line, whichever style a file (or a line) uses."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    newline = raw == 10
+    if b"\r" in data:
+        cr = raw == 13
+        cr[:-1] &= ~newline[1:]  # the CR of a CRLF is not a line end of its own
+        newline |= cr
+    return np.flatnonzero(newline)
+
+
 def _line_of(data: bytes, offset: int) -> int:
-    """1-based line number of byte ``offset`` of ``data``."""
-    return data.count(b"\n", 0, offset) + 1
+    """1-based line number of byte ``offset`` of ``data`` (any line end style)."""
+    crlf = data.count(b"\r\n", 0, min(offset + 1, len(data)))
+    return data.count(b"\n", 0, offset) + data.count(b"\r", 0, offset) - crlf + 1
+
+
+def _line_start(data: bytes, offset: int) -> int:
+    """Byte offset of the start of the line holding byte ``offset`` (any line end style)."""
+    ends = line_ends(data[: offset + 1])
+    ends = ends[ends < offset]
+    return int(ends[-1]) + 1 if len(ends) else 0
 
 
 def _text_problem(data: bytes) -> tuple[int, str] | None:
@@ -239,7 +333,7 @@ def _text_problem(data: bytes) -> tuple[int, str] | None:
     if not problems:
         return None
     offset, message = min(problems)
-    return data.rfind(b"\n", 0, offset) + 1, message
+    return _line_start(data, offset), message
 
 
 class FirstError:
@@ -278,8 +372,8 @@ class Fields:
 
 
 def split_fields(data: bytes, path: str, wanted: int, exact: bool, what: str, parse=None) -> Fields:
-    """Split text into fields as ``bytes.split()`` does (any run of ASCII whitespace,
-    CR included), with Arrow's string kernels over all lines at once.
+    """Split text into lines (:func:`line_ends`) and fields as ``bytes.split()`` does
+    (any run of ASCII whitespace), with Arrow's string kernels over all lines at once.
 
     A leading BOM is dropped.  Every data line needs at least ``wanted`` fields; with
     ``exact`` no more (qrels), else the rest are ignored (runs: tag and beyond, as
@@ -299,9 +393,8 @@ def split_fields(data: bytes, path: str, wanted: int, exact: bool, what: str, pa
             message += " (the file starts like Parquet, PAR1, but does not end like it: truncated?)"
         raise InputError(path, _line_of(data, start), message)
     errors = FirstError(path)
-    raw = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(raw == 10) + 1
-    if len(data) and data[-1:] != b"\n":
+    ends = line_ends(data) + 1
+    if len(data) and (not len(ends) or ends[-1] != len(data)):
         ends = np.append(ends, len(data))
     offsets = np.zeros(len(ends) + 1, dtype=np.int64)
     offsets[1:] = ends
@@ -525,7 +618,8 @@ def read_qrels(source, *, name: str | None = None):
     from . import parquet
 
     path = os.fspath(source)
-    raw = read_raw(path)
+    with one_command():
+        raw = read_raw(path)
     if parquet.is_parquet(raw):
         rows = parquet.parse_qrels(raw, path)
     else:
@@ -703,7 +797,9 @@ def read_run(source, *, name: str | None = None) -> RunColumns:
     if _is_frame(source):
         return _run_from_frame(source, name or "run")
     path = os.fspath(source)
-    return parse_any_run(read_raw(path), path, name)
+    with one_command():  # called alone: a FIFO is read anew next time
+        raw = read_raw(path)
+    return parse_any_run(raw, path, name)
 
 
 def parse_any_run(raw: bytes, path: str, name: str | None = None, known=None) -> RunColumns:

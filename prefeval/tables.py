@@ -24,6 +24,7 @@ PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
 
 _NON_SPACE = re.compile(rb"\S")
+_LINE_END = re.compile(rb"[\r\n]")
 NO_METRIC_ROWS = "no per-query rows (summary rows only: write the table with metrics -q)"
 
 
@@ -31,9 +32,10 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
     """A tsv/csv/jsonl table (format sniffed from its first line), or a Parquet table
     (by its magic bytes, :func:`prefeval.parquet.read_table`); text columns as str.
 
-    A leading UTF-8 byte-order mark is skipped.  tsv fields are taken verbatim (the
-    tsv writer does not quote, so a ``"`` is an ordinary character); csv fields may
-    be quoted (``"a,b"``, ``""`` for a quote), as the csv writer quotes them.
+    A leading UTF-8 byte-order mark is skipped; ``\\n``, ``\\r\\n`` and ``\\r`` each end a
+    line.  tsv fields are taken verbatim (the tsv writer does not quote, so a ``"`` is
+    an ordinary character); csv fields may be quoted (``"a,b"``, ``""`` for a quote), as
+    the csv writer quotes them.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -61,8 +63,9 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
                 ),
             )
         else:
-            end = data.find(b"\n", start)
-            tsv = b"\t" in data[start : len(data) if end < 0 else end]
+            # the header line: up to the first line end, \n, \r\n or \r (as Arrow reads them)
+            end = _LINE_END.search(data, start)
+            tsv = b"\t" in data[start : len(data) if end is None else end.start()]
             table = pacsv.read_csv(
                 buffer,
                 parse_options=pacsv.ParseOptions(

@@ -69,3 +69,100 @@ def tsv_to_dict(text: str) -> dict:
             frame["measure"], frame["run_a"], frame["run_b"], frame["query_id"], frame["value"]
         )
     }
+
+
+def bad_dictionary_parquet(path: Path, table, column: str) -> Path:
+    """``table`` written to ``path`` with ``column`` dictionary-encoded and one index of its
+    data page pointing past the dictionary (a corrupt or hostile file: pyarrow writes no
+    such file itself).  The column must hold three distinct values in runs of 8 rows, so
+    that its indices are three RLE runs of bit width 2, the last (index 2) made 3."""
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(
+        table,
+        out,
+        compression="NONE",
+        write_statistics=False,
+        use_dictionary=[column],
+        data_page_version="1.0",
+    )
+    data = out.getvalue()
+    runs = b"\x02\x10\x00\x10\x01\x10\x02"  # bit width 2; 8 x 0, 8 x 1, 8 x 2
+    assert data.count(runs) == 1
+    Path(path).write_bytes(data.replace(runs, runs[:-1] + b"\x03"))
+    return Path(path)
+
+
+def bad_parquet_inputs(folder: Path) -> dict[str, tuple[str, Path, str]]:
+    """name -> (what it is: "qrels", "run" or "runs" (many), the Parquet file, a fragment
+    of the message expected): a duplicated column name, a string column that is not
+    UTF-8 (plain and dictionary-encoded), an index outside a column's dictionary."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    bad = pa.array([b"d1", b"d\xff2", b"d3"], pa.binary()).view(pa.string())
+    q = pa.array(["1", "1", "1"])
+    score = pa.array([3.0, 2.0, 1.0])
+    grade = pa.array([1, 0, 1])
+    tables = {
+        "run-dup-column": (
+            "run",
+            pa.Table.from_arrays(
+                [q, pa.array(["d1", "d2", "d3"]), pa.array(["d1", "d2", "d3"]), score],
+                names=["query_id", "doc_id", "doc_id", "score"],
+            ),
+            "column doc_id: 2 columns",
+        ),
+        "runs-dup-column": (
+            "runs",
+            pa.Table.from_arrays(
+                [pa.array(["a", "b", "b"]), pa.array(["a", "b", "b"]), q, q, score],
+                names=["run", "run", "query_id", "doc_id", "score"],
+            ),
+            "column run: 2 columns",
+        ),
+        "qrels-dup-column": (
+            "qrels",
+            pa.Table.from_arrays(
+                [q, q, grade, grade], names=["query_id", "doc_id", "relevance", "relevance"]
+            ),
+            "column relevance: 2 columns",
+        ),
+        "run-not-utf8": (
+            "run",
+            pa.table({"query_id": q, "doc_id": bad, "score": score}),
+            "row 2: document id is not valid UTF-8",
+        ),
+        "runs-not-utf8": (
+            "runs",
+            pa.table({"run": bad, "query_id": q, "doc_id": ["a", "b", "c"], "score": score}),
+            "row 2: run name is not valid UTF-8",
+        ),
+        "qrels-not-utf8": (
+            "qrels",
+            pa.table({"query_id": bad, "doc_id": ["a", "b", "c"], "relevance": grade}),
+            "row 2: query id is not valid UTF-8",
+        ),
+    }
+    out = {}
+    for name, (kind, table, fragment) in tables.items():
+        path = folder / f"{name}.parquet"
+        pq.write_table(table, path)
+        out[name] = (kind, path, fragment)
+    dictionary = folder / "run-not-utf8-dictionary.parquet"
+    pq.write_table(
+        pa.table({"query_id": q, "doc_id": bad.dictionary_encode(), "score": score}), dictionary
+    )
+    out["run-not-utf8-dictionary"] = ("run", dictionary, "row 2: document id is not valid UTF-8")
+    docs = [f"d{k // 8}" for k in range(24)]
+    for kind, columns in (
+        ("run", {"score": pa.array([float(24 - k) for k in range(24)])}),
+        ("qrels", {"relevance": pa.array([1] * 24)}),
+    ):
+        table = pa.table({"query_id": ["1"] * 24, "doc_id": docs, **columns})
+        path = bad_dictionary_parquet(folder / f"{kind}-bad-index.parquet", table, "doc_id")
+        out[f"{kind}-bad-index"] = (kind, path, "not a readable Parquet file: Index not in")
+    return out

@@ -500,3 +500,27 @@ def test_explain_as_cli(tmp_path):
     assert (tmp_path / "api.tsv").read_text() == cli.stdout
     with pytest.raises(ValueError, match="two runs"):
         prefeval.explain(QRELS, RUNS[:3])
+
+
+def test_run_keys_that_print_alike_are_an_error():
+    """A dict of runs keyed 1 and "1" names two runs '1': an error, not one run lost."""
+    other = FRAME.assign(doc_id="e")
+    with pytest.raises(InputError, match=r"two runs are named '1' .*keys 1 and '1'"):
+        quiet(prefeval.compare, QRELS, {1: FRAME, "x": other, "1": other})
+    with pytest.raises(InputError, match="two runs are named '1'"):
+        quiet(prefeval.metrics, QRELS, {"1": FRAME, 1: other})
+
+
+@pytest.mark.parametrize("iteration", [10**30, 2**63, -(2**70), "99999999999999999999"])
+def test_huge_iteration_is_an_input_error(iteration):
+    """An iteration beyond 64 bits is an InputError naming the row, not an OverflowError."""
+    qrels = pd.DataFrame(
+        {
+            "qid": ["1", "1"],
+            "docno": ["d", "e"],
+            "label": [1, 0],
+            "iteration": [type(iteration)(0), iteration],
+        }
+    )
+    with pytest.raises(InputError, match="row 1: iteration must be 0, Q0 or an integer"):
+        quiet(prefeval.compare, qrels, RUNS)

@@ -826,3 +826,40 @@ def test_flaws_in_two_partitions(scheduler, monkeypatch, tmp_path):
     remote = invoke("compare", *args, "--engine", "dask", "--scheduler", scheduler)
     assert local.exit_code == remote.exit_code == 2
     assert remote.stderr == local.stderr
+
+
+@pytest.mark.parametrize("how", ["stdin", "pipe"])
+def test_parquet_from_stdin_or_a_pipe_is_read_on_the_client(scheduler, tmp_path, how):
+    """``--engine dask`` with a Parquet table of runs on ``-`` or on a pipe: its bytes are
+    read once, on the client; never a file named ``-`` (here: other runs, in the folder
+    the command runs in) nor ``/dev/fd/N`` opened by a worker."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    frame = pd.read_parquet(SAMPLE / "runs.parquet")
+    table = tmp_path / "runs.parquet"
+    frame[frame.run.isin(["sys01", "sys02", "sys03"])].to_parquet(table)
+    decoy = frame[frame.run.isin(["sys01", "sys02", "sys03"])].copy()
+    decoy["doc_id"] = decoy["doc_id"].sample(frac=1, random_state=3).to_numpy()
+    decoy.drop_duplicates(["run", "query_id", "doc_id"]).to_parquet(tmp_path / "-")
+    qrels = SAMPLE / "qrels.txt"
+    want = invoke("compare", "-q", qrels, table)
+    assert want.exit_code == 0, want.stderr
+    env = dict(os.environ)
+    env["PYTHONPATH"] = (
+        str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    )
+    command = [sys.executable, "-m", "prefeval", "compare", "-q", "--engine", "dask",
+               "--scheduler", scheduler, str(qrels)]  # fmt: skip
+    if how == "stdin":
+        proc = subprocess.run([*command, "-"], input=table.read_bytes(), capture_output=True,
+                              cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+    else:
+        script = " ".join(command) + f" <(cat {table})"
+        proc = subprocess.run(["/bin/bash", "-c", script], capture_output=True, cwd=tmp_path,
+                              env=env, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.decode() == want.stdout

@@ -8,13 +8,15 @@ write the same bytes whatever the layout of its inputs:
 * the order of the runs on the command line (outputs that list run pairs are equal up
   to the direction of each pair, and up to the row order that follows the command
   line);
-* whitespace (tabs, runs of blanks, leading and trailing blanks, blank lines), CRLF line
-  ends, a missing final newline, a UTF-8 byte order mark, gzip compression;
+* whitespace (tabs, runs of blanks, leading and trailing blanks, blank lines), CRLF and
+  old-Mac CR line ends (or a mix of LF, CRLF and CR), a missing final newline, a UTF-8
+  byte order mark, gzip compression;
 * the cache being off, cold or warm (and warm with entries of other judgments);
 * the run-file conventions trec_eval accepts: fields after the run tag, ``#`` comment
   lines, any iteration and rank column, any float syntax of a score; while a ``#``
   *inside* a docno or query id is data;
-* reading one input from standard input (``-``).
+* reading one input from standard input (``-``), inputs from pipes (``<(zcat run.gz)``,
+  ``/dev/fd/N``) and named pipes (FIFOs), each read once however often a command needs it.
 
 The generated collections are small but awkward: docnos of 1 to 64 characters (a short
 one often last in a file), docnos and query ids with ``#``, query ids ``1``, ``01``,
@@ -193,7 +195,7 @@ class Style:
 
     sep: str = " "  # " ", "\t", "  " or "mixed" (a random choice per gap)
     edges: bool = False  # leading and trailing blanks on lines
-    eol: str = "\n"  # "\n", "\r\n" or "mixed"
+    eol: str = "\n"  # "\n", "\r\n", "\r" (old Mac OS) or "mixed" (any of them per line)
     final_eol: bool = True
     blank_lines: bool = False  # empty and whitespace-only lines in between
     bom: bool = False
@@ -245,7 +247,7 @@ def assemble(lines: list[str], style: Style, rnd: random.Random) -> bytes:
         for _ in range(rnd.randint(1, 3)):
             lines.insert(rnd.randint(0, len(lines)), rnd.choice(["", " ", "\t", " \t "]))
     if style.eol == "mixed":
-        eols = [rnd.choice(["\n", "\r\n"]) for _ in lines]
+        eols = [rnd.choice(["\n", "\r\n", "\r"]) for _ in lines]
     else:
         eols = [style.eol] * len(lines)
     if lines and not style.final_eol:
@@ -736,7 +738,7 @@ def whitespace_styles(draw):
     style = Style(
         sep=draw(st.sampled_from([" ", "\t", "  ", "mixed"])),
         edges=draw(st.booleans()),
-        eol=draw(st.sampled_from(["\n", "\r\n", "mixed"])),
+        eol=draw(st.sampled_from(["\n", "\r\n", "\r", "mixed"])),
         final_eol=draw(st.booleans()),
         blank_lines=draw(st.booleans()),
     )
@@ -754,8 +756,8 @@ def whitespace_styles(draw):
     st.randoms(use_true_random=False),
 )
 def test_whitespace_and_line_ends(c, styles, analysis, options, rnd):
-    """Tabs, runs of blanks, leading and trailing blanks, blank lines, CRLF (or mixed) line
-    ends and a missing final newline change nothing."""
+    """Tabs, runs of blanks, leading and trailing blanks, blank lines, CRLF or CR (or mixed
+    LF/CRLF/CR) line ends and a missing final newline change nothing."""
     qstyle, rstyle, which = styles
     with tempfile.TemporaryDirectory() as tmp:
         ref = write_files(Path(tmp, "ref"), c)
@@ -769,15 +771,15 @@ def test_whitespace_and_line_ends(c, styles, analysis, options, rnd):
 @given(
     collections(),
     st.sampled_from(["qrels", "runs", "both"]),
-    st.booleans(),
+    st.sampled_from(["\n", "\r\n", "\r"]),
     st.sampled_from([" ", "\t"]),
     st.sampled_from(ANALYSIS),
 )
-def test_utf8_bom(c, which, crlf, sep, analysis):
+def test_utf8_bom(c, which, eol, sep, analysis):
     """A UTF-8 byte order mark at the start of the qrels or of a run file is not part of
     the first query id (nor a field of its own), on every reader path (tabs send files
     to the careful line parser) and in an otherwise empty run file."""
-    style = Style(bom=True, eol="\r\n" if crlf else "\n", sep=sep)
+    style = Style(bom=True, eol=eol, sep=sep)
     qstyle = style if which != "runs" else CANONICAL
     rstyle = style if which != "qrels" else CANONICAL
     with tempfile.TemporaryDirectory() as tmp:
@@ -1058,3 +1060,201 @@ def test_stdin(tmp_path, label, which, compressed):
     got = proc.stdout.decode()
     if got != want:
         pytest.fail(f"{shown}: differs from the file\n" + diff(want, got, "file", "stdin"))
+
+
+# --------------------------------------------------------------------------- pipes and FIFOs
+
+
+def parquet_bytes(rows, kind: str) -> bytes:
+    """A Parquet file of a run's (qid, docno, score) or the qrels' (qid, it, docno, grade)
+    rows."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def text(values):
+        return pa.array(values, pa.string())  # typed also when empty
+
+    if kind == "run":
+        columns = {"query_id": text([r[0] for r in rows]), "doc_id": text([r[1] for r in rows])}
+        columns["score"] = pa.array([float(r[2]) for r in rows], pa.float64())
+    else:
+        columns = {"query_id": text([r[0] for r in rows]), "doc_id": text([r[2] for r in rows])}
+        columns["relevance"] = pa.array([int(r[3]) for r in rows], pa.int64())
+        columns["iteration"] = pa.array([int(r[1]) for r in rows], pa.int64())
+    out = io.BytesIO()
+    pq.write_table(pa.table(columns), out)
+    return out.getvalue()
+
+
+class Streams:
+    """Inputs given as streams that can be read once: named pipes (``mkfifo``) or pipes
+    (``os.pipe``, reached through a link ``NAME -> /dev/fd/N``, so that a run keeps the
+    name of its file), each written by a thread of its own, as a shell's ``cat file >
+    fifo &`` or ``<(cat file)`` writes them.  :meth:`close` ends the writers of streams a
+    failed command did not read."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.threads: list = []
+        self.fifos: list[Path] = []
+        self.read_ends: list[int] = []
+
+    @staticmethod
+    def _write(target, data: bytes) -> None:
+        try:
+            fd = target if isinstance(target, int) else os.open(target, os.O_WRONLY)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        except OSError:  # the reader closed without reading all (a failed command)
+            pass
+
+    def add(self, path: Path, data: bytes) -> None:
+        import threading
+
+        if path.exists() or path.is_symlink():
+            path.unlink()
+        if self.kind == "fifo":
+            os.mkfifo(path)
+            self.fifos.append(path)
+            target = path
+        else:
+            read_end, target = os.pipe()
+            self.read_ends.append(read_end)
+            path.symlink_to(f"/dev/fd/{read_end}")
+        thread = threading.Thread(target=self._write, args=(target, data), daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def release(self) -> None:
+        """An end of file to a reader waiting on a FIFO that no writer opens any more."""
+        for fifo in self.fifos:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader waiting
+                pass
+
+    def close(self) -> None:
+        for fifo in self.fifos:  # a writer still waiting for a reader: let it finish
+            fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            os.close(fd)
+        for fd in self.read_ends:
+            os.close(fd)
+        for thread in self.threads:
+            thread.join(timeout=30)
+            assert not thread.is_alive(), "a stream's writer did not finish"
+
+
+#: seconds a command on tiny streamed inputs may take before it is taken to hang
+STREAM_SECONDS = 60
+
+
+def streamed_output(args, files: list[str], contents: dict[str, bytes], kind: str) -> str:
+    """stdout of ``prefeval ARGS FILES`` with each file of ``contents`` given as a stream
+    of ``kind`` holding those bytes (written anew for this command)."""
+    import threading
+
+    streams = Streams(kind)
+    done: dict = {}
+    try:
+        for path, data in contents.items():
+            streams.add(Path(path), data)
+        command = threading.Thread(
+            target=lambda: done.update(result=run_cli([*args, *files])), daemon=True
+        )
+        command.start()
+        command.join(STREAM_SECONDS)
+        hung = command.is_alive()
+        while command.is_alive():  # opening a FIFO a second time waits for ever
+            streams.release()
+            command.join(0.1)
+    finally:
+        streams.close()
+    assert not hung, f"$ prefeval {' '.join(map(str, args + files))}: hangs on a {kind}"
+    result = done["result"]
+    assert result.exit_code == 0, explain(result, [*args, *files])
+    return result.stdout
+
+
+@examples(15)
+@given(
+    collections(),
+    st.sampled_from(["fifo", "pipe"]),
+    st.sampled_from(["qrels", "runs", "both"]),
+    st.sampled_from(["text", "gzip", "parquet"]),
+    st.sampled_from(ANALYSIS),
+)
+def test_pipes_and_fifos(c, kind, which, encoding, analysis):
+    """Qrels and runs from named pipes (FIFOs) or pipes (``<(zcat run.gz)``), text, gzip
+    or Parquet, give the output of the same files: a stream is read once and its bytes
+    serve every reader (format sniffing, naming, cache key, reading, baselines); a FIFO
+    written again for the next command is read anew."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = write_files(Path(tmp, "ref"), c)
+        var = [str(Path(tmp, "var", Path(f).name)) for f in ref]
+        Path(tmp, "var").mkdir()
+        chosen = {0} if which == "qrels" else set(range(1, len(ref)))
+        if which == "both":
+            chosen.add(0)
+        contents = {}
+        for k, (src, dst) in enumerate(zip(ref, var)):
+            data = Path(src).read_bytes()
+            if encoding == "gzip":
+                data = gzip.compress(data, mtime=0)
+            elif encoding == "parquet":
+                rows = c.qrels if k == 0 else c.runs[c.names[k - 1]]
+                data = parquet_bytes(rows, "qrels" if k == 0 else "run")
+            if k in chosen:
+                contents[dst] = data
+            else:
+                Path(dst).write_bytes(data)
+        for label in ["compare", "metrics", analysis]:
+            args = command(label, c)
+            note(f"{kind} {which} {encoding}: {label}")
+            want = output([*args, *ref])
+            got = streamed_output(args, var, contents, kind)
+            if got != want:
+                pytest.fail(
+                    f"{kind} ({which}, {encoding}) / {label}: outputs differ\n"
+                    + diff(want, got, "files", "streams")
+                )
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash for <(...)")
+@pytest.mark.parametrize("label", ["compare", "metrics", "agree", "robustness-labels"])
+def test_process_substitution(tmp_path, label):
+    """``prefeval compare <(cat qrels) <(cat run1) <(gzip -c run2)`` (a real shell, a
+    real process) gives the rows of the plain files; the runs are named by their
+    ``/dev/fd/N``, so the reference files are named as the shell names the pipes."""
+    c = Collection(STDIN_QRELS, STDIN_RUNS)
+    files = write_files(tmp_path / "files", c)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    args = " ".join(stdin_args(label))
+    q, runs = files[0], files[1:]
+    streams = " ".join(f"<(gzip -c {r})" if k % 2 else f"<(cat {r})" for k, r in enumerate(runs))
+    script = f"exec {sys.executable} -m prefeval {args} <(cat {q}) {streams}"
+    proc = subprocess.run(
+        ["/bin/bash", "-c", script], capture_output=True, cwd=tmp_path, env=env, timeout=300
+    )
+    assert proc.returncode == 0, f"$ {script}\nexit {proc.returncode}\n{proc.stderr.decode()}"
+    # the names bash gave the pipes, from the rows (the reference runs get them)
+    named = Path(tmp_path, "named")
+    named.mkdir()
+    fds = subprocess.run(
+        ["/bin/bash", "-c", f"echo <(true) {' '.join('<(true)' for _ in runs)}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    names = [Path(fd).name for fd in fds]
+    reference = [str(named / names[0])]
+    for name, path in zip(names[1:], runs):
+        reference.append(str(named / name))
+        Path(reference[-1]).write_bytes(Path(path).read_bytes())
+    Path(reference[0]).write_bytes(Path(q).read_bytes())
+    want = output([*stdin_args(label), *reference])
+    got = proc.stdout.decode()
+    if got != want:
+        pytest.fail(f"$ {script}: differs from the files\n" + diff(want, got, "files", "pipes"))

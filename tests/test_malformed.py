@@ -296,3 +296,86 @@ def test_multi_member_gzip_is_read_whole(files):
     a = invoke("compare", "-q", qrels, other, joined)
     b = invoke("compare", "-q", qrels, other, plain)
     assert a.exit_code == 0 and a.stdout == b.stdout
+
+
+# --------------------------------------------------------------------------- line ends
+
+CR_QRELS = [("1", 0, "d1", 1), ("1", 0, "d3", 1), ("1", 0, "d5", 0), ("2", 0, "d2", 1)]
+CR_RUN = [("1", f"d{i}", float(6 - i)) for i in range(1, 6)]
+
+
+@pytest.mark.parametrize("eols", [["\r"], ["\r\n"], ["\r", "\r\n", "\n"], ["\n", "\r"]])
+@pytest.mark.parametrize("which", ["run", "qrels"])
+def test_cr_and_mixed_line_ends_are_line_ends(tmp_path, eols, which):
+    """Old-Mac CR line ends, CRLF, or any mix (a stray CR included) are line ends: the
+    file is read as the LF file (``metrics -m NumRet,AP``: 5 documents retrieved, not 1
+    with the other four dropped as fields after the tag)."""
+    plain = {
+        "qrels": write_qrels(tmp_path / "qrels.txt", CR_QRELS),
+        "run": write_run(tmp_path / "input.run", CR_RUN),
+    }
+    lines = Path(plain[which]).read_text().splitlines()
+    styled = tmp_path / "styled" / Path(plain[which]).name
+    styled.parent.mkdir()
+    styled.write_bytes("".join(row + eols[k % len(eols)] for k, row in enumerate(lines)).encode())
+    files = dict(plain, **{which: styled})
+    want = invoke("metrics", "-q", "-m", "NumRet,AP", plain["qrels"], plain["run"])
+    got = invoke("metrics", "-q", "-m", "NumRet,AP", files["qrels"], files["run"])
+    assert want.exit_code == got.exit_code == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert "NumRet\trun\tall\t5.0" in got.stdout
+    assert "AP\trun\tall\t0.41666666666666663" in got.stdout
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        (b"1 Q0 d1 1 5 t\r1 Q0 d2 2 x t\r", 2),
+        (b"1 Q0 d1 1 5 t\r\n1 Q0 d2 2 4 t\r1 Q0 d3 3 3 t\n1 Q0 d4 4 x t\r", 4),
+        (b"1 Q0 d1 1 5 t\r\r1 Q0 d2 2 4 t\r\n\r\n1 Q0 d3 3 y t\n", 5),
+        (b"1 Q0 d1 1 5 t\r1 Q0 d2 2 4 t\r1 Q0 \xff 3 3 t\r", 3),  # invalid UTF-8
+        (b"1 Q0 d1 1 5 t\r1 Q0 d2 2 4 t\r1 Q0 d1 3 3 t\r", 3),  # a duplicate
+    ],
+)
+def test_line_numbers_count_every_line_end_style(files, text, line):
+    """FILE:LINE counts a line end as a line end whichever its style (blank CR lines too)."""
+    tmp_path, qrels, other = files
+    bad = tmp_path / "input.bad"
+    bad.write_bytes(text)
+    check_error(tmp_path, [qrels, bad, other], bad, line)
+
+
+@pytest.mark.parametrize("eol", ["\r", "\r\n", "mixed"])
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl"])
+def test_tables_with_cr_line_ends(tmp_path, eol, fmt):
+    """A --prefs table (tsv, csv or jsonl) with CR, CRLF or mixed line ends is the table."""
+    qrels = write_qrels(tmp_path / "qrels.txt", GOOD_QRELS)
+    runs = [write_run(tmp_path / f"input.r{k}", _good_run_rows(6 + k)) for k in range(3)]
+    table = tmp_path / f"prefs.{fmt}"
+    assert invoke("compare", "-q", "-f", fmt, "-o", table, qrels, *runs).exit_code == 0
+    lines = table.read_text().splitlines()
+    ends = ["\r", "\r\n", "\n"] if eol == "mixed" else [eol]
+    styled = tmp_path / f"styled.{fmt}"
+    styled.write_text("".join(row + ends[k % len(ends)] for k, row in enumerate(lines)), newline="")
+    want = invoke("order", "--prefs", table, "--no-baselines")
+    got = invoke("order", "--prefs", styled, "--no-baselines")
+    assert want.exit_code == got.exit_code == 0, got.stderr
+    assert got.stdout == want.stdout
+
+
+def test_csv_table_header_ends_at_a_cr(tmp_path):
+    """The format of a table is told from its first line, which a CR ends: a csv table
+    with CR line ends and a tab inside a later field (a run named ``a<TAB>b``) is csv."""
+    qrels = write_qrels(tmp_path / "qrels.txt", GOOD_QRELS)
+    runs = [
+        write_run(tmp_path / name, _good_run_rows(6 + k))
+        for k, name in enumerate(["input.a\tb", "input.c", "input.d"])
+    ]
+    table = tmp_path / "prefs.csv"
+    assert invoke("compare", "-q", "-f", "csv", "-o", table, qrels, *runs).exit_code == 0
+    styled = tmp_path / "styled.csv"
+    styled.write_bytes(table.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r"))
+    want = invoke("order", "--prefs", table)
+    got = invoke("order", "--prefs", styled)
+    assert want.exit_code == got.exit_code == 0, got.stderr
+    assert "a\tb" in got.stdout and got.stdout == want.stdout

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import bad_parquet_inputs, invoke
 
 from prefeval.cli import cli
 
@@ -65,6 +65,11 @@ def _bad_inputs(folder: Path) -> dict[str, tuple[list, str]]:
     cases["empty-qrels"] = ([folder / "empty", r1, r2], "empty")
     cases["missing-run"] = ([q, folder / "no-such-run", r2], "no-such-run")
     cases["directory-run"] = ([q, folder / "adir", r2], "adir")
+    # Parquet schemas and contents: duplicated column names, strings that are not UTF-8,
+    # dictionary indices outside the dictionary
+    for name, (kind, path, fragment) in bad_parquet_inputs(folder / "parquet").items():
+        args = {"qrels": [path, r1, r2], "run": [q, path, r2], "runs": [q, path, r2]}[kind]
+        cases[name] = (args, f"{path.name}: {fragment}")
     return cases
 
 

@@ -703,3 +703,74 @@ def test_many_run_table_with_queries_not_judged(monkeypatch, tmp_path):
     twice = pd.concat([extra.iloc[:5], extra.iloc[4:5], frame], ignore_index=True)
     path = write(twice, tmp_path / "twice.parquet")
     one_line_error(invoke("compare", QRELS, path), path, "row 6: document")
+
+
+@pytest.mark.parametrize("engine", ["local", "dask"])
+def test_bad_parquet_schemas_and_strings_are_input_errors(tmp_path, engine):
+    """A duplicated column name, a string column that is not UTF-8 (plain or
+    dictionary-encoded) and a dictionary index outside the dictionary: exit 2 with
+    ``FILE: message`` (the row where one is known), never a traceback nor a result."""
+    from helpers import bad_parquet_inputs
+
+    if engine == "dask":
+        pytest.importorskip("distributed")
+    qrels = SAMPLE / "qrels.txt"
+    r1, r2 = SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" / "input.sys02"
+    cases = bad_parquet_inputs(tmp_path)
+    for name, (kind, path, fragment) in cases.items():
+        args = {"qrels": [path, r1, r2], "run": [qrels, path, r2], "runs": [qrels, path]}[kind]
+        result = invoke("compare", "--engine", engine, *args)
+        assert result.exit_code == 2, (name, result.stderr, repr(result.exception))
+        assert f"{path}: " in result.stderr and fragment in result.stderr, (name, result.stderr)
+        assert result.stdout == ""
+
+
+def test_bad_parquet_tables_are_input_errors(tmp_path):
+    """--metrics and --prefs Parquet tables: a duplicated column and strings that are not
+    UTF-8 are FILE: errors."""
+    bad = pa.array([b"a", b"\xff"], pa.binary()).view(pa.string())
+    metrics = {
+        "metrics-dup.parquet": pa.Table.from_arrays(
+            [
+                pa.array(["AP", "AP"]),
+                pa.array(["a", "b"]),
+                pa.array(["a", "b"]),
+                pa.array(["1", "1"]),
+                pa.array([0.5, 0.25]),
+            ],
+            names=["measure", "run", "run", "query_id", "value"],
+        ),
+        "metrics-utf8.parquet": pa.table(
+            {"measure": ["AP", "AP"], "run": bad, "query_id": ["1", "1"], "value": [0.5, 0.2]}
+        ),
+    }
+    prefs = {
+        "prefs-utf8.parquet": pa.table(
+            {
+                "measure": ["rpp"],
+                "run_a": ["a"],
+                "run_b": ["b"],
+                "query_id": bad[1:],
+                "value": [0.5],
+            }
+        )
+    }
+    expected = {
+        "metrics-dup.parquet": "column run: 2 columns have this name",
+        "metrics-utf8.parquet": "row 2: run is not valid UTF-8",
+        "prefs-utf8.parquet": "row 1: query_id is not valid UTF-8",
+    }
+    pq.write_table(metrics["metrics-dup.parquet"], tmp_path / "metrics-dup.parquet")
+    pq.write_table(metrics["metrics-utf8.parquet"], tmp_path / "metrics-utf8.parquet")
+    pq.write_table(prefs["prefs-utf8.parquet"], tmp_path / "prefs-utf8.parquet")
+    good_prefs = tmp_path / "prefs.tsv"
+    runs = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2)]
+    assert invoke("compare", "-q", "-o", good_prefs, SAMPLE / "qrels.txt", *runs).exit_code == 0
+    for name, message in expected.items():
+        path = tmp_path / name
+        if name.startswith("metrics"):
+            result = invoke("agree", "--prefs", good_prefs, "--metrics", path)
+        else:
+            result = invoke("order", "--prefs", path)
+        assert result.exit_code == 2, (name, result.stderr, repr(result.exception))
+        assert f"{path}: {message}" in result.stderr, result.stderr
