@@ -543,6 +543,8 @@ PARTITION_SLOT = "prefeval-partition"
 
 #: seconds a ``--scheduler`` address has to accept the connection and answer as Dask
 CONNECT_SECONDS = 15
+#: seconds a ``--scheduler`` without workers has for one to join (tasks would wait for ever)
+WORKER_SECONDS = 15
 
 
 def _client(scheduler: str | None, fetcher: bool = False):
@@ -555,7 +557,8 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError("--scheduler: an empty address")
     try:
         if scheduler:
-            return _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
+            client = _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
+            return _with_a_worker(client, scheduler)
         # the workers share the command's stderr: their log of a failed task (an input
         # error, raised again here) would print a traceback beside its message; a
         # dashboard on any free port (the default 8787 may be taken: a warning)
@@ -581,10 +584,30 @@ def _client(scheduler: str | None, fetcher: bool = False):
                 silence_logs=logging.CRITICAL,
             )
         return Client(cluster)
+    except _NoWorkers as error:
+        raise ValueError(str(error)) from None
     except Exception as error:  # Dask's own errors for a bad address or answer, too
         if not scheduler:
             raise
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
+
+
+class _NoWorkers(Exception):
+    """The scheduler has no worker (and none joined in time)."""
+
+
+def _with_a_worker(client, scheduler: str):
+    """``client`` once its scheduler has a worker; else (none within
+    :data:`WORKER_SECONDS`) the client closed and :class:`_NoWorkers`."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_SECONDS)
+    except TimeoutError:
+        client.close()
+        raise _NoWorkers(
+            f"--scheduler {scheduler}: the scheduler has no workers (none joined within "
+            f"{WORKER_SECONDS} s)"
+        ) from None
+    return client
 
 
 def _bounded(connect):

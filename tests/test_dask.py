@@ -255,6 +255,55 @@ def test_silent_address_is_a_usage_error_not_a_hang(monkeypatch):
     assert result.stdout == ""
 
 
+#: a Dask scheduler without workers on the loopback: prints its address, then waits
+LONELY_SCHEDULER = """
+import asyncio
+from distributed import Scheduler
+
+async def main():
+    async with Scheduler(host="127.0.0.1", port=0, dashboard_address=":0") as scheduler:
+        print(scheduler.address, flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_scheduler_without_workers_is_a_usage_error_not_a_hang(monkeypatch):
+    """A live scheduler that has no workers would keep the tasks waiting for ever, with
+    nothing said: prefeval waits WORKER_SECONDS (lowered here) for one to join, then
+    gives up with the usage error, as for an address that does not answer."""
+    import subprocess
+    import sys
+    import time
+
+    from prefeval import distributed
+
+    monkeypatch.setattr(distributed, "WORKER_SECONDS", 2)
+    lonely = subprocess.Popen(
+        [sys.executable, "-c", LONELY_SCHEDULER], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        address = lonely.stdout.readline().strip()
+        assert address.startswith("tcp://127.0.0.1:"), address
+        for command in ("compare", "order"):
+            start = time.monotonic()
+            result = invoke(
+                command, "--engine", "dask", "--scheduler", address, SAMPLE / "qrels.txt", *RUNS
+            )
+            assert time.monotonic() - start < 60
+            assert result.exit_code == 2, (result.stderr, result.exception)
+            assert result.stdout == ""
+            assert result.stderr.splitlines()[-1] == (
+                f"Error: --scheduler {address}: the scheduler has no workers (none joined "
+                "within 2 s)"
+            )
+            assert "Traceback" not in result.stderr
+    finally:
+        lonely.kill()
+        lonely.wait()
+
+
 def test_dask_reads_parquet_runs_on_the_workers(scheduler, tmp_path):
     """A many-run Parquet table (its runs in sorted name order) and single-run Parquet
     files give the local engine's bytes."""
