@@ -570,7 +570,11 @@ def _client(scheduler: str | None, fetcher: bool = False):
         # it, `order` at a million users peaked 30-50 MiB higher, idle as it was)
         from distributed.deploy.utils import nprocesses_nthreads
 
+        from . import limits
+
         workers, threads = nprocesses_nthreads()
+        needed = limits.CLUSTER_FILES + limits.WORKER_FILES * workers
+        limits.open_files(needed, f"--engine dask (a local cluster of {workers} workers)")
         slots = {"threads_per_worker": threads}
         if fetcher:
             slots = {"threads_per_worker": threads + 1, "resources": {PARTITION_SLOT: threads}}
@@ -588,7 +592,12 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError(str(error)) from None
     except Exception as error:  # Dask's own errors for a bad address or answer, too
         if not scheduler:
-            raise
+            from .errors import SystemLimitError
+
+            if isinstance(error, (SystemLimitError, MemoryError)):
+                raise
+            # a worker process that cannot start (a process or memory limit...)
+            raise SystemLimitError(f"cannot start a local Dask cluster ({error})") from None
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
 
 
