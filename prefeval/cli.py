@@ -891,6 +891,13 @@ def agree(
     """
     from .writers import write_table
 
+    if not ties and (
+        no_baselines or (prefs is not None and metrics_file is None and len(inputs) < 2)
+    ):
+        raise click.UsageError(
+            "agree compares preferences with baselines: give QRELS RUN... or --metrics FILE "
+            "(or --ties, which needs none)"
+        )
     table = _analysis(
         "agree",
         inputs,
