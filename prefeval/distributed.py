@@ -346,7 +346,7 @@ def _read_units(reads: list, pieces: list) -> list:
         if piece is not None and piece.num_rows:
             units.append((piece, set(pc.unique(piece["run"]).to_pylist())))
     for source, groups in reads:
-        file = _open_parquet(source.path)
+        file = _open_input(source)
         starts = _group_starts(file)
         ranges = _run_ranges(file, source)
         for group in groups:
@@ -502,7 +502,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
             if unread and parts:
                 direct[0].append((source, unread))
             continue
-        count = _open_parquet(source.path).metadata.num_row_groups
+        count = _open_input(source).metadata.num_row_groups
         for lo in range(0, count, SPLIT_GROUPS):
             groups = list(range(lo, min(count, lo + SPLIT_GROUPS)))
             splits.append(dask.delayed(_split_groups)(source, groups, lookup, len(parts)))
@@ -915,6 +915,8 @@ class _ParquetInput:
     path: str
     rename: dict
     run: str | None
+    #: the path as given, which messages cite (as the local engine's do)
+    shown: str = ""
 
 
 def _run_inputs(runs) -> tuple[list[str], list, dict]:
@@ -938,7 +940,7 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
         if table is not None:
             path = os.path.abspath(table)  # workers may run elsewhere: an absolute path
-            files[name] = (path, isinstance(source, parquet.TableRun))
+            files[name] = (table, isinstance(source, parquet.TableRun))  # for messages
             if isinstance(source, parquet.TableRun):
                 if table in read:  # a many-run table: read once, for all its runs
                     continue
@@ -952,7 +954,7 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             run = parquet._find(columns, parquet.RUN, table)
             if run is not None:
                 rename[run] = "run"
-            inputs.append(_ParquetInput(path, rename, None if run is not None else name))
+            inputs.append(_ParquetInput(path, rename, None if run is not None else name, table))
             continue
         columns = read_run(source, name=name)
         inputs.append(
@@ -966,6 +968,20 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             )
         )
     return [name for name, _ in named], inputs, files
+
+
+def _open_input(source: _ParquetInput):
+    """The ParquetFile of ``source`` (by its absolute path); an unreadable one is an input
+    error citing the path as given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from . import parquet
+
+    try:
+        return pq.ParquetFile(source.path)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise parquet.unreadable(source.shown or source.path, error) from None
 
 
 def _open_parquet(path: str):
@@ -983,7 +999,7 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     order); None when the statistics cannot tell (not strings, missing) or when the
     partitions would read the table's rows more than :data:`DIRECT_READS` times over in
     all: a table not laid out by query, split by partition instead."""
-    meta = _open_parquet(source.path).metadata
+    meta = _open_input(source).metadata
     column = next(k for k, v in source.rename.items() if v == "query_id")
     ranges = _string_ranges(meta, column)
     if ranges is None:
@@ -1027,8 +1043,8 @@ def _read_group(file, source: _ParquetInput, group: int, start: int):
     try:
         raw = file.read_row_group(group, columns=list(source.rename))
     except (pa.ArrowException, OSError, ValueError) as error:
-        raise parquet.unreadable(source.path, error) from None
-    where = dict(path=source.path, offset=start)
+        raise parquet.unreadable(source.shown or source.path, error) from None
+    where = dict(path=source.shown or source.path, offset=start)
     query = parquet.ids(raw[names["query_id"]], "query id", name=names["query_id"], **where)
     run = (
         parquet.ids(raw[names["run"]], "run name", name=names["run"], **where)
@@ -1069,7 +1085,7 @@ def _split_groups(source: _ParquetInput, groups: list[int], lookup, n_parts: int
     import pyarrow as pa
 
     ids, part_of = lookup
-    file = _open_parquet(source.path)
+    file = _open_input(source)
     starts = _group_starts(file)
     pieces: list[list] = [[] for _ in range(n_parts)]
     for group in groups:

@@ -726,6 +726,22 @@ def test_input_errors_are_the_local_engine_s(scheduler, tmp_path, monkeypatch, n
         assert remote.stderr == local.stderr
 
 
+@pytest.mark.parametrize("name", ["nan-unjudged", "duplicate", "empty-docno-shuffled"])
+def test_input_errors_cite_the_path_as_given(scheduler, tmp_path, monkeypatch, name):
+    """The workers open a Parquet run by its absolute path, but an error cites the path as
+    the user gave it: the local engine's message, byte for byte (it cited the absolute
+    path)."""
+    small_partitions(monkeypatch)
+    _bad_tables(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = ["-q", SAMPLE / "qrels.txt", f"{name}.parquet"]
+    local = invoke("compare", *args)
+    remote = invoke("compare", *args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == 2 and remote.exit_code == 2, (local.stderr, remote.stderr)
+    assert remote.stderr.startswith(f"{name}.parquet: "), remote.stderr
+    assert remote.stderr == local.stderr
+
+
 def test_the_library_s_rows_and_notices_are_the_local_engine_s(scheduler, monkeypatch):
     """prefeval.compare(engine="dask") puts the whole cube together: the rows in measure,
     pair, query order whatever the partitions; the same notices, once."""
@@ -786,7 +802,8 @@ def test_parquet_paths_are_absolute_for_the_workers(tmp_path, monkeypatch):
     monkeypatch.chdir(SAMPLE)
     _, inputs, files = _run_inputs(["runs.parquet"])
     assert inputs[0].path == str(SAMPLE / "runs.parquet")
-    assert files["sys01"] == (str(SAMPLE / "runs.parquet"), True)
+    # messages cite the path as given, as the local engine's do
+    assert (inputs[0].shown, files["sys01"]) == ("runs.parquet", ("runs.parquet", True))
 
 
 @pytest.mark.parametrize("address", ["nowhere", " ", "inproc://x"])
