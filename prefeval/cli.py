@@ -1407,7 +1407,7 @@ def main(argv=None):
     try:
         limits.under_address_limit()  # before numpy: see there
         cli.main(args=argv, prog_name="prefeval")
-    except (MemoryError, ImportError, RuntimeError) as error:  # also before a command runs
+    except (MemoryError, ImportError, RuntimeError, OSError) as error:  # also in imports
         message = limits.limit_message(error)
         if message is None:
             raise

@@ -4,6 +4,7 @@ a run or in one message (:class:`~prefeval.errors.SystemLimitError`, ``MemoryErr
 
 from __future__ import annotations
 
+import errno
 import os
 
 #: open files a local Dask cluster takes in this process besides its workers' (measured:
@@ -76,12 +77,19 @@ def under_address_limit() -> None:
 def limit_message(error: BaseException) -> str | None:
     """The one line the CLI prints for ``error`` when it is a resource running out: memory
     (MemoryError; a library that cannot be mapped, ``failed to map segment``, an
-    ImportError under an address-space limit) or threads (``can't start new thread``: no
-    room for a thread's stack, or a limit on processes); None for another error."""
+    ImportError under an address-space limit), open files (EMFILE, ENFILE) or threads
+    (``can't start new thread``: no room for a thread's stack, or a limit on processes);
+    None for another error."""
     if isinstance(error, MemoryError):
         return out_of_memory_message()
     if isinstance(error, ImportError) and "failed to map segment" in str(error):
         return out_of_memory_message()
+    if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+        limit = ""
+        resource = _resource()
+        if resource is not None and error.errno == errno.EMFILE:
+            limit = f" (the limit is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}, ulimit -n)"
+        return f"prefeval: too many open files{limit}: raise the limit"
     if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
         if address_space() is not None:
             return out_of_memory_message()

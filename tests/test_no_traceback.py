@@ -247,3 +247,26 @@ def test_dask_raises_a_soft_open_files_limit(tmp_path):
     )
     assert (proc.returncode, proc.stderr) == (0, b"")
     assert proc.stdout.decode() == invoke("compare", QRELS, *RUNS).stdout
+
+
+@pytest.mark.parametrize("files", [5, 6])
+def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path, files):
+    """ulimit -n as low as Python starts with: each command runs (the local engine needs no
+    more) or says so in one line, exit 2 (report's and --plot's image libraries opened
+    files past 5: a traceback)."""
+    status, _, stderr, _ = _limited({"RLIMIT_NOFILE": files}, ["--version"], tmp_path)
+    if status != 0:
+        pytest.skip(f"Python does not start with {files} open files here: {stderr[-200:]}")
+    for command in COMMANDS:
+        out = tmp_path / OUT_NAME.get(command, "out.tsv")
+        args = [command, *EXTRA.get(command, []), "-o", out, QRELS, *RUNS_OF.get(command, RUNS)]
+        status, stdout, stderr, _ = _limited({"RLIMIT_NOFILE": files}, args, tmp_path)
+        if status == 0:
+            assert out.exists() and stderr == "", (command, stderr)
+            out.unlink()
+            continue
+        assert (status, stdout) == (2, b""), (command, status, stderr[-2000:])
+        assert stderr == (
+            f"prefeval: too many open files (the limit is {files}, ulimit -n): raise the limit\n"
+        ), (command, stderr[-2000:])
+        assert not out.exists(), command
