@@ -1145,3 +1145,10 @@ def test_agree_without_baselines_is_a_usage_error(tmp_path):
     assert ties == ok(invoke("agree", "--ties", "--prefs", prefs))
     agree = ok(invoke("agree", "--prefs", prefs, qrels, *runs))
     assert agree.count("\n") > 1 and agree == ok(invoke("agree", qrels, *runs))
+    # the library alike
+    import prefeval
+
+    for kwargs in ({"baselines": []}, {"prefs": str(prefs), "qrels": None, "runs": None}):
+        with pytest.raises(ValueError, match="^agree compares preferences with baselines"):
+            prefeval.agree(**{"qrels": str(qrels), "runs": runs, **kwargs})
+    assert len(prefeval.agree(str(qrels), runs, baselines=[], ties=True)) == 6
