@@ -38,8 +38,11 @@ def open_files(needed: int, what: str) -> None:
     if soft == resource.RLIM_INFINITY or soft >= needed:
         return
     if hard == resource.RLIM_INFINITY or hard >= needed:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-        return
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+            return
+        except (ValueError, OSError):  # macOS: not beyond OPEN_MAX
+            pass
     raise SystemLimitError(
         f"{what} needs {needed} open files, the limit is {soft} (ulimit -n): raise it, or "
         "use --engine local"
@@ -67,7 +70,8 @@ def under_address_limit() -> None:
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
-        mmap.mmap(-1, BLAS_ROOM).close()
+        # private and read-only: address space only, no memory committed
+        mmap.mmap(-1, BLAS_ROOM, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()
     except (OSError, ValueError, OverflowError):
         raise MemoryError from None
     import numpy  # noqa: F401
