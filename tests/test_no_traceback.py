@@ -249,11 +249,11 @@ def test_dask_raises_a_soft_open_files_limit(tmp_path):
     assert proc.stdout.decode() == invoke("compare", QRELS, *RUNS).stdout
 
 
-@pytest.mark.parametrize("files", [5, 6])
-def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path, files):
+def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path):
     """ulimit -n as low as Python starts with: each command runs (the local engine needs no
     more) or says so in one line, exit 2 (report's and --plot's image libraries opened
     files past 5: a traceback)."""
+    files = 5
     status, _, stderr, _ = _limited({"RLIMIT_NOFILE": files}, ["--version"], tmp_path)
     if status != 0:
         pytest.skip(f"Python does not start with {files} open files here: {stderr[-200:]}")
