@@ -570,6 +570,12 @@ def agree(
     """
     from .correlation import agreement_table, ties_table
 
+    none = baselines is not None and not isinstance(baselines, str) and not baselines
+    if not ties and metrics is None and (none or qrels is None or runs is None):
+        raise ValueError(
+            "agree compares preferences with baselines: give qrels and runs, or metrics= "
+            "(or ties=True, which needs none)"
+        )
     evidence = _evidence(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,

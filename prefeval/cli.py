@@ -108,9 +108,9 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
-        from . import cache, progress
+        from . import cache, limits, progress
         from .cache import CacheSettingError
-        from .errors import InputError
+        from .errors import InputError, SystemLimitError
         from .readers import one_command
         from .writers import OutputError
 
@@ -128,12 +128,11 @@ class PrefevalGroup(click.Group):
         except CacheSettingError as error:
             click.echo(f"prefeval: {error}", err=True)
             ctx.exit(2)
+        except SystemLimitError as error:
+            click.echo(f"prefeval: {error}", err=True)
+            ctx.exit(2)
         except MemoryError:
-            click.echo(
-                "prefeval: out of memory: the inputs are too large for this machine "
-                "(fewer runs or queries at once, or -M, reduce what is held)",
-                err=True,
-            )
+            click.echo(limits.out_of_memory_message(), err=True)
             ctx.exit(2)
         finally:
             cache.set_enabled(was_enabled)
@@ -901,6 +900,13 @@ def agree(
     """
     from .writers import write_table
 
+    if not ties and (
+        no_baselines or (prefs is not None and metrics_file is None and len(inputs) < 2)
+    ):
+        raise click.UsageError(
+            "agree compares preferences with baselines: give QRELS RUN... or --metrics FILE "
+            "(or --ties, which needs none)"
+        )
     table = _analysis(
         "agree",
         inputs,
@@ -1400,10 +1406,20 @@ def main(argv=None):
         # a safety net only: the cases numpy warns about (empty slices, NaN casts) are
         # handled where they arise, and the tests turn these warnings into errors
         warnings.simplefilter("ignore", RuntimeWarning)
+    from . import limits
+
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _terminate)
-    cli.main(args=argv, prog_name="prefeval")
+    try:
+        limits.under_address_limit()  # before numpy: see there
+        cli.main(args=argv, prog_name="prefeval")
+    except (MemoryError, ImportError, RuntimeError, OSError) as error:  # also in imports
+        message = limits.limit_message(error)
+        if message is None:
+            raise
+        click.echo(message, err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

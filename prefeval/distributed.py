@@ -346,7 +346,7 @@ def _read_units(reads: list, pieces: list) -> list:
         if piece is not None and piece.num_rows:
             units.append((piece, set(pc.unique(piece["run"]).to_pylist())))
     for source, groups in reads:
-        file = _open_parquet(source.path)
+        file = _open_input(source)
         starts = _group_starts(file)
         ranges = _run_ranges(file, source)
         for group in groups:
@@ -502,7 +502,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
             if unread and parts:
                 direct[0].append((source, unread))
             continue
-        count = _open_parquet(source.path).metadata.num_row_groups
+        count = _open_input(source).metadata.num_row_groups
         for lo in range(0, count, SPLIT_GROUPS):
             groups = list(range(lo, min(count, lo + SPLIT_GROUPS)))
             splits.append(dask.delayed(_split_groups)(source, groups, lookup, len(parts)))
@@ -543,6 +543,8 @@ PARTITION_SLOT = "prefeval-partition"
 
 #: seconds a ``--scheduler`` address has to accept the connection and answer as Dask
 CONNECT_SECONDS = 15
+#: seconds a ``--scheduler`` without workers has for one to join (tasks would wait for ever)
+WORKER_SECONDS = 15
 
 
 def _client(scheduler: str | None, fetcher: bool = False):
@@ -555,7 +557,8 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError("--scheduler: an empty address")
     try:
         if scheduler:
-            return _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
+            client = _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
+            return _with_a_worker(client, scheduler)
         # the workers share the command's stderr: their log of a failed task (an input
         # error, raised again here) would print a traceback beside its message; a
         # dashboard on any free port (the default 8787 may be taken: a warning)
@@ -567,7 +570,11 @@ def _client(scheduler: str | None, fetcher: bool = False):
         # it, `order` at a million users peaked 30-50 MiB higher, idle as it was)
         from distributed.deploy.utils import nprocesses_nthreads
 
+        from . import limits
+
         workers, threads = nprocesses_nthreads()
+        needed = limits.CLUSTER_FILES + limits.WORKER_FILES * workers
+        limits.open_files(needed, f"--engine dask (a local cluster of {workers} workers)")
         slots = {"threads_per_worker": threads}
         if fetcher:
             slots = {"threads_per_worker": threads + 1, "resources": {PARTITION_SLOT: threads}}
@@ -581,10 +588,35 @@ def _client(scheduler: str | None, fetcher: bool = False):
                 silence_logs=logging.CRITICAL,
             )
         return Client(cluster)
+    except _NoWorkers as error:
+        raise ValueError(str(error)) from None
     except Exception as error:  # Dask's own errors for a bad address or answer, too
         if not scheduler:
-            raise
+            from .errors import SystemLimitError
+
+            if isinstance(error, (SystemLimitError, MemoryError)):
+                raise
+            # a worker process that cannot start (a process or memory limit...)
+            raise SystemLimitError(f"cannot start a local Dask cluster ({error})") from None
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
+
+
+class _NoWorkers(Exception):
+    """The scheduler has no worker (and none joined in time)."""
+
+
+def _with_a_worker(client, scheduler: str):
+    """``client`` once its scheduler has a worker; else (none within
+    :data:`WORKER_SECONDS`) the client closed and :class:`_NoWorkers`."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_SECONDS)
+    except TimeoutError:
+        client.close()
+        raise _NoWorkers(
+            f"--scheduler {scheduler}: the scheduler has no workers (none joined within "
+            f"{WORKER_SECONDS} s)"
+        ) from None
+    return client
 
 
 def _bounded(connect):
@@ -883,6 +915,8 @@ class _ParquetInput:
     path: str
     rename: dict
     run: str | None
+    #: the path as given, which messages cite (as the local engine's do)
+    shown: str = ""
 
 
 def _run_inputs(runs) -> tuple[list[str], list, dict]:
@@ -908,7 +942,7 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
         if table is not None and not is_stream(table):
             path = os.path.abspath(table)  # workers may run elsewhere: an absolute path
-            files[name] = (path, isinstance(source, parquet.TableRun))
+            files[name] = (table, isinstance(source, parquet.TableRun))  # for messages
             if isinstance(source, parquet.TableRun):
                 if table in read:  # a many-run table: read once, for all its runs
                     continue
@@ -922,7 +956,7 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             run = parquet._find(columns, parquet.RUN, table)
             if run is not None:
                 rename[run] = "run"
-            inputs.append(_ParquetInput(path, rename, None if run is not None else name))
+            inputs.append(_ParquetInput(path, rename, None if run is not None else name, table))
             continue
         columns = read_run(source, name=name)
         inputs.append(
@@ -936,6 +970,20 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             )
         )
     return [name for name, _ in named], inputs, files
+
+
+def _open_input(source: _ParquetInput):
+    """The ParquetFile of ``source`` (by its absolute path); an unreadable one is an input
+    error citing the path as given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from . import parquet
+
+    try:
+        return pq.ParquetFile(source.path)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise parquet.unreadable(source.shown or source.path, error) from None
 
 
 def _open_parquet(path: str):
@@ -953,7 +1001,7 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     order); None when the statistics cannot tell (not strings, missing) or when the
     partitions would read the table's rows more than :data:`DIRECT_READS` times over in
     all: a table not laid out by query, split by partition instead."""
-    meta = _open_parquet(source.path).metadata
+    meta = _open_input(source).metadata
     column = next(k for k, v in source.rename.items() if v == "query_id")
     ranges = _string_ranges(meta, column)
     if ranges is None:
@@ -997,8 +1045,8 @@ def _read_group(file, source: _ParquetInput, group: int, start: int):
     try:
         raw = file.read_row_group(group, columns=list(source.rename))
     except (pa.ArrowException, OSError, ValueError) as error:
-        raise parquet.unreadable(source.path, error) from None
-    where = dict(path=source.path, offset=start)
+        raise parquet.unreadable(source.shown or source.path, error) from None
+    where = dict(path=source.shown or source.path, offset=start)
     query = parquet.ids(raw[names["query_id"]], "query id", name=names["query_id"], **where)
     run = (
         parquet.ids(raw[names["run"]], "run name", name=names["run"], **where)
@@ -1039,7 +1087,7 @@ def _split_groups(source: _ParquetInput, groups: list[int], lookup, n_parts: int
     import pyarrow as pa
 
     ids, part_of = lookup
-    file = _open_parquet(source.path)
+    file = _open_input(source)
     starts = _group_starts(file)
     pieces: list[list] = [[] for _ in range(n_parts)]
     for group in groups:

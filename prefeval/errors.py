@@ -21,3 +21,8 @@ class InputError(ValueError):
 class PrefevalWarning(UserWarning):
     """A notice of the Python API (queries not evaluated, a run without results for some
     queries...): what the command writes to stderr, issued through :mod:`warnings`."""
+
+
+class SystemLimitError(RuntimeError):
+    """What was asked does not fit this process's resource limits (``ulimit``: open files,
+    address space) or the machine; the CLI prints ``prefeval: message``, exit status 2."""

@@ -224,11 +224,23 @@ def metrics_from_table(
 
     Summary rows (query_id ``all``) are ignored; a table of summary rows only is an
     error.  One row per (measure, run, query): a second one is an error, whichever value it
-    has.  Row numbers in errors count the rows of ``frame`` from 1."""
+    has; a value must be finite (an infinity is an error).  Row numbers in errors count the
+    rows of ``frame`` from 1."""
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != "all"]
     if frame.empty:
         raise InputError(path, None, NO_METRIC_ROWS)
+    # an infinity ties with every number (prefeval.ties): it would rank first with any run
+    infinite = np.isinf(frame["value"].to_numpy(dtype=float))
+    if infinite.any():
+        k = int(np.flatnonzero(infinite)[0])
+        value = float(frame["value"].iloc[k])
+        raise InputError(
+            path,
+            None,
+            f"row {int(frame.index[k]) + 1}: value {value!r} is not a metric value (a metric "
+            "value is a finite number)",
+        )
     repeated = frame.duplicated(["measure", "run", "query_id"]).to_numpy()
     if repeated.any():
         second = frame.iloc[int(np.flatnonzero(repeated)[0])]

@@ -1124,3 +1124,31 @@ def test_prefs_table_with_subtopic_measure_keeps_evaluated_queries(tmp_path):
     np.testing.assert_allclose(ap["score"], [19 / 24, 1 / 2], rtol=0, atol=1e-15)
     from_prefs = frame(ok(invoke("order", "-B", "AP", "--prefs", prefs, qrels, r1, r2)))
     assert from_prefs.to_dict("list") == from_runs.to_dict("list")
+
+
+def test_agree_without_baselines_is_a_usage_error(tmp_path):
+    """agree compares preferences with baselines: with none (--no-baselines, or --prefs
+    without QRELS RUN... or --metrics) it wrote an empty table, exit 0.  --ties needs none."""
+    qrels, runs = SAMPLE / "qrels.txt", SAMPLE_RUNS[:3]
+    prefs = tmp_path / "prefs.tsv"
+    ok(invoke("compare", "-q", "-o", prefs, qrels, *runs))
+    for args in (["--no-baselines", qrels, *runs], ["--prefs", prefs]):
+        result = invoke("agree", "-o", tmp_path / "out.tsv", *args)
+        assert (result.exit_code, result.stdout) == (2, ""), result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            "Error: agree compares preferences with baselines: give QRELS RUN... or --metrics "
+            "FILE (or --ties, which needs none)"
+        )
+        assert not (tmp_path / "out.tsv").exists()
+    ties = ok(invoke("agree", "--ties", "--no-baselines", qrels, *runs))
+    assert ties.splitlines()[0] == "measure\tties\tcomparisons"
+    assert ties == ok(invoke("agree", "--ties", "--prefs", prefs))
+    agree = ok(invoke("agree", "--prefs", prefs, qrels, *runs))
+    assert agree.count("\n") > 1 and agree == ok(invoke("agree", qrels, *runs))
+    # the library alike
+    import prefeval
+
+    for kwargs in ({"baselines": []}, {"prefs": str(prefs), "qrels": None, "runs": None}):
+        with pytest.raises(ValueError, match="^agree compares preferences with baselines"):
+            prefeval.agree(**{"qrels": str(qrels), "runs": runs, **kwargs})
+    assert len(prefeval.agree(str(qrels), runs, baselines=[], ties=True)) == 6

@@ -255,6 +255,55 @@ def test_silent_address_is_a_usage_error_not_a_hang(monkeypatch):
     assert result.stdout == ""
 
 
+#: a Dask scheduler without workers on the loopback: prints its address, then waits
+LONELY_SCHEDULER = """
+import asyncio
+from distributed import Scheduler
+
+async def main():
+    async with Scheduler(host="127.0.0.1", port=0, dashboard_address=":0") as scheduler:
+        print(scheduler.address, flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_scheduler_without_workers_is_a_usage_error_not_a_hang(monkeypatch):
+    """A live scheduler that has no workers would keep the tasks waiting for ever, with
+    nothing said: prefeval waits WORKER_SECONDS (lowered here) for one to join, then
+    gives up with the usage error, as for an address that does not answer."""
+    import subprocess
+    import sys
+    import time
+
+    from prefeval import distributed
+
+    monkeypatch.setattr(distributed, "WORKER_SECONDS", 2)
+    lonely = subprocess.Popen(
+        [sys.executable, "-c", LONELY_SCHEDULER], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        address = lonely.stdout.readline().strip()
+        assert address.startswith("tcp://127.0.0.1:"), address
+        for command in ("compare", "order"):
+            start = time.monotonic()
+            result = invoke(
+                command, "--engine", "dask", "--scheduler", address, SAMPLE / "qrels.txt", *RUNS
+            )
+            assert time.monotonic() - start < 60
+            assert result.exit_code == 2, (result.stderr, result.exception)
+            assert result.stdout == ""
+            assert result.stderr.splitlines()[-1] == (
+                f"Error: --scheduler {address}: the scheduler has no workers (none joined "
+                "within 2 s)"
+            )
+            assert "Traceback" not in result.stderr
+    finally:
+        lonely.kill()
+        lonely.wait()
+
+
 def test_dask_reads_parquet_runs_on_the_workers(scheduler, tmp_path):
     """A many-run Parquet table (its runs in sorted name order) and single-run Parquet
     files give the local engine's bytes."""
@@ -677,6 +726,22 @@ def test_input_errors_are_the_local_engine_s(scheduler, tmp_path, monkeypatch, n
         assert remote.stderr == local.stderr
 
 
+@pytest.mark.parametrize("name", ["nan-unjudged", "duplicate", "empty-docno-shuffled"])
+def test_input_errors_cite_the_path_as_given(scheduler, tmp_path, monkeypatch, name):
+    """The workers open a Parquet run by its absolute path, but an error cites the path as
+    the user gave it: the local engine's message, byte for byte (it cited the absolute
+    path)."""
+    small_partitions(monkeypatch)
+    _bad_tables(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = ["-q", SAMPLE / "qrels.txt", f"{name}.parquet"]
+    local = invoke("compare", *args)
+    remote = invoke("compare", *args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == 2 and remote.exit_code == 2, (local.stderr, remote.stderr)
+    assert remote.stderr.startswith(f"{name}.parquet: "), remote.stderr
+    assert remote.stderr == local.stderr
+
+
 def test_the_library_s_rows_and_notices_are_the_local_engine_s(scheduler, monkeypatch):
     """prefeval.compare(engine="dask") puts the whole cube together: the rows in measure,
     pair, query order whatever the partitions; the same notices, once."""
@@ -737,7 +802,8 @@ def test_parquet_paths_are_absolute_for_the_workers(tmp_path, monkeypatch):
     monkeypatch.chdir(SAMPLE)
     _, inputs, files = _run_inputs(["runs.parquet"])
     assert inputs[0].path == str(SAMPLE / "runs.parquet")
-    assert files["sys01"] == (str(SAMPLE / "runs.parquet"), True)
+    # messages cite the path as given, as the local engine's do
+    assert (inputs[0].shown, files["sys01"]) == ("runs.parquet", ("runs.parquet", True))
 
 
 @pytest.mark.parametrize("address", ["nowhere", " ", "inproc://x"])

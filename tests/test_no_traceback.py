@@ -183,3 +183,125 @@ def test_dev_stdout_appended_and_piped(command, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         {name, "log", os.path.basename(target)} - {"stdout"}
     )
+
+
+# --------------------------------------------------------------------------- resource limits
+
+
+def _limited(limits: dict, args: list, tmp_path: Path, timeout: float = 120):
+    """``python -m prefeval ARGS`` in a process with ``limits`` (RLIMIT name -> soft and
+    hard limit), killed after ``timeout`` s (a hang fails the test): (status, stdout, stderr,
+    seconds)."""
+    import time
+
+    resource = pytest.importorskip("resource", reason="resource limits are POSIX")
+
+    def limit():
+        for name, value in limits.items():
+            resource.setrlimit(getattr(resource, name), (value, value))
+
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "prefeval", *map(str, args)],
+            capture_output=True,
+            timeout=timeout,
+            preexec_fn=limit,
+            cwd=tmp_path,
+        )
+    except subprocess.TimeoutExpired:  # the child is killed by subprocess.run
+        pytest.fail(f"{args[0]} under {limits} did not end within {timeout} s")
+    return proc.returncode, proc.stdout, proc.stderr.decode(), time.monotonic() - start
+
+
+def _ran_or_one_line(status, stdout, stderr, expected: bytes, what) -> None:
+    """A run with the unlimited output, or exit 2 with one line and no output."""
+    if status == 0:
+        assert stdout == expected, what
+        return
+    assert status == 2, (what, status, stderr[-2000:])
+    assert stdout == b"" and len(stderr.splitlines()) == 1, (what, stderr[-2000:])
+    assert stderr.startswith("prefeval: "), (what, stderr)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as on Linux")
+def test_address_space_limits_end_in_a_run_or_one_line(tmp_path):
+    """ulimit -v (a batch scheduler's h_vmem): OpenBLAS, loaded late in a process near the
+    limit, retried its buffer for ever (discpower spun at 500,000 KiB); MemoryError and
+    libraries that cannot be mapped gave tracebacks.  Every limit now ends in discpower's
+    output or in one line, exit 2."""
+    args = ["discpower", "--trials", "50", QRELS, *RUNS]
+    expected = subprocess.run(
+        [sys.executable, "-m", "prefeval", *map(str, args)], capture_output=True, check=True
+    ).stdout
+    for kib in (300_000, 400_000, 500_000, 600_000, 700_000):
+        status, stdout, stderr, _ = _limited({"RLIMIT_AS": kib << 10}, args, tmp_path, 90)
+        _ran_or_one_line(status, stdout, stderr, expected, kib)
+        if status == 2:
+            assert f"under the address-space limit of {kib} KiB (ulimit -v)" in stderr
+    # far below what the libraries need: told before anything is loaded
+    status, _, stderr, _ = _limited({"RLIMIT_AS": 150_000 << 10}, args, tmp_path)
+    assert status == 2, stderr
+    # a generous limit runs (with one BLAS thread), the output unchanged
+    assert _limited({"RLIMIT_AS": 4_000_000 << 10}, args, tmp_path)[:2] == (0, expected)
+
+
+@pytest.mark.parametrize("files", [16, 32, 48])
+def test_dask_under_few_open_files_is_one_line(tmp_path, files):
+    """ulimit -n: a local Dask cluster flooded stderr with the scheduler's failed accepts
+    (16) or died with ``Nanny failed to start`` (32); now one line, exit 2, at once.  The
+    local engine runs with 5, and a soft limit is raised to what the cluster needs."""
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    args = ["compare", "--engine", "dask", QRELS, *RUNS]
+    status, stdout, stderr, seconds = _limited({"RLIMIT_NOFILE": files}, args, tmp_path, 120)
+    assert (status, stdout) == (2, b""), stderr[-2000:]
+    assert len(stderr.splitlines()) == 1, stderr[-2000:]
+    assert stderr.startswith("prefeval: --engine dask (a local cluster of "), stderr
+    assert f"open files, the limit is {files} (ulimit -n)" in stderr
+    assert seconds < 60
+    local = _limited({"RLIMIT_NOFILE": 5}, args[:1] + args[3:], tmp_path)
+    expected = invoke("compare", QRELS, *RUNS).stdout.encode()
+    assert local[:2] == (0, expected), local[2]
+
+
+def test_dask_raises_a_soft_open_files_limit(tmp_path):
+    resource = pytest.importorskip("resource", reason="resource limits are POSIX")
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 256:
+        pytest.skip(f"the hard limit on open files is {hard}")
+
+    def soft():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (16, hard))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "prefeval", "compare", "--engine", "dask", QRELS, *RUNS],
+        capture_output=True,
+        timeout=120,
+        preexec_fn=soft,
+    )
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert proc.stdout.decode() == invoke("compare", QRELS, *RUNS).stdout
+
+
+def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path):
+    """ulimit -n as low as Python starts with: each command runs (the local engine needs no
+    more) or says so in one line, exit 2 (report's and --plot's image libraries opened
+    files past 5: a traceback)."""
+    files = 5
+    status, _, stderr, _ = _limited({"RLIMIT_NOFILE": files}, ["--version"], tmp_path)
+    if status != 0:
+        pytest.skip(f"Python does not start with {files} open files here: {stderr[-200:]}")
+    for command in COMMANDS:
+        out = tmp_path / OUT_NAME.get(command, "out.tsv")
+        args = [command, *EXTRA.get(command, []), "-o", out, QRELS, *RUNS_OF.get(command, RUNS)]
+        status, stdout, stderr, _ = _limited({"RLIMIT_NOFILE": files}, args, tmp_path)
+        if status == 0:
+            assert out.exists() and stderr == "", (command, stderr)
+            out.unlink()
+            continue
+        assert (status, stdout) == (2, b""), (command, status, stderr[-2000:])
+        assert stderr == (
+            f"prefeval: too many open files (the limit is {files}, ulimit -n): raise the limit\n"
+        ), (command, stderr[-2000:])
+        assert not out.exists(), command

@@ -505,3 +505,34 @@ def test_cli_rejects_a_prefs_value_outside_the_range(tmp_path):
     assert result.exit_code == 2
     assert f"{table}: row 2: value 3.0 is not a preference" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
+def test_metrics_value_must_be_finite(tmp_path, value):
+    """An infinity ties with every number (prefeval.ties): a run with one would rank
+    first with any other; a --metrics table (file or DataFrame) with one is an error citing
+    the row.  A NaN is a missing value, refused as before."""
+    prefs = tmp_path / "prefs.tsv"
+    metrics = tmp_path / "metrics.tsv"
+    three = SAMPLE_RUNS[:3]
+    ok(invoke("compare", "-q", "-m", "rpp", "-o", prefs, SAMPLE / "qrels.txt", *three))
+    ok(invoke("metrics", "-q", "-n", "-m", "AP", "-o", metrics, SAMPLE / "qrels.txt", *three))
+    lines = metrics.read_text().splitlines(keepends=True)
+    assert lines[3].startswith("AP\tsys01\t303\t")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("".join(lines[:3] + [f"AP\tsys01\t303\t{value}\n"] + lines[4:]))
+    shown = repr(float(value))
+    line = fails(invoke("order", "--prefs", prefs, "--metrics", bad), bad)
+    assert line == (
+        f"{bad}: row 3: value {shown} is not a metric value (a metric value is a finite number)"
+    )
+    for command in ("agree", "tau", "discpower"):
+        assert fails(invoke(command, "--prefs", prefs, "--metrics", bad), bad) == line
+    import prefeval
+
+    table = read_table(str(metrics), METRIC_COLUMNS)
+    table.loc[2, "value"] = float(value)
+    with pytest.raises(InputError, match=r"^<metrics DataFrame>: row 3: value .* not a metric"):
+        prefeval.order(prefs=str(prefs), metrics=table)
+    with pytest.raises(InputError, match="missing value"):
+        prefeval.order(prefs=str(prefs), metrics=table.assign(value=np.nan))

@@ -1,0 +1,115 @@
+"""The resource limits of this process (``ulimit``, a batch scheduler's ``h_vmem``): what
+prefeval needs of them is checked before the work that needs it, so that a limit ends in
+a run or in one message (:class:`~prefeval.errors.SystemLimitError`, ``MemoryError``)."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+#: open files a local Dask cluster takes in this process besides its workers' (measured:
+#: about 21, and 10 per worker at rest; the rest for the run files, output and spikes)
+CLUSTER_FILES = 40
+#: open files per worker of a local Dask cluster (its connections, in this process and its
+#: own)
+WORKER_FILES = 16
+#: address space left free before the BLAS libraries are loaded (numpy's and scipy's
+#: OpenBLAS take about 90 MiB each with one thread)
+BLAS_ROOM = 256 << 20
+
+
+def _resource():
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    return resource
+
+
+def open_files(needed: int, what: str) -> None:
+    """At least ``needed`` open files for ``what``: the soft limit is raised to it where
+    the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError."""
+    from .errors import SystemLimitError
+
+    resource = _resource()
+    if resource is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard == resource.RLIM_INFINITY or hard >= needed:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+            return
+        except (ValueError, OSError):  # macOS: not beyond OPEN_MAX
+            pass
+    raise SystemLimitError(
+        f"{what} needs {needed} open files, the limit is {soft} (ulimit -n): raise it, or "
+        "use --engine local"
+    )
+
+
+def address_space() -> int | None:
+    """The address-space limit in bytes (``ulimit -v``), None when there is none."""
+    resource = _resource()
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def under_address_limit() -> None:
+    """Under an address-space limit, before numpy is imported: one OpenBLAS thread (unless
+    OPENBLAS_NUM_THREADS says otherwise), and the BLAS libraries of numpy and scipy loaded
+    now, once :data:`BLAS_ROOM` is known to be free (else MemoryError): OpenBLAS retries
+    for ever when it cannot allocate its buffers, which it does on loading, so loaded late
+    in a process near the limit it would spin instead of failing."""
+    if address_space() is None:
+        return
+    import mmap
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        # private and read-only: address space only, no memory committed
+        mmap.mmap(-1, BLAS_ROOM, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()
+    except (OSError, ValueError, OverflowError):
+        raise MemoryError from None
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
+
+
+def limit_message(error: BaseException) -> str | None:
+    """The one line the CLI prints for ``error`` when it is a resource running out: memory
+    (MemoryError; a library that cannot be mapped, ``failed to map segment``, an
+    ImportError under an address-space limit), open files (EMFILE, ENFILE) or threads
+    (``can't start new thread``: no room for a thread's stack, or a limit on processes);
+    None for another error."""
+    if isinstance(error, MemoryError):
+        return out_of_memory_message()
+    if isinstance(error, ImportError) and "failed to map segment" in str(error):
+        return out_of_memory_message()
+    if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
+        limit = ""
+        resource = _resource()
+        if resource is not None and error.errno == errno.EMFILE:
+            limit = f" (the limit is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}, ulimit -n)"
+        return f"prefeval: too many open files{limit}: raise the limit"
+    if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
+        if address_space() is not None:
+            return out_of_memory_message()
+        return "prefeval: cannot start a thread: a limit on processes (ulimit -u)?"
+    return None
+
+
+def out_of_memory_message() -> str:
+    """The one line the CLI prints when memory runs out."""
+    limit = address_space()
+    if limit is not None:
+        return (
+            f"prefeval: out of memory under the address-space limit of {limit >> 10} KiB "
+            "(ulimit -v): raise it, or give fewer runs or queries at once"
+        )
+    return (
+        "prefeval: out of memory: the inputs are too large for this machine "
+        "(fewer runs or queries at once, or -M, reduce what is held)"
+    )
