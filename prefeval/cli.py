@@ -122,13 +122,7 @@ class PrefevalGroup(click.Group):
         except InputError as error:
             click.echo(str(error), err=True)
             ctx.exit(2)
-        except OutputError as error:
-            click.echo(f"prefeval: {error}", err=True)
-            ctx.exit(2)
-        except CacheSettingError as error:
-            click.echo(f"prefeval: {error}", err=True)
-            ctx.exit(2)
-        except SystemLimitError as error:
+        except (OutputError, CacheSettingError, SystemLimitError) as error:
             click.echo(f"prefeval: {error}", err=True)
             ctx.exit(2)
         except MemoryError:
