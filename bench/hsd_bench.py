@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 
 try:
-    from prefeval import ties
-    from prefeval.statistics import hsd_pvalues
+    from prefeval.analysis.significance import hsd_pvalues
+    from prefeval.core import ties
 except ImportError:  # prefeval not installed: use the checkout this script lives in
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from prefeval import ties
-    from prefeval.statistics import hsd_pvalues
+    from prefeval.analysis.significance import hsd_pvalues
+    from prefeval.core import ties
 
 SHAPES = {"recsys": (17564, 21), "robust": (249, 110), "sample": (50, 10)}
 

@@ -66,7 +66,7 @@ class PrefevalCommand(click.Command):
     in trec_eval; ``-o`` is writable and not one of the inputs."""
 
     def invoke(self, ctx):
-        from . import cache
+        from .engine import cache
 
         cache.max_bytes()  # a bad PREFEVAL_CACHE_MAX_GB is reported before any work
         inputs = [
@@ -87,7 +87,7 @@ class PrefevalCommand(click.Command):
         if output is not None and output != "-":
             import os
 
-            from .writers import check_output, output_target
+            from .io.writers import check_output, output_target
 
             target = output_target(output)
             for path in inputs:
@@ -108,11 +108,12 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
-        from . import cache, limits, progress
-        from .cache import CacheSettingError
-        from .errors import InputError, SystemLimitError
-        from .readers import one_command
-        from .writers import OutputError
+        from .core import limits, progress
+        from .core.errors import InputError, SystemLimitError
+        from .engine import cache
+        from .engine.cache import CacheSettingError
+        from .io.text import one_command
+        from .io.writers import OutputError
 
         was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
@@ -144,7 +145,7 @@ def cli():
 
 def _no_cache(ctx, param, value):
     if value:
-        from . import cache
+        from .engine import cache
 
         cache.set_enabled(False)
 
@@ -275,7 +276,7 @@ def against_option(func):
 def usage_errors():
     """Library ValueErrors about arguments (unknown measure, bad level...) become usage
     errors, exit status 2; input errors (``FILE:LINE: ...``) pass through."""
-    from .errors import InputError
+    from .core.errors import InputError
 
     try:
         yield
@@ -352,7 +353,7 @@ def compare(
     Example:
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
-    from .engine import (
+    from .engine.local import (
         SummaryAccumulator,
         against_pairs,
         load_runs,
@@ -360,8 +361,8 @@ def compare(
         relevant_with_notice,
         stderr_notice,
     )
-    from .readers import read_qrels, run_names
-    from .writers import write_frames
+    from .io.text import read_qrels, run_names
+    from .io.writers import write_frames
 
     names = run_names(runs)  # a Parquet table of many runs stands for its runs
     if len(names) < 2:
@@ -370,7 +371,7 @@ def compare(
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
     engine = _check_engine(engine, scheduler)
     if engine == "dask":  # the client's memory: before anything is read
-        from .engine import map_large_allocations
+        from .engine.local import map_large_allocations
 
         map_large_allocations()
     judged = read_qrels(qrels)
@@ -380,7 +381,7 @@ def compare(
         with usage_errors():
             pairs = against_pairs(names, against)
     if engine == "dask":
-        from .distributed import dask_compare
+        from .engine.dask import dask_compare
 
         with usage_errors():
             frames = dask_compare(
@@ -498,7 +499,7 @@ def _no_against(against, command, why):
 
 def _baseline_names(baselines):
     """Canonical names of the -B/-m values (map -> AP), each once; usage error otherwise."""
-    from .baselines import parse_baselines
+    from .analysis.baselines import parse_baselines
 
     with usage_errors():
         return [b.name for b in parse_baselines(baselines)]
@@ -521,7 +522,7 @@ def _analysis(
     """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
     point), after the checks that name the command's options."""
     from . import api
-    from .engine import stderr_notice
+    from .engine.local import stderr_notice
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     meta = click.get_current_context().meta
@@ -548,7 +549,7 @@ def _analysis(
                 + ("them" if len(given) > 1 else "it")
             )
     if prefs is None:
-        from .readers import run_names
+        from .io.text import run_names
 
         names = run_names(runs)  # a Parquet table of many runs stands for its runs
         if len(names) < 2:
@@ -557,7 +558,7 @@ def _analysis(
     if against:
         options["against"] = list(against)
         if prefs is None:  # unknown names before any run is read
-            from .engine import against_pairs
+            from .engine.local import against_pairs
 
             with usage_errors():
                 against_pairs(names, against)
@@ -640,7 +641,7 @@ def order(
       prefeval order qrels.txt runs/input.*
       prefeval order --prefs prefs.tsv --metrics metrics.tsv --method borda
     """
-    from .writers import write_table
+    from .io.writers import write_table
 
     _no_against(against, "order", "ranks all runs")
     table = _analysis(
@@ -668,8 +669,8 @@ class PlotFile(click.Path):
         super().__init__(dir_okay=False)
 
     def convert(self, value, param, ctx):
-        from .plotting import plot_format
-        from .writers import OutputError, check_output
+        from .io.writers import OutputError, check_output
+        from .present.plots import plot_format
 
         path = super().convert(value, param, ctx)
         try:
@@ -770,8 +771,8 @@ def discpower(
     Example:
       prefeval discpower --test ttest --test sign qrels.txt runs/input.*
     """
-    from .statistics import discriminative_power
-    from .writers import write_table
+    from .analysis.significance import discriminative_power
+    from .io.writers import write_table
 
     if against and "hsd" in tests:
         raise click.UsageError(
@@ -839,8 +840,8 @@ def tau(
     Example:
       prefeval tau -B AP -B nDCG qrels.txt runs/input.*
     """
-    from .correlation import tau_matrix_text
-    from .writers import write_table
+    from .analysis.agreement import tau_matrix_text
+    from .io.writers import write_table
 
     _no_against(against, "tau", "correlates orderings of all runs")
     table = _analysis(
@@ -892,7 +893,7 @@ def agree(
     comparisons where the baseline differs, the share where the preference has
     the same sign. With --ties: rows `measure ties comparisons`.
     """
-    from .writers import write_table
+    from .io.writers import write_table
 
     if not ties and (
         no_baselines or (prefs is not None and metrics_file is None and len(inputs) < 2)
@@ -979,7 +980,7 @@ def robustness(
     Example:
       prefeval robustness --queries 5,10,25 --labels 0.9,0.5 qrels.txt runs/input.*
     """
-    from .writers import write_table
+    from .io.writers import write_table
 
     _no_against(against, "robustness", "correlates orderings of all runs")
     if queries is None and labels is None:
@@ -1077,10 +1078,10 @@ def metrics(
       prefeval metrics -q -o metrics.tsv qrels.txt runs/input.*
       prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
     """
-    from .baselines import default_baselines, metrics_rows
-    from .engine import stderr_notice
-    from .readers import read_qrels
-    from .writers import write_table
+    from .analysis.baselines import default_baselines, metrics_rows
+    from .engine.local import stderr_notice
+    from .io.text import read_qrels
+    from .io.writers import write_table
 
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
@@ -1136,7 +1137,7 @@ def pairs(
     Example:
       prefeval pairs --against sys01 qrels.txt runs/input.*
     """
-    from .writers import write_table
+    from .io.writers import write_table
 
     table = _analysis(
         "pairs",
@@ -1211,11 +1212,11 @@ def explain(
     Example:
       prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
     """
-    from .engine import stderr_notice
-    from .explanations import explain as explain_table
-    from .explanations import to_text
-    from .readers import read_qrels, run_names
-    from .writers import atomic_output, write_stdout, write_table
+    from .engine.local import stderr_notice
+    from .io.text import read_qrels, run_names
+    from .io.writers import atomic_output, write_stdout, write_table
+    from .present.explain import explain as explain_table
+    from .present.explain import to_text
 
     count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
     if count != 2:
@@ -1316,13 +1317,13 @@ def report(
       prefeval report -o report.html qrels.txt runs/input.*
     """
 
-    from .reports import check_targets, output_paths
+    from .present.report import check_targets, output_paths
 
     _no_against(against, "report", "shows every pair of runs")
     with usage_errors():
         check_targets(output, [*inputs, prefs, metrics_file])  # before any computing
     _require_matplotlib("report")
-    from .writers import check_output
+    from .io.writers import check_output
 
     for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
         check_output(path)
@@ -1351,7 +1352,7 @@ def report(
 
 def _require_matplotlib(what: str) -> None:
     """A usage error when matplotlib is missing (:func:`prefeval.plotting.require`)."""
-    from .plotting import require
+    from .present.plots import require
 
     try:
         require(what)
@@ -1367,7 +1368,7 @@ def _plotting(plot):
     _require_matplotlib("--plot")
     import os
 
-    from .writers import output_target
+    from .io.writers import output_target
 
     params = click.get_current_context().params
     target = output_target(plot)
@@ -1381,7 +1382,7 @@ def _plotting(plot):
                 continue
             if os.path.samefile(path, target):
                 raise click.UsageError(f"--plot {plot} would overwrite the input {path}")
-    from . import plotting
+    from .present import plots as plotting
 
     return plotting
 
@@ -1400,7 +1401,7 @@ def main(argv=None):
         # a safety net only: the cases numpy warns about (empty slices, NaN casts) are
         # handled where they arise, and the tests turn these warnings into errors
         warnings.simplefilter("ignore", RuntimeWarning)
-    from . import limits
+    from .core import limits
 
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):

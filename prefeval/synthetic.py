@@ -398,7 +398,7 @@ def _write_runs_table(path: Path, names: list[str], texts: list[bytes]) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .readers import parse_run
+    from .io.text import parse_run
 
     runs = [parse_run(data, f"input.{name}", name) for name, data in zip(names, texts)]
     table = pa.table(

@@ -21,7 +21,9 @@ import pytest
 from helpers import invoke
 from scipy import stats
 
-from prefeval.aggregation import (
+from prefeval.analysis.agreement import agreement_table, kendall_tau, tau_table, ties_table
+from prefeval.analysis.evidence import gather
+from prefeval.analysis.orderings import (
     Evidence,
     borda,
     competition_rank,
@@ -32,11 +34,7 @@ from prefeval.aggregation import (
     run_scores,
     win_rates,
 )
-from prefeval.correlation import agreement_table, kendall_tau, tau_table, ties_table
-from prefeval.engine import PreferenceCube
-from prefeval.errors import InputError
-from prefeval.pipeline import gather
-from prefeval.statistics import (
+from prefeval.analysis.significance import (
     adjust,
     discriminative_power,
     hsd_pvalues,
@@ -44,7 +42,9 @@ from prefeval.statistics import (
     sign_pvalues,
     ttest_pvalues,
 )
-from prefeval.tables import PREF_COLUMNS, cube_from_table, read_table
+from prefeval.core.errors import InputError
+from prefeval.engine.local import PreferenceCube
+from prefeval.io.tables import PREF_COLUMNS, cube_from_table, read_table
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"

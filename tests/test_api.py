@@ -14,7 +14,7 @@ import pytest
 from helpers import invoke, read_tsv
 
 import prefeval
-from prefeval.errors import InputError, PrefevalWarning
+from prefeval.core.errors import InputError, PrefevalWarning
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
@@ -358,7 +358,7 @@ def test_notices_are_warnings(capsys):
 
 def test_progress(capsys, monkeypatch):
     """progress=True shows bars (tqdm.auto; on stderr outside Jupyter); False shows none."""
-    from prefeval import progress
+    from prefeval.core import progress
 
     monkeypatch.setattr(progress, "DELAY", 0)
     quiet(prefeval.compare, QRELS, RUNS, progress=True)
@@ -488,7 +488,7 @@ def test_empty_run_retrieves_nothing():
 
 def test_explain_as_cli(tmp_path):
     """The API's table, written as the command writes it, is the command's output."""
-    from prefeval.writers import write_table
+    from prefeval.io.writers import write_table
 
     args = ["-q", "301", "-q", "305", "-m", "rpp,lexiprecision"]
     cli = invoke("explain", "-f", "tsv", *args, QRELS, RUNS[0], RUNS[1])

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prefeval.baselines import (
+from prefeval.analysis.baselines import (
     DEFAULT_BASELINES,
     DEFAULT_SUBTOPIC_BASELINES,
     compute_metrics,
@@ -22,8 +22,8 @@ from prefeval.baselines import (
     parse_baseline,
     parse_baselines,
 )
-from prefeval.errors import InputError
-from prefeval.readers import read_qrels, run_name
+from prefeval.core.errors import InputError
+from prefeval.io.text import read_qrels, run_name
 
 WEB2012 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "web2012"
 STANDARD = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
@@ -515,7 +515,7 @@ def test_web2012_max_docs_equals_truncated_runs(web):
 
 
 def test_web2012_natives_against_a_plain_oracle(web, monkeypatch):
-    import prefeval.baselines as baselines
+    import prefeval.analysis.baselines as baselines
 
     root, runs = web
     qrels_path = str(root / "qrels.adhoc.txt.gz")
@@ -715,7 +715,7 @@ def test_cli_metrics_shuffled_query_blocks(sample, tmp_path):
 def test_ranking_does_not_trust_the_query_order_of_trec_order(sample, monkeypatch):
     """A trec order whose query blocks follow the file (ranked within each query, the
     queries in the file's order) must still give each query its own documents."""
-    import prefeval.baselines as baselines
+    import prefeval.analysis.baselines as baselines
 
     qrels_path, qrels, frames = sample
     shuffled = {name: shuffle_query_blocks(f, seed=i) for i, (name, f) in enumerate(frames.items())}
@@ -878,7 +878,7 @@ def test_large_string_run_columns():
     """A huge run's columns stay large_string (beyond 2 GiB of text): same values."""
     import pyarrow as pa
 
-    from prefeval.readers import RunColumns
+    from prefeval.io.text import RunColumns
 
     def columns(name, frame, kind):
         return RunColumns(

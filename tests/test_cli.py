@@ -13,7 +13,7 @@ import pytest
 from helpers import COLUMNS, invoke, read_tsv, tsv_to_dict, write_qrels, write_run
 
 import prefeval
-from prefeval.readers import run_name
+from prefeval.io.text import run_name
 
 # --------------------------------------------------------------------------- fixtures
 
@@ -375,7 +375,7 @@ def test_output_file(collection, tmp_path):
 
 def test_output_file_untouched_when_writing_fails(collection, tmp_path, monkeypatch):
     """A failure in the middle of writing leaves no partial output and no temp file."""
-    import prefeval.writers as writers
+    import prefeval.io.writers as writers
 
     qrels, runs = collection
     out_dir = tmp_path / "out"

@@ -13,10 +13,11 @@ from helpers import invoke
 pytest.importorskip("dask", reason="the dask extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
 
-from prefeval import engine, ties  # noqa: E402
-from prefeval.distributed import compare_partition  # noqa: E402
+from prefeval.core import ties  # noqa: E402
+from prefeval.engine import local as engine  # noqa: E402
+from prefeval.engine.dask import compare_partition  # noqa: E402
+from prefeval.io.text import name_runs, read_qrels  # noqa: E402
 from prefeval.measures import parse_measures  # noqa: E402
-from prefeval.readers import name_runs, read_qrels  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
@@ -74,8 +75,8 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
     as the local engine, which writes each partition in groups of 7 rows too."""
     import pyarrow.parquet as pq
 
-    from prefeval import distributed as dist
-    from prefeval import writers
+    from prefeval.engine import dask as dist
+    from prefeval.io import writers
 
     small_partitions(monkeypatch)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
@@ -115,8 +116,8 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
     import dask
     from distributed.deploy.utils import nprocesses_nthreads
 
-    from prefeval import distributed as dist
-    from prefeval import writers
+    from prefeval.engine import dask as dist
+    from prefeval.io import writers
 
     workers, asked = [], []
     make_client, compute = dist._client, distributed.Client.compute
@@ -184,7 +185,7 @@ def test_kernel_is_the_engine_on_one_partition():
     whole = engine.compute_cube(positions, relevant, measures)
     import pandas as pd
 
-    from prefeval.readers import read_run
+    from prefeval.io.text import read_run
 
     rows = []
     for name, path in runs.items():
@@ -238,7 +239,7 @@ def test_silent_address_is_a_usage_error_not_a_hang(monkeypatch):
     CONNECT_SECONDS (lowered here) with the usage error."""
     import socket
 
-    from prefeval import distributed
+    from prefeval.engine import dask as distributed
 
     monkeypatch.setattr(distributed, "CONNECT_SECONDS", 1)
     with socket.socket() as listener:
@@ -277,7 +278,7 @@ def test_scheduler_without_workers_is_a_usage_error_not_a_hang(monkeypatch):
     import sys
     import time
 
-    from prefeval import distributed
+    from prefeval.engine import dask as distributed
 
     monkeypatch.setattr(distributed, "WORKER_SECONDS", 2)
     lonely = subprocess.Popen(
@@ -454,7 +455,8 @@ def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
     same p-values, and no file left anywhere (the file has no name)."""
     import tempfile
 
-    from prefeval import aggregation, distributed
+    from prefeval.analysis import orderings as aggregation
+    from prefeval.engine import dask as distributed
 
     made = []
     original = aggregation.SpilledRates.__init__
@@ -475,7 +477,7 @@ def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
 
 
 def test_spilled_rates_read_back_what_was_added():
-    from prefeval.aggregation import SpilledRates
+    from prefeval.analysis.orderings import SpilledRates
 
     rng = np.random.default_rng(4)
     spill, parts = SpilledRates(3), [rng.normal(size=(n, 3)) for n in (5, 0, 17)]
@@ -595,7 +597,7 @@ def test_row_groups_by_query_range(tmp_path):
     in; shuffled rows or integer ids: None (the rows are shuffled by partition)."""
     import pandas as pd
 
-    from prefeval.distributed import DIRECT_READS, _row_groups, _run_inputs
+    from prefeval.engine.dask import DIRECT_READS, _row_groups, _run_inputs
 
     judged = read_qrels(str(SAMPLE / "qrels.txt"))
     queries = list(judged.relevant(None).query_ids)
@@ -797,7 +799,7 @@ def test_parquet_output_is_the_local_engine_s(scheduler, tmp_path, monkeypatch, 
 
 
 def test_parquet_paths_are_absolute_for_the_workers(tmp_path, monkeypatch):
-    from prefeval.distributed import _run_inputs
+    from prefeval.engine.dask import _run_inputs
 
     monkeypatch.chdir(SAMPLE)
     _, inputs, files = _run_inputs(["runs.parquet"])

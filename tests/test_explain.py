@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from helpers import invoke, read_tsv, tsv_to_dict, write_qrels, write_run
 
-from prefeval.explanations import COLUMNS, explain
-from prefeval.qrels import query_sort_key
+from prefeval.core.qrels import query_sort_key
+from prefeval.present.explain import COLUMNS, explain
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"

@@ -269,7 +269,7 @@ def test_precision_in_every_format(fmt):
 
 
 def test_precision_never_writes_negative_zero():
-    from prefeval.writers import iter_chunks
+    from prefeval.io.writers import iter_chunks
 
     frame = pd.DataFrame({"x": [-1e-9, -0.0, 0.004, -0.006, 2.5, -2.5, math.nan, -math.inf]})
     text = b"".join(iter_chunks(frame, "tsv", precision=2)).decode()
@@ -318,9 +318,9 @@ def test_two_against_runs_give_each_pair_once():
 def test_engine_computes_only_the_chosen_pairs():
     """compute_cube with pairs equals the full cube's pairs (reversed ones negated), bit
     for bit, and holds only those pairs."""
-    from prefeval.engine import against_pairs, compute_cube, load_runs, relevant_with_notice
+    from prefeval.engine.local import against_pairs, compute_cube, load_runs, relevant_with_notice
+    from prefeval.io.text import read_qrels
     from prefeval.measures import parse_measures
-    from prefeval.readers import read_qrels
 
     judged = read_qrels(str(QRELS))
     relevant = relevant_with_notice(judged, None, None)
@@ -535,7 +535,7 @@ def test_pairs_reversed_by_the_order_of_the_runs_is_exactly_negated():
 def test_tau_matrix_on_a_terminal_follows_precision():
     import pandas as pd
 
-    from prefeval.correlation import tau_matrix_text
+    from prefeval.analysis.agreement import tau_matrix_text
 
     table = pd.DataFrame(
         {

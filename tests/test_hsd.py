@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prefeval.aggregation import Evidence
-from prefeval.statistics import _digit_groups, _trial_ranges, hsd_pvalues, pair_tests
+from prefeval.analysis.orderings import Evidence
+from prefeval.analysis.significance import _digit_groups, _trial_ranges, hsd_pvalues, pair_tests
 
 
 def all_pairs(n: int) -> np.ndarray:
@@ -121,7 +121,7 @@ def test_trial_streams_do_not_depend_on_chunks():
 def test_segments_of_queries_give_the_same_trials(monkeypatch, size):
     """A trial shuffled in segments of queries (large matrices) sees the same draws as
     one shuffled whole: the same ranges, up to the order of the additions."""
-    from prefeval import statistics
+    from prefeval.analysis import significance as statistics
 
     rng = np.random.default_rng(6)
     columns = np.ascontiguousarray(rng.random((5, 11)))
@@ -133,7 +133,7 @@ def test_segments_of_queries_give_the_same_trials(monkeypatch, size):
 
 
 def test_segment_sizes():
-    from prefeval.statistics import _segment_queries
+    from prefeval.analysis.significance import _segment_queries
 
     assert _segment_queries(10, 10**6) == 104857  # 2**20 scores
     assert _segment_queries(10, 100_000) == 100_000  # one segment: at most twice that

@@ -48,8 +48,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from prefeval import cache
 from prefeval.cli import cli
+from prefeval.engine import cache
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -269,7 +269,7 @@ def test_same_document_in_two_subtopics_is_fine(files):
 def test_gzip_bomb_is_a_clear_error(files, monkeypatch):
     """A run that decompresses beyond the memory limit fails with one line naming it
     (the limit is lowered here instead of writing gigabytes)."""
-    from prefeval import readers
+    from prefeval.io import text as readers
 
     tmp_path, qrels, other = files
     path = tmp_path / "input.bomb.gz"

@@ -101,7 +101,7 @@ def test_many_trials_do_not_need_memory_per_trial():
     """Trials are counted chunk by chunk: the result equals the same count in one run."""
     import numpy as np
 
-    from prefeval.statistics import hsd_pvalues
+    from prefeval.analysis.significance import hsd_pvalues
 
     rng = np.random.default_rng(1)
     scores = rng.random((6, 4))

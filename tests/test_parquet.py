@@ -18,7 +18,7 @@ import pytest
 from helpers import invoke, read_tsv, write_run
 
 import prefeval
-from prefeval.readers import read_run
+from prefeval.io.text import read_run
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"
@@ -577,7 +577,7 @@ def test_bad_parquet_qrels_and_tables(tmp_path):
 
 
 def test_parquet_runs_are_cached(tmp_path, monkeypatch):
-    from prefeval import cache
+    from prefeval.engine import cache
 
     folder = tmp_path / "cache"
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
@@ -641,7 +641,7 @@ def test_many_run_table_batch_by_batch(layout, batch, max_docs, monkeypatch, tmp
     """A many-run table is reduced batch by batch when each (run, query)'s rows are
     consecutive, else run by run; either way, for any batch size, the positions and
     so the output equal the text runs'."""
-    from prefeval import parquet
+    from prefeval.io import parquet
 
     change, grouped = GROUPED[layout]
     monkeypatch.setattr(parquet, "BATCH_ROWS", batch)
@@ -659,7 +659,7 @@ def test_many_run_table_batch_by_batch(layout, batch, max_docs, monkeypatch, tmp
 def test_many_run_table_errors_cite_file_rows(monkeypatch, tmp_path):
     """Read batch by batch, a bad value or a duplicate is reported at its row of the file
     (from 1), a duplicate that crosses a batch boundary too."""
-    from prefeval import parquet
+    from prefeval.io import parquet
 
     monkeypatch.setattr(parquet, "BATCH_ROWS", 100)
     frame = all_runs()
@@ -685,7 +685,7 @@ def test_many_run_table_errors_cite_file_rows(monkeypatch, tmp_path):
 def test_many_run_table_with_queries_not_judged(monkeypatch, tmp_path):
     """Rows of queries the qrels do not evaluate are checked (a duplicate there is an
     error as in a text run) and dropped, whatever their place."""
-    from prefeval import parquet
+    from prefeval.io import parquet
 
     monkeypatch.setattr(parquet, "BATCH_ROWS", 64)
     frame = all_runs()

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from helpers import invoke, read_tsv
 
-from prefeval import cache, engine, ties
+from prefeval.core import ties
+from prefeval.engine import cache
+from prefeval.engine import local as engine
+from prefeval.io.text import read_qrels
 from prefeval.measures import parse_measures
-from prefeval.readers import read_qrels
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
@@ -143,7 +145,7 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     import pandas as pd
 
     import prefeval
-    from prefeval import pipeline
+    from prefeval.analysis import evidence as pipeline
 
     monkeypatch.setattr(cache, "_ENABLED", False)  # no cached cube: computed both times
     monkeypatch.setattr(engine, "PARTITION_CELLS", 1 << 40)
@@ -190,7 +192,7 @@ def test_pair_moments_merge_block_by_block(monkeypatch):
     """PairMoments over awkward values (NaN, constant rows, one defined value, values
     1e-13 apart, large offsets) match numpy's two-pass mean and variance, and the same
     values fed in whole blocks give the same bits."""
-    from prefeval.moments import PairMoments
+    from prefeval.core.moments import PairMoments
 
     monkeypatch.setattr(ties, "SUM_BLOCK", 4)
     rng = np.random.default_rng(3)
@@ -223,8 +225,8 @@ def test_ttest_from_moments_is_scipys():
     """The t-test from merged moments equals scipy.stats.ttest_1samp to 1e-12."""
     from scipy import stats
 
-    from prefeval.aggregation import Evidence
-    from prefeval.statistics import ttest_pvalues
+    from prefeval.analysis.orderings import Evidence
+    from prefeval.analysis.significance import ttest_pvalues
 
     rng = np.random.default_rng(5)
     scores = rng.normal(size=(40, 5)) + np.linspace(0, 2.0, 5)
@@ -239,7 +241,7 @@ def test_ttest_from_moments_is_scipys():
 def test_mc4_and_borda_count_by_chunks_of_queries(monkeypatch):
     """MC4's majorities and Borda's points are sums over queries: counted 7 queries at a
     time they are the same, to the bit, as over all queries at once (ties included)."""
-    from prefeval import aggregation
+    from prefeval.analysis import orderings as aggregation
 
     rng = np.random.default_rng(11)
     scores = rng.integers(0, 4, size=(100, 6)).astype(float) / 3  # many ties
@@ -253,7 +255,7 @@ def test_mc4_and_borda_count_by_chunks_of_queries(monkeypatch):
 def test_rank_tally_fed_in_pieces_equals_the_matrix(monkeypatch):
     """order's tally of win rates (MC4 counts, Borda points, mean win rate), fed in
     pieces that do not end on blocks, is the same, to the bit, as from the matrix."""
-    from prefeval import aggregation
+    from prefeval.analysis import orderings as aggregation
 
     monkeypatch.setattr(ties, "SUM_BLOCK", 4)
     rng = np.random.default_rng(12)

@@ -15,7 +15,7 @@ pytest.importorskip("matplotlib")
 
 from matplotlib.collections import PolyCollection  # noqa: E402
 
-from prefeval import plotting  # noqa: E402
+from prefeval.present import plots as plotting  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 DATA = [str(SAMPLE / "qrels.txt"), *sorted(str(p) for p in (SAMPLE / "runs").iterdir())]

@@ -8,7 +8,7 @@ import pytest
 import tqdm.auto
 from helpers import invoke
 
-from prefeval import progress
+from prefeval.core import progress
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 INPUTS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]

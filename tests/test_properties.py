@@ -432,7 +432,7 @@ def run_texts(draw):
 
 
 def _read_error_line(reader, path):
-    from prefeval.errors import InputError
+    from prefeval.core.errors import InputError
 
     try:
         return reader(path), None
@@ -534,9 +534,9 @@ def test_qrels_reader_matches_whitespace_semantics(text):
 def test_run_positions_are_trec_ranks(rows, judged, max_docs):
     """Every judged-relevant document a run retrieved gets its trec_eval rank (score
     descending, docno descending) within its query, whatever the rows' order."""
-    from prefeval.positions import run_positions
-    from prefeval.qrels import Qrels
-    from prefeval.readers import read_run
+    from prefeval.core.positions import run_positions
+    from prefeval.core.qrels import Qrels
+    from prefeval.io.text import read_run
 
     judged = sorted(set(judged))
     qrels = Qrels(

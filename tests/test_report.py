@@ -18,7 +18,7 @@ import pytest
 from helpers import invoke, write_qrels, write_run
 
 import prefeval
-from prefeval.reports import latex_escape, markdown_escape
+from prefeval.present.report import latex_escape, markdown_escape
 
 pytest.importorskip("matplotlib")
 # the sample's run sys04 misses a query: its notice is not what these tests look at

@@ -15,17 +15,17 @@ import pandas as pd
 import pytest
 from helpers import invoke, write_qrels, write_run
 
-from prefeval.errors import InputError
-from prefeval.pipeline import gather
-from prefeval.qrels import query_sort_key
-from prefeval.tables import (
+from prefeval.analysis.evidence import gather
+from prefeval.core.errors import InputError
+from prefeval.core.qrels import query_sort_key
+from prefeval.io.tables import (
     METRIC_COLUMNS,
     PREF_COLUMNS,
     cube_from_table,
     metrics_from_table,
     read_table,
 )
-from prefeval.writers import iter_chunks
+from prefeval.io.writers import iter_chunks
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"

@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prefeval import ties
-from prefeval.aggregation import borda, mc4, win_rates
+from prefeval.analysis.orderings import borda, mc4, win_rates
+from prefeval.core import ties
 
 
 def test_values_within_tolerance_tie_and_zero_is_exact():

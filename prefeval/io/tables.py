@@ -16,9 +16,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from . import ties
-from .errors import InputError
-from .readers import BOM, read_raw, text_bytes
+from ..core import ties
+from ..core.errors import InputError
+from .text import BOM, read_raw, text_bytes
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
@@ -90,7 +90,7 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
 def is_subtopic_measure(name: str) -> bool:
     """Whether ``name`` is a subtopic measure (no value on a query without subtopic
     judgments); names prefeval does not know are not."""
-    from .measures import parse_measure
+    from ..measures import parse_measure
 
     try:
         return parse_measure(str(name)).needs_subtopics
@@ -107,8 +107,8 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
     subtopic measure is NaN on the queries it leaves out.  Row numbers in errors
     count the rows of ``frame`` from 1 (the data rows of a file, header not counted).
     """
-    from .engine import SUMMARY_QUERY, PreferenceCube
-    from .qrels import query_sort_key
+    from ..core.qrels import query_sort_key
+    from ..engine.local import SUMMARY_QUERY, PreferenceCube
 
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != SUMMARY_QUERY]

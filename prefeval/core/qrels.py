@@ -106,7 +106,7 @@ class RelevantSet:
             return
         import pyarrow as pa
 
-        from .readers import _small_strings
+        from ..io.text import _small_strings
 
         # codes into the sorted distinct docnos (code-point order, as Python sorts str)
         code, unique = pd.factorize(_strings(self.doc_id), sort=True)
@@ -192,7 +192,7 @@ class Qrels:
     def from_frame(cls, frame: pd.DataFrame, name: str = "<qrels DataFrame>") -> Qrels:
         """From ir-measures' columns ``query_id, doc_id, relevance[, iteration]`` (or
         PyTerrier's ``qid, docno, label``; ids as strings, see :mod:`prefeval.inputs`)."""
-        from .inputs import qrels_frame
+        from ..io.frames import qrels_frame
 
         frame = qrels_frame(frame, name)
         if "iteration" in frame.columns:

@@ -51,20 +51,20 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import ties
-from .engine import (
+from ..core import ties
+from ..core.positions import UNRETRIEVED, RunPositions, position_matrix
+from ..core.qrels import Qrels, RelevantSet
+from ..engine.local import (
     cube_from_matrix,
     load_runs,
     query_populations,
     relevant_with_notice,
     stderr_notice,
 )
-from .measures import Measure, parse_measures
-from .measures.lexicographic import first_difference, last_difference, rr_lexiprecision
-from .measures.rpp import recall_weights, rpp_values
-from .positions import UNRETRIEVED, RunPositions, position_matrix
-from .qrels import Qrels, RelevantSet
-from .readers import read_qrels
+from ..io.text import read_qrels
+from ..measures import Measure, parse_measures
+from ..measures.lexicographic import first_difference, last_difference, rr_lexiprecision
+from ..measures.rpp import recall_weights, rpp_values
 
 COLUMNS = [
     "query_id",
@@ -275,7 +275,7 @@ def explain(
     measure_list = parse_measures(
         [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
     )
-    from .readers import name_runs
+    from ..io.text import name_runs
 
     runs = dict(name_runs(runs))  # a many-run (Parquet) table stands for its runs
     if len(runs) != 2:
@@ -301,7 +301,7 @@ def explain(
 
 def _texts(values, precision: int | None) -> list[str]:
     """Floats as the table writers write them (compare -q's text), NaN as ``-``."""
-    from .writers import fixed_text, float_text
+    from ..io.writers import fixed_text, float_text
 
     values = np.asarray(values, dtype=np.float64)
     if not len(values):

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cache
-from .aggregation import Evidence
-from .engine import (
+from ..core.errors import InputError
+from ..engine import cache
+from ..engine.local import (
     PreferenceCube,
     against_pairs,
     compare_partitions,
@@ -24,11 +24,8 @@ from .engine import (
     relevant_with_notice,
     stderr_notice,
 )
-from .errors import InputError
-from .inputs import table_input
-from .measures import parse_measures
-from .readers import name_runs, read_qrels
-from .tables import (
+from ..io.frames import table_input
+from ..io.tables import (
     METRIC_COLUMNS,
     NO_METRIC_ROWS,
     PREF_COLUMNS,
@@ -36,6 +33,9 @@ from .tables import (
     is_subtopic_measure,
     metrics_from_table,
 )
+from ..io.text import name_runs, read_qrels
+from ..measures import parse_measures
+from .orderings import Evidence
 
 
 @dataclass
@@ -118,7 +118,7 @@ def gather(
                 }
             cube = _on_queries(cube, relevant.query_ids, prefs, notify, judged.name, with_subtopics)
         elif metrics is not None:
-            from .qrels import query_sort_key
+            from ..core.qrels import query_sort_key
 
             metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
             names = metrics_table["query_id"].unique()
@@ -221,7 +221,7 @@ def _local(inputs: Inputs, sources, stream, rates, against, notify, progress):
 
 def _dask(inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress):
     """The evidence computed on Dask (:func:`prefeval.distributed.dask_evidence`)."""
-    from .distributed import dask_evidence
+    from ..engine.dask import dask_evidence
 
     chosen = against_pairs(list(sources), against) if against else None
     got = dask_evidence(
@@ -257,10 +257,10 @@ def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     block, the same bits as from the whole cube; memory holds one partition's
     preferences.  The reduced runs are let go (``inputs.positions`` None) once their
     position matrix is made: at a million users they weigh three times the matrix."""
-    from .aggregation import rate_keeper, win_rates
-    from .engine import matrix_partitions
-    from .moments import PairMoments
-    from .positions import position_matrix
+    from ..core.moments import PairMoments
+    from ..core.positions import position_matrix
+    from ..engine.local import matrix_partitions
+    from .orderings import rate_keeper, win_rates
 
     names = [p.name for p in inputs.positions]
     matrix = position_matrix(inputs.positions, inputs.relevant)

@@ -232,7 +232,7 @@ def _read_secret(folder_fd: int) -> bytes:
     try:
         fd = os.open(_SECRET, flags, dir_fd=folder_fd)
     except FileNotFoundError:
-        from .writers import Replacement
+        from ..io.writers import Replacement
 
         new = Replacement(folder_fd, _SECRET + ".new", 0o600)
         try:
@@ -296,7 +296,7 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
 def _refuse(where: str, reason: str) -> None:
     """Turn the cache off for this process's commands in this folder, with a notice (one:
     the threads reading runs may find the same fault at once)."""
-    from .engine import stderr_notice
+    from .local import stderr_notice
 
     with _refusing:
         if user_dir() in _refused:
@@ -424,7 +424,7 @@ def put(kind: str, key: str, **arrays) -> None:
     any failure or interruption.  Call :func:`prune` once after a batch of puts."""
     if not _ENABLED:
         return
-    from .writers import Replacement
+    from ..io.writers import Replacement
 
     kind, sub, name = _entry(kind, key)
     try:
@@ -476,7 +476,7 @@ def prune(limit: int | None = None) -> None:
 
 
 def _prune(mine: int, limit: int) -> None:
-    from .writers import sweep_temporaries
+    from ..io.writers import sweep_temporaries
 
     sweep_temporaries(mine)
     entries = []

@@ -23,8 +23,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from . import ties
-from .engine import (
+from ..core import ties
+from ..core.qrels import Qrels
+from ..io.writers import row_groups
+from ..measures import parse_measures
+from .local import (
     MMAP_THRESHOLD,
     SummaryAccumulator,
     compare_partitions,
@@ -33,9 +36,6 @@ from .engine import (
     release_free_memory,
     run_pairs,
 )
-from .measures import parse_measures
-from .qrels import Qrels
-from .writers import row_groups
 
 #: the columns of the run rows the kernel takes
 RUN_COLUMNS = ["run", "query_id", "doc_id", "score"]
@@ -155,8 +155,8 @@ def _partition_result(
                 frame[column] = frame[column].astype(str)
     streamed = None
     if stream:
-        from .aggregation import win_rates
-        from .moments import BlockMoments
+        from ..analysis.orderings import win_rates
+        from ..core.moments import BlockMoments
 
         streamed = {
             name: (
@@ -227,8 +227,8 @@ def _arrow_run(rows, name: str, files: dict, problems: list | None = None):
     caller reports the earliest in the file once every run is checked."""
     import pyarrow as pa
 
-    from . import parquet
-    from .readers import RunColumns, _codes, run_from_arrays
+    from ..io import parquet
+    from ..io.text import RunColumns, _codes, run_from_arrays
 
     qid = rows["query_id"].combine_chunks()
     docno = rows["doc_id"].combine_chunks()
@@ -276,7 +276,7 @@ def _partition_task(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .positions import run_positions
+    from ..core.positions import run_positions
 
     relevant = _partition_relevant(qrels_rows, relevance_level)
     relevant.docnos()  # the lookup every run's reduction shares
@@ -471,7 +471,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     import dask
     import pyarrow as pa
 
-    from .engine import relevant_with_notice
+    from .local import relevant_with_notice
 
     relevant = relevant_with_notice(judged, relevance_level, notify)
     queries = list(relevant.query_ids)
@@ -570,7 +570,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
         # it, `order` at a million users peaked 30-50 MiB higher, idle as it was)
         from distributed.deploy.utils import nprocesses_nthreads
 
-        from . import limits
+        from ..core import limits
 
         workers, threads = nprocesses_nthreads()
         needed = limits.CLUSTER_FILES + limits.WORKER_FILES * workers
@@ -592,7 +592,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError(str(error)) from None
     except Exception as error:  # Dask's own errors for a bad address or answer, too
         if not scheduler:
-            from .errors import SystemLimitError
+            from ..core.errors import SystemLimitError
 
             if isinstance(error, (SystemLimitError, MemoryError)):
                 raise
@@ -654,7 +654,7 @@ def _partition_results(
     does).  With ``pieces``, a result's ``frame`` is an iterator of its per-query rows
     fetched from the worker a row group at a time, to be read before the next
     result is asked for: the client never holds a whole partition's rows."""
-    from .progress import progress_bar
+    from ..core.progress import progress_bar
 
     slot = None
 
@@ -774,7 +774,7 @@ def dask_compare(
     (TREC text, parsed here, or Parquet of one run or many, read by the workers);
     ``scheduler``: the address of a Dask scheduler, default a local cluster with
     the workers Dask chooses.  ValueError when the scheduler cannot be reached."""
-    from .engine import PreferenceCube
+    from .local import PreferenceCube
 
     plan = _plan(
         judged, runs, measures, relevance_level, pairs, notify,
@@ -848,10 +848,10 @@ def dask_evidence(
     :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by block
     (what :func:`prefeval.pipeline.gather` streams locally: the same bits); with
     ``positions`` the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
-    from .aggregation import rate_keeper
-    from .engine import PreferenceCube
-    from .moments import PairMoments
-    from .positions import RunPositions
+    from ..analysis.orderings import rate_keeper
+    from ..core.moments import PairMoments
+    from ..core.positions import RunPositions
+    from .local import PreferenceCube
 
     plan = _plan(
         judged, runs, measures, relevance_level, pairs, notify,
@@ -929,8 +929,8 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
     a worker."""
     import pyarrow as pa
 
-    from . import parquet
-    from .readers import is_stream, name_runs, read_run
+    from ..io import parquet
+    from ..io.text import is_stream, name_runs, read_run
 
     named = name_runs(runs)
     inputs: list = []
@@ -978,7 +978,7 @@ def _open_input(source: _ParquetInput):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from . import parquet
+    from ..io import parquet
 
     try:
         return pq.ParquetFile(source.path)
@@ -989,7 +989,7 @@ def _open_input(source: _ParquetInput):
 def _open_parquet(path: str):
     """The ParquetFile at ``path``; an unreadable one is an input error (the local
     reader's message)."""
-    from . import parquet
+    from ..io import parquet
 
     return parquet._open(path)
 
@@ -1039,7 +1039,7 @@ def _read_group(file, source: _ParquetInput, group: int, start: int):
     it: errors cite the file and its row (``row``: 0-based row in the file)."""
     import pyarrow as pa
 
-    from . import parquet
+    from ..io import parquet
 
     names = {v: k for k, v in source.rename.items()}
     try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
+from ..core.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
@@ -609,7 +609,7 @@ def read_qrels(source, *, name: str | None = None):
     PyTerrier's ``qid, docno, label``) and, optionally, ``iteration`` (``0``/``Q0`` or an
     integer subtopic id); see :mod:`prefeval.inputs`.
     """
-    from .qrels import Qrels
+    from ..core.qrels import Qrels
 
     if isinstance(source, Qrels):
         return source
@@ -815,7 +815,7 @@ def parse_any_run(raw: bytes, path: str, name: str | None = None, known=None) ->
 def _run_from_frame(frame, name: str) -> RunColumns:
     import pyarrow as pa
 
-    from .inputs import run_frame
+    from .frames import run_frame
 
     where = f"<run {name}>"
     frame = run_frame(frame, where)

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import ties
-from .qrels import query_sort_key
+from ..core import ties
+from ..core.qrels import query_sort_key
 
 #: report formats by file extension
 FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".tex": "tex"}
@@ -247,10 +247,10 @@ def build(
 ) -> Report:
     """The report of ``inputs`` (a :class:`prefeval.pipeline.Inputs`); ``sources``: the
     table paths it was read from (``prefs``, ``metrics``), for the data section."""
-    from .aggregation import order
-    from .correlation import agreement_table, tau_table, ties_table
-    from .plotting import discpower_figure, robustness_figure, tau_heatmap_figure
-    from .statistics import discriminative_power, pair_summary, pair_tests
+    from ..analysis.agreement import agreement_table, tau_table, ties_table
+    from ..analysis.orderings import order
+    from ..analysis.significance import discriminative_power, pair_summary, pair_tests
+    from .plots import discpower_figure, robustness_figure, tau_heatmap_figure
 
     ev = inputs.evidence
     sources = sources or {}
@@ -396,7 +396,7 @@ def build(
     sections.append(Section("Agreement and ties", blocks))
 
     if robustness:
-        from .experiments import robustness as run_robustness
+        from ..analysis.robustness import robustness as run_robustness
 
         n = len(ev.query_ids)
         sizes = sorted({max(2, round(share * n)) for share in ROBUSTNESS_QUERY_SHARES} - {n})
@@ -493,7 +493,7 @@ def output_paths(output) -> list[str]:
 def check_targets(output, inputs) -> None:
     """ValueError when the report or one of its figures would be written over one of
     the ``inputs`` (paths; ``-`` and paths that do not exist are skipped)."""
-    from .writers import output_target
+    from ..io.writers import output_target
 
     given = [os.fspath(p) for p in inputs if p is not None and os.fspath(p) != "-"]
     for path in output_paths(output):
@@ -509,7 +509,7 @@ def check_targets(output, inputs) -> None:
 def render(report: Report, output) -> dict[str, bytes]:
     """path -> bytes of every file of the report written to ``output`` (the report
     itself last)."""
-    from .plotting import figure_bytes
+    from .plots import figure_bytes
 
     fmt = report_format(output)
     files: dict[str, bytes] = {}
@@ -532,7 +532,7 @@ def render(report: Report, output) -> dict[str, bytes]:
 def write(report: Report, output) -> list[str]:
     """Write the report's files (figures first, then the report), each atomically;
     returns their paths."""
-    from .writers import atomic_output
+    from ..io.writers import atomic_output
 
     files = render(report, output)
     for path, data in files.items():
@@ -572,7 +572,7 @@ def _html_cell(cell: Cell, tag: str = "td") -> str:
 
 
 def _html(report: Report) -> str:
-    from .plotting import svg_text
+    from .plots import svg_text
 
     out = [
         "<!DOCTYPE html>",

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
+from ..core.errors import InputError
 
 QUERY = ("query_id", "qid")
 DOC = ("doc_id", "docno")
@@ -202,7 +202,7 @@ def _peek(obj):
 
 def qrels_input(qrels):
     """Qrels as a path (``str``) or a :class:`~prefeval.qrels.Qrels`."""
-    from .qrels import Qrels
+    from ..core.qrels import Qrels
 
     where = "<qrels>"
     if isinstance(qrels, Qrels):
@@ -226,7 +226,7 @@ def qrels_input(qrels):
 def _one_run(run, where: str):
     """One run as a path (``str``), a RunColumns or a ``query_id, doc_id, score`` frame;
     None when ``run`` is not one run."""
-    from .readers import RunColumns
+    from .text import RunColumns
 
     if isinstance(run, (str, os.PathLike)):
         return os.fspath(run)
@@ -247,7 +247,7 @@ def runs_input(runs) -> dict:
     order of the rows changes nothing).  One run alone (a path, a DataFrame without a run
     column, records, a pytrec_eval dict) is a list of one.
     """
-    from .readers import name_runs
+    from .text import name_runs
 
     if isinstance(runs, pd.DataFrame):
         column = _column(runs, RUN, "run", "<runs DataFrame>", required=False)

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from . import ties
-from .aggregation import Evidence
-from .progress import progress_bar
+from ..core import ties
+from ..core.progress import progress_bar
+from .orderings import Evidence
 
 TESTS = ("ttest", "sign", "hsd")
 CORRECTIONS = ("bonferroni", "holm", "none")

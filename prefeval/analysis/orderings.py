@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import ties
+from ..core import ties
 
 METHODS = ("mc4", "borda", "winrate", "copeland")
 DEFAULT_METHOD = "mc4"
@@ -95,7 +95,7 @@ class Evidence:
     def moments(self, name: str):
         """:class:`~prefeval.moments.PairMoments` of :meth:`pair_differences` (computed
         once)."""
-        from .moments import PairMoments
+        from ..core.moments import PairMoments
 
         if name in self.streamed:
             return self.streamed[name][1]
@@ -122,7 +122,7 @@ class Evidence:
 
     def restrict(self, query_index: np.ndarray) -> Evidence:
         """The same evidence on a subset of queries (by index)."""
-        from .engine import PreferenceCube
+        from ..engine.local import PreferenceCube
 
         cube = None
         if self.cube is not None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from . import ties
-from .aggregation import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
+from ..core import ties
+from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:

@@ -18,15 +18,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import cache, ties
-from .errors import InputError
-from .measures import Measure
-from .measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
-from .measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
-from .positions import RunPositions, position_matrix, run_positions
-from .progress import progress_bar
-from .qrels import Qrels, RelevantSet
-from .readers import name_runs, parse_any_run, read_raw, read_run
+from ..core import ties
+from ..core.errors import InputError
+from ..core.positions import RunPositions, position_matrix, run_positions
+from ..core.progress import progress_bar
+from ..core.qrels import Qrels, RelevantSet
+from ..io.text import name_runs, parse_any_run, read_raw, read_run
+from ..measures import Measure
+from ..measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
+from ..measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
+from . import cache
 
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 SUMMARY_QUERY = "all"
@@ -227,7 +228,7 @@ def load_runs(
     the runs of a many-run Parquet table are read together, batch by batch
     (:func:`prefeval.parquet.table_positions`), and not cached.
     """
-    from . import parquet
+    from ..io import parquet
 
     named = name_runs(sources)
     items = [(None, source) for _, source in named]

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
-from .readers import PARQUET_MAGIC as MAGIC
-from .readers import FirstError
+from ..core.errors import InputError
+from .text import PARQUET_MAGIC as MAGIC
+from .text import FirstError
 
 QUERY = ("query_id", "qid")
 DOC = ("doc_id", "docno")
@@ -44,7 +44,7 @@ def sniff(path: str | os.PathLike) -> bool:
     """Whether the file at ``path`` is Parquet, from its first and last 4 bytes
     (standard input or another stream is read whole, once: :func:`prefeval.readers.read_raw`);
     False for a file that cannot be read (its reader reports that)."""
-    from .readers import is_stream, read_raw
+    from .text import is_stream, read_raw
 
     path = os.fspath(path)
     if is_stream(path):
@@ -150,8 +150,8 @@ def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .inputs import id_strings
-    from .readers import _small_strings
+    from .frames import id_strings
+    from .text import _small_strings
 
     column = _plain(column, path)
     kind = column.type
@@ -252,7 +252,7 @@ def _run_table(data: bytes, path: str):
 
 def parse_run(data: bytes, path: str, name: str, known=None):
     """One run from a Parquet file's bytes (:class:`prefeval.readers.RunColumns`)."""
-    from .readers import RunColumns, _codes, _codes_with
+    from .text import RunColumns, _codes, _codes_with
 
     qid, docno, score = _run_table(data, path)
     qcode, qvalues = _codes(qid)
@@ -270,7 +270,7 @@ def unreadable(path: str, error: BaseException) -> InputError:
 def _open(path: str):
     """The ParquetFile of a path (reading only what is asked of it later), or of the
     bytes of standard input or another stream (read once: :func:`prefeval.readers.read_raw`)."""
-    from .readers import is_stream, read_raw
+    from .text import is_stream, read_raw
 
     if is_stream(path):
         return _file(read_raw(path), path)
@@ -405,7 +405,7 @@ def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
 
 def duplicate_error(path, qid, docno, codes, rows, run_of=None) -> tuple[int, InputError] | None:
     """(file row, error) of :func:`_duplicate_rows`'s first repeated row, or None."""
-    from .readers import _duplicate_message
+    from .text import _duplicate_message
 
     duplicate = _duplicate_message(qid, docno, codes, lambda i: f"row {int(rows[i]) + 1}", run_of)
     if duplicate is None:
@@ -420,7 +420,7 @@ def table_run(path: str, name: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .readers import RunColumns, _codes, _small_strings
+    from .text import RunColumns, _codes, _small_strings
 
     columns = _many_run_columns(_open(path), path)
     pieces = []
@@ -462,7 +462,7 @@ def table_positions(path: str, relevant, max_docs: int | None = None) -> dict:
     runs are read one at a time (:func:`table_run`).  Either way the positions are
     the same: ranks depend only on each (run, query)'s rows.
     """
-    from .positions import run_positions
+    from ..core.positions import run_positions
 
     path = os.fspath(path)
     try:
@@ -479,8 +479,8 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .positions import RunPositions, _value_set, reduce_rows
-    from .readers import _codes
+    from ..core.positions import RunPositions, _value_set, reduce_rows
+    from .text import _codes
 
     columns = _many_run_columns(_open(path), path)
     nq = relevant.n_queries
@@ -591,7 +591,7 @@ def parse_qrels(data: bytes, path: str):
     """Judgment rows (:class:`prefeval.readers.QrelsRows`) of a Parquet qrels file,
     checked as the text reader checks them; ``iteration`` (optional) ``0``/``Q0`` or an
     integer subtopic id."""
-    from .readers import qrels_rows
+    from .text import qrels_rows
 
     pfile = _file(data, path)
     names = list(pfile.schema_arrow.names)

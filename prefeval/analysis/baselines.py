@@ -60,11 +60,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .positions import _trec_order, run_positions
-from .progress import progress_bar
-from .qrels import Qrels, check_level, is_relevant
-from .readers import RunColumns, name_runs, read_qrels, read_run
+from ..core.errors import InputError
+from ..core.positions import _trec_order, run_positions
+from ..core.progress import progress_bar
+from ..core.qrels import Qrels, check_level, is_relevant
+from ..io.text import RunColumns, name_runs, read_qrels, read_run
 
 __all__ = [
     "DEFAULT_BASELINES",

@@ -46,7 +46,7 @@ def series_styles(measures) -> dict[str, dict]:
     (colour, linestyle) pair repeats for up to 20 measures of each kind."""
     from matplotlib import colormaps
 
-    from .measures import MEASURES
+    from ..measures import MEASURES
 
     colours = [colormaps[_PALETTE].colors[i] for i in _ORDER]
     counts = [0, 0]
@@ -294,7 +294,7 @@ def svg_text(fig) -> str:
 def save_figure(fig, path) -> None:
     """Write ``fig`` to ``path`` in the format of its extension, atomically (nothing is
     left behind on failure)."""
-    from .writers import atomic_output
+    from ..io.writers import atomic_output
 
     data = figure_bytes(fig, plot_format(path))
     with atomic_output(path) as handle:

@@ -1,0 +1,1 @@
+"""Layer 6: presenting results: the report, its plots, explanations."""
