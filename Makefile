@@ -47,6 +47,7 @@ test-min: $(VENV_MIN)/.installed-test
 lint: install-test
 	$(BIN)/ruff check prefeval tests bench
 	$(BIN)/ruff format --check prefeval tests bench
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

@@ -31,9 +31,37 @@ import sys
 import warnings
 from collections.abc import Callable
 
-import pandas as pd
+import lazy_loader
 
+from .analysis.agreement import agreement_table, tau_table, ties_table
+from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
+from .analysis.evidence import gather
+from .analysis.orderings import METHODS
+from .analysis.orderings import order as order_table
+from .analysis.robustness import POLICIES
+from .analysis.robustness import robustness as run_robustness
+from .analysis.significance import (
+    CORRECTIONS,
+    TESTS,
+    discriminative_power,
+    pair_summary,
+    pair_tests,
+)
+from .core import progress as bars
+from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
+from .core.positions import MAX_RANK
+from .engine.dask import dask_evidence
+from .engine.local import compute_cube, load_runs, relevant_with_notice
+from .engine.memory import release_free_memory
+from .io.runs import qrels_input, read_qrels, runs_input
+from .io.source import one_command
+from .measures import parse_measures
+from .present import plots as plotting
+from .present import report as reports
+from .present.explain import explain as explain_table
+
+pd = lazy_loader.load("pandas")
 
 __all__ = [
     "compare",
@@ -105,7 +133,6 @@ def _number(value, name: str, lo=None, hi=None, lo_open=False, hi_open=False, in
 
 
 def _engine_options(relevance_level, max_docs):
-    from .cli import MAX_RANK
 
     if relevance_level is not None:
         # relevant means grade >= level: a level > 0, as -l (prefeval.qrels.check_level)
@@ -145,8 +172,6 @@ def _command(func):
 
     @functools.wraps(func)
     def call(*args, progress: bool | None = False, **kwargs):
-        from .core import progress as bars
-        from .io.text import one_command
 
         if progress is None:  # the caller's bar (the command's, on a terminal)
             with one_command():
@@ -160,7 +185,6 @@ def _command(func):
 def _baselines(value) -> list[str]:
     """Baseline names as the commands' -B takes them (ir-measures strings, trec_eval
     names, comma or blank lists), canonical and each once."""
-    from .analysis.baselines import parse_baselines
 
     return [b.name for b in parse_baselines(_text_list(value, "baselines"))]
 
@@ -168,7 +192,6 @@ def _baselines(value) -> list[str]:
 def _significance(tests, default, correction, alpha, trials, seed) -> list[str]:
     """The tests (``default`` when none given), after checking them and the options of
     :func:`discpower` and :func:`report`: correction, alpha, HSD trials and seed."""
-    from .analysis.significance import CORRECTIONS, TESTS
 
     tests = _text_list(tests, "tests") or default
     for test in tests:
@@ -185,7 +208,6 @@ def _against(against) -> list[str]:
 
 
 def _runs(runs):
-    from .io.frames import runs_input
 
     if runs is None:
         raise ValueError("runs: no run given")
@@ -230,10 +252,6 @@ def compare(
     ...                          measures="rpp,lexirecall", per_query=True)
     >>> prefs[prefs.query_id == "301"]  # doctest: +SKIP
     """
-    from .engine.local import against_pairs, compute_cube, load_runs, relevant_with_notice
-    from .io.frames import qrels_input
-    from .io.text import read_qrels
-    from .measures import parse_measures
 
     relevance_level, max_docs = _engine_options(relevance_level, max_docs)
     engine = _engine(engine, scheduler)
@@ -249,8 +267,6 @@ def compare(
     measure_list = parse_measures(_text_list(measures, "measures"), judged.has_subtopics)
     pairs = against_pairs(list(sources), _against(against)) if against else None
     if engine == "dask":  # the whole cube put together from the partitions
-        from .engine.dask import dask_evidence
-
         cube = dask_evidence(
             judged, sources, [m.name for m in measure_list], relevance_level=relevance_level,
             max_docs=max_docs, binary=binary, pairs=pairs, scheduler=scheduler,
@@ -297,9 +313,6 @@ def metrics(
     ...                          baselines="AP,ndcg_cut_10", per_query=True)
     >>> table[table.query_id == "all"]  # doctest: +SKIP
     """
-    from .analysis.baselines import default_baselines, metrics_rows
-    from .io.frames import qrels_input
-    from .io.text import read_qrels
 
     relevance_level, max_docs = _engine_options(relevance_level, max_docs)
     if not per_query and not summary:
@@ -324,7 +337,6 @@ def metrics(
 def _evidence(*args, **kw):
     """Only the evidence of :func:`_gather`: the judgments and runs are let go, and the
     heap they held handed back (350 MB at a million users), before the analysis runs."""
-    from .engine.local import release_free_memory
 
     evidence = _gather(*args, **kw).evidence
     release_free_memory()
@@ -336,8 +348,6 @@ def _gather(
     engine="local", scheduler=None, positions=False, **kw,
 ):  # fmt: skip
     """The evidence of an analysis function, with the command's checks of its inputs."""
-    from .analysis.evidence import gather
-    from .io.frames import qrels_input
 
     relevance_level, max_docs = _engine_options(relevance_level, max_docs)
     engine = _engine(engine, scheduler)
@@ -433,8 +443,6 @@ def order(
     >>> prefeval.order("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                baselines=["AP"], method="borda")  # doctest: +SKIP
     """
-    from .analysis.orderings import METHODS
-    from .analysis.orderings import order as order_table
 
     _choice(method, METHODS, "method")
     _number(teleport, "teleport", lo=0, hi=1, lo_open=True)
@@ -484,7 +492,6 @@ def discpower(
     >>> prefeval.discpower("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                    tests="sign", baselines=["AP"])  # doctest: +SKIP
     """
-    from .analysis.significance import TESTS, discriminative_power, pair_tests
 
     against = _against(against)
     if against and "hsd" in _text_list(tests, "tests"):
@@ -528,8 +535,6 @@ def tau(
     >>> prefeval.tau("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...              measures="rpp", baselines=["AP", "nDCG"])  # doctest: +SKIP
     """
-    from .analysis.agreement import tau_table
-    from .analysis.orderings import METHODS
 
     _choice(method, METHODS, "method")
     evidence = _evidence(
@@ -568,7 +573,6 @@ def agree(
     >>> prefeval.agree("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                baselines=["AP"])  # doctest: +SKIP
     """
-    from .analysis.agreement import agreement_table, ties_table
 
     none = baselines is not None and not isinstance(baselines, str) and not baselines
     if not ties and metrics is None and (none or qrels is None or runs is None):
@@ -617,8 +621,6 @@ def robustness(
     >>> prefeval.robustness("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                     queries=[5, 10], samples=3, baselines=[])  # doctest: +SKIP
     """
-    from .analysis.robustness import POLICIES
-    from .analysis.robustness import robustness as run_robustness
 
     if queries is None and labels is None:
         raise ValueError("give queries= and/or labels=")
@@ -673,7 +675,6 @@ def pairs(
     >>> prefeval.pairs("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                against="sys01", baselines=["AP"])  # doctest: +SKIP
     """
-    from .analysis.significance import pair_summary
 
     _number(ci, "ci", lo=0, hi=1, lo_open=True, hi_open=True)
     evidence = _evidence(
@@ -712,9 +713,6 @@ def explain(
     ...                         "sample_data/runs/input.sys02"], queries=["301"])
     >>> rows[rows.row == "level"]  # doctest: +SKIP
     """
-    from .io.frames import qrels_input
-    from .io.text import read_qrels
-    from .present.explain import explain as explain_table
 
     relevance_level, max_docs = _engine_options(relevance_level, max_docs)
     if top is not None:
@@ -779,9 +777,6 @@ def report(
     >>> prefeval.report("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
     ...                 output="report.html", baselines=["AP"])  # doctest: +SKIP
     """
-    from .analysis.significance import TESTS
-    from .present import plots as plotting
-    from .present import report as reports
 
     if output is None:
         raise ValueError("output: give the report's file (.html, .md or .tex)")

@@ -11,15 +11,44 @@ from contextlib import contextmanager
 
 import click
 
+from . import api
 from ._version import __version__
+from .analysis.agreement import tau_matrix_text
+from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
+from .analysis.significance import discriminative_power
+from .core import limits, progress
+from .core.cube import SummaryAccumulator, against_pairs
+from .core.errors import InputError, SystemLimitError
+from .core.positions import MAX_RANK
+from .core.progress import stderr_notice
+from .engine import cache
+from .engine.cache import CacheSettingError
+from .engine.dask import dask_compare
+from .engine.local import load_runs, partitioned_cubes, relevant_with_notice
+from .engine.memory import map_large_allocations
+from .io.runs import read_qrels, run_names
+from .io.source import one_command
+from .io.writers import (
+    OutputError,
+    atomic_output,
+    check_output,
+    output_target,
+    write_frames,
+    write_stdout,
+    write_table,
+)
+from .measures import parse_measures
+from .present import plots as plotting
+from .present.explain import explain as explain_table
+from .present.explain import to_text
+from .present.plots import plot_format, require
+from .present.report import check_targets, output_paths
 
 FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl", "parquet"], case_sensitive=False)
 FORMAT_HELP = (
     "Output format: tsv (header line), csv (header line), jsonl, or parquet (binary: "
     "-o FILE or a redirected stdout)."
 )
-#: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
-MAX_RANK = 2**31 - 1
 SEED = click.IntRange(0, 2**63 - 1)
 
 
@@ -66,7 +95,6 @@ class PrefevalCommand(click.Command):
     in trec_eval; ``-o`` is writable and not one of the inputs."""
 
     def invoke(self, ctx):
-        from .engine import cache
 
         cache.max_bytes()  # a bad PREFEVAL_CACHE_MAX_GB is reported before any work
         inputs = [
@@ -87,8 +115,6 @@ class PrefevalCommand(click.Command):
         if output is not None and output != "-":
             import os
 
-            from .io.writers import check_output, output_target
-
             target = output_target(output)
             for path in inputs:
                 if path is None or path == "-" or not os.path.exists(path):
@@ -108,12 +134,6 @@ class PrefevalGroup(click.Group):
     command_class = PrefevalCommand
 
     def invoke(self, ctx):
-        from .core import limits, progress
-        from .core.errors import InputError, SystemLimitError
-        from .engine import cache
-        from .engine.cache import CacheSettingError
-        from .io.text import one_command
-        from .io.writers import OutputError
 
         was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
@@ -145,8 +165,6 @@ def cli():
 
 def _no_cache(ctx, param, value):
     if value:
-        from .engine import cache
-
         cache.set_enabled(False)
 
 
@@ -276,7 +294,6 @@ def against_option(func):
 def usage_errors():
     """Library ValueErrors about arguments (unknown measure, bad level...) become usage
     errors, exit status 2; input errors (``FILE:LINE: ...``) pass through."""
-    from .core.errors import InputError
 
     try:
         yield
@@ -287,7 +304,6 @@ def usage_errors():
 
 
 def _parse_measures(measures, has_subtopics):
-    from .measures import parse_measures
 
     with usage_errors():
         return parse_measures(measures, has_subtopics)
@@ -353,16 +369,6 @@ def compare(
     Example:
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
-    from .engine.local import (
-        SummaryAccumulator,
-        against_pairs,
-        load_runs,
-        partitioned_cubes,
-        relevant_with_notice,
-        stderr_notice,
-    )
-    from .io.text import read_qrels, run_names
-    from .io.writers import write_frames
 
     names = run_names(runs)  # a Parquet table of many runs stands for its runs
     if len(names) < 2:
@@ -371,8 +377,6 @@ def compare(
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
     engine = _check_engine(engine, scheduler)
     if engine == "dask":  # the client's memory: before anything is read
-        from .engine.local import map_large_allocations
-
         map_large_allocations()
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
@@ -381,8 +385,6 @@ def compare(
         with usage_errors():
             pairs = against_pairs(names, against)
     if engine == "dask":
-        from .engine.dask import dask_compare
-
         with usage_errors():
             frames = dask_compare(
                 judged,
@@ -499,7 +501,6 @@ def _no_against(against, command, why):
 
 def _baseline_names(baselines):
     """Canonical names of the -B/-m values (map -> AP), each once; usage error otherwise."""
-    from .analysis.baselines import parse_baselines
 
     with usage_errors():
         return [b.name for b in parse_baselines(baselines)]
@@ -521,8 +522,6 @@ def _analysis(
 ):
     """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
     point), after the checks that name the command's options."""
-    from . import api
-    from .engine.local import stderr_notice
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     meta = click.get_current_context().meta
@@ -549,8 +548,6 @@ def _analysis(
                 + ("them" if len(given) > 1 else "it")
             )
     if prefs is None:
-        from .io.text import run_names
-
         names = run_names(runs)  # a Parquet table of many runs stands for its runs
         if len(names) < 2:
             raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
@@ -558,8 +555,6 @@ def _analysis(
     if against:
         options["against"] = list(against)
         if prefs is None:  # unknown names before any run is read
-            from .engine.local import against_pairs
-
             with usage_errors():
                 against_pairs(names, against)
     with usage_errors():
@@ -641,7 +636,6 @@ def order(
       prefeval order qrels.txt runs/input.*
       prefeval order --prefs prefs.tsv --metrics metrics.tsv --method borda
     """
-    from .io.writers import write_table
 
     _no_against(against, "order", "ranks all runs")
     table = _analysis(
@@ -669,8 +663,6 @@ class PlotFile(click.Path):
         super().__init__(dir_okay=False)
 
     def convert(self, value, param, ctx):
-        from .io.writers import OutputError, check_output
-        from .present.plots import plot_format
 
         path = super().convert(value, param, ctx)
         try:
@@ -771,8 +763,6 @@ def discpower(
     Example:
       prefeval discpower --test ttest --test sign qrels.txt runs/input.*
     """
-    from .analysis.significance import discriminative_power
-    from .io.writers import write_table
 
     if against and "hsd" in tests:
         raise click.UsageError(
@@ -840,8 +830,6 @@ def tau(
     Example:
       prefeval tau -B AP -B nDCG qrels.txt runs/input.*
     """
-    from .analysis.agreement import tau_matrix_text
-    from .io.writers import write_table
 
     _no_against(against, "tau", "correlates orderings of all runs")
     table = _analysis(
@@ -893,7 +881,6 @@ def agree(
     comparisons where the baseline differs, the share where the preference has
     the same sign. With --ties: rows `measure ties comparisons`.
     """
-    from .io.writers import write_table
 
     if not ties and (
         no_baselines or (prefs is not None and metrics_file is None and len(inputs) < 2)
@@ -980,7 +967,6 @@ def robustness(
     Example:
       prefeval robustness --queries 5,10,25 --labels 0.9,0.5 qrels.txt runs/input.*
     """
-    from .io.writers import write_table
 
     _no_against(against, "robustness", "correlates orderings of all runs")
     if queries is None and labels is None:
@@ -1078,10 +1064,6 @@ def metrics(
       prefeval metrics -q -o metrics.tsv qrels.txt runs/input.*
       prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
     """
-    from .analysis.baselines import default_baselines, metrics_rows
-    from .engine.local import stderr_notice
-    from .io.text import read_qrels
-    from .io.writers import write_table
 
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
@@ -1137,7 +1119,6 @@ def pairs(
     Example:
       prefeval pairs --against sys01 qrels.txt runs/input.*
     """
-    from .io.writers import write_table
 
     table = _analysis(
         "pairs",
@@ -1212,11 +1193,6 @@ def explain(
     Example:
       prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
     """
-    from .engine.local import stderr_notice
-    from .io.text import read_qrels, run_names
-    from .io.writers import atomic_output, write_stdout, write_table
-    from .present.explain import explain as explain_table
-    from .present.explain import to_text
 
     count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
     if count != 2:
@@ -1317,13 +1293,10 @@ def report(
       prefeval report -o report.html qrels.txt runs/input.*
     """
 
-    from .present.report import check_targets, output_paths
-
     _no_against(against, "report", "shows every pair of runs")
     with usage_errors():
         check_targets(output, [*inputs, prefs, metrics_file])  # before any computing
     _require_matplotlib("report")
-    from .io.writers import check_output
 
     for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
         check_output(path)
@@ -1352,7 +1325,6 @@ def report(
 
 def _require_matplotlib(what: str) -> None:
     """A usage error when matplotlib is missing (:func:`prefeval.plotting.require`)."""
-    from .present.plots import require
 
     try:
         require(what)
@@ -1368,8 +1340,6 @@ def _plotting(plot):
     _require_matplotlib("--plot")
     import os
 
-    from .io.writers import output_target
-
     params = click.get_current_context().params
     target = output_target(plot)
     output = params.get("output")
@@ -1382,7 +1352,6 @@ def _plotting(plot):
                 continue
             if os.path.samefile(path, target):
                 raise click.UsageError(f"--plot {plot} would overwrite the input {path}")
-    from .present import plots as plotting
 
     return plotting
 
@@ -1401,7 +1370,6 @@ def main(argv=None):
         # a safety net only: the cases numpy warns about (empty slices, NaN casts) are
         # handled where they arise, and the tests turn these warnings into errors
         warnings.simplefilter("ignore", RuntimeWarning)
-    from .core import limits
 
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):

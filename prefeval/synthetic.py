@@ -44,7 +44,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+import lazy_loader
+
+from .io.text import parse_run
+
+np = lazy_loader.load("numpy")
 
 __all__ = ["SHAPES", "Shape", "generate", "main"]
 
@@ -397,8 +401,6 @@ def _write_runs_table(path: Path, names: list[str], texts: list[bytes]) -> int:
     order, scores as the text reader reads them), for the examples of Parquet input."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .io.text import parse_run
 
     runs = [parse_run(data, f"input.{name}", name) for name, data in zip(names, texts)]
     table = pa.table(

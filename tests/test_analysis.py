@@ -25,14 +25,12 @@ from prefeval.analysis.agreement import agreement_table, kendall_tau, tau_table,
 from prefeval.analysis.evidence import gather
 from prefeval.analysis.orderings import (
     Evidence,
-    borda,
     competition_rank,
     copeland,
     mc4,
     order,
     orderings,
     run_scores,
-    win_rates,
 )
 from prefeval.analysis.significance import (
     adjust,
@@ -42,8 +40,8 @@ from prefeval.analysis.significance import (
     sign_pvalues,
     ttest_pvalues,
 )
+from prefeval.core.cube import PreferenceCube, borda, win_rates
 from prefeval.core.errors import InputError
-from prefeval.engine.local import PreferenceCube
 from prefeval.io.tables import PREF_COLUMNS, cube_from_table, read_table
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,7 +23,8 @@ from prefeval.analysis.baselines import (
     parse_baselines,
 )
 from prefeval.core.errors import InputError
-from prefeval.io.text import read_qrels, run_name
+from prefeval.io.runs import read_qrels
+from prefeval.io.source import run_name
 
 WEB2012 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "web2012"
 STANDARD = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
@@ -720,7 +721,7 @@ def test_ranking_does_not_trust_the_query_order_of_trec_order(sample, monkeypatc
     qrels_path, qrels, frames = sample
     shuffled = {name: shuffle_query_blocks(f, seed=i) for i, (name, f) in enumerate(frames.items())}
     expected = values(compute_metrics(qrels_path, frames, CHECKED + NATIVES, max_docs=5))
-    trec_order = baselines._trec_order
+    trec_order = baselines.trec_order
 
     def file_block_order(q, score, docno):
         order = trec_order(q, score, docno)
@@ -728,7 +729,7 @@ def test_ranking_does_not_trust_the_query_order_of_trec_order(sample, monkeypatc
         np.minimum.at(first, q, np.arange(len(q)))
         return order[np.argsort(first[q[order]], kind="stable")]
 
-    monkeypatch.setattr(baselines, "_trec_order", file_block_order)
+    monkeypatch.setattr(baselines, "trec_order", file_block_order)
     got = values(compute_metrics(qrels_path, shuffled, CHECKED + NATIVES, max_docs=5))
     assert got.keys() == expected.keys()
     assert got == pytest.approx(expected, abs=1e-12)
@@ -878,7 +879,7 @@ def test_large_string_run_columns():
     """A huge run's columns stay large_string (beyond 2 GiB of text): same values."""
     import pyarrow as pa
 
-    from prefeval.io.text import RunColumns
+    from prefeval.io.columns import RunColumns
 
     def columns(name, frame, kind):
         return RunColumns(

@@ -10,7 +10,7 @@ import pytest
 
 from prefeval.engine import cache
 from prefeval.engine.local import load_runs
-from prefeval.io.text import read_qrels
+from prefeval.io.runs import read_qrels
 
 QRELS = "1 0 a 1\n1 0 b 2\n2 0 c 1\n"
 RUN = "1 Q0 x 1 3.0 t\n1 Q0 a 2 2.0 t\n1 Q0 b 3 1.0 t\n2 Q0 c 1 1.0 t\n"

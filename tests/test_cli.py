@@ -13,7 +13,7 @@ import pytest
 from helpers import COLUMNS, invoke, read_tsv, tsv_to_dict, write_qrels, write_run
 
 import prefeval
-from prefeval.io.text import run_name
+from prefeval.io.source import run_name
 
 # --------------------------------------------------------------------------- fixtures
 

@@ -16,7 +16,7 @@ distributed = pytest.importorskip("distributed", reason="the dask extra is not i
 from prefeval.core import ties  # noqa: E402
 from prefeval.engine import local as engine  # noqa: E402
 from prefeval.engine.dask import compare_partition  # noqa: E402
-from prefeval.io.text import name_runs, read_qrels  # noqa: E402
+from prefeval.io.runs import name_runs, read_qrels  # noqa: E402
 from prefeval.measures import parse_measures  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -185,7 +185,7 @@ def test_kernel_is_the_engine_on_one_partition():
     whole = engine.compute_cube(positions, relevant, measures)
     import pandas as pd
 
-    from prefeval.io.text import read_run
+    from prefeval.io.runs import read_run
 
     rows = []
     for name, path in runs.items():
@@ -455,7 +455,7 @@ def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
     same p-values, and no file left anywhere (the file has no name)."""
     import tempfile
 
-    from prefeval.analysis import orderings as aggregation
+    from prefeval.core import cube as aggregation
     from prefeval.engine import dask as distributed
 
     made = []
@@ -477,7 +477,7 @@ def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
 
 
 def test_spilled_rates_read_back_what_was_added():
-    from prefeval.analysis.orderings import SpilledRates
+    from prefeval.core.cube import SpilledRates
 
     rng = np.random.default_rng(4)
     spill, parts = SpilledRates(3), [rng.normal(size=(n, 3)) for n in (5, 0, 17)]

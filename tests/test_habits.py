@@ -318,8 +318,9 @@ def test_two_against_runs_give_each_pair_once():
 def test_engine_computes_only_the_chosen_pairs():
     """compute_cube with pairs equals the full cube's pairs (reversed ones negated), bit
     for bit, and holds only those pairs."""
-    from prefeval.engine.local import against_pairs, compute_cube, load_runs, relevant_with_notice
-    from prefeval.io.text import read_qrels
+    from prefeval.core.cube import against_pairs
+    from prefeval.engine.local import compute_cube, load_runs, relevant_with_notice
+    from prefeval.io.runs import read_qrels
     from prefeval.measures import parse_measures
 
     judged = read_qrels(str(QRELS))

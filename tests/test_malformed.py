@@ -269,12 +269,12 @@ def test_same_document_in_two_subtopics_is_fine(files):
 def test_gzip_bomb_is_a_clear_error(files, monkeypatch):
     """A run that decompresses beyond the memory limit fails with one line naming it
     (the limit is lowered here instead of writing gigabytes)."""
-    from prefeval.io import text as readers
+    from prefeval.io import source
 
     tmp_path, qrels, other = files
     path = tmp_path / "input.bomb.gz"
     path.write_bytes(gzip.compress(b"1 Q0 d 1 1.0 t\n" * 100_000))
-    monkeypatch.setattr(readers, "memory_limit", lambda: 1 << 20)
+    monkeypatch.setattr(source, "memory_limit", lambda: 1 << 20)
     result = invoke("compare", qrels, other, path)
     assert result.exit_code == 2
     assert result.stderr.startswith(f"{path}: decompresses to more than 1 MiB")

@@ -17,7 +17,7 @@ from helpers import write_qrels, write_run
 
 import prefeval
 from prefeval.core.positions import UNRETRIEVED, position_matrix, run_positions
-from prefeval.io.text import read_qrels, read_run
+from prefeval.io.runs import read_qrels, read_run
 
 # ----------------------------------------------------------------------------------------
 # rpp-sigir2022 section 3: X = 0 4 3 0 0 0 1 0 3 0 0 ... (unretrieved grades {1,1,2,4,5})

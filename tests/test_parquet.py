@@ -18,7 +18,7 @@ import pytest
 from helpers import invoke, read_tsv, write_run
 
 import prefeval
-from prefeval.io.text import read_run
+from prefeval.io.runs import read_run
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"

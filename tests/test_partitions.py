@@ -11,9 +11,10 @@ import pytest
 from helpers import invoke, read_tsv
 
 from prefeval.core import ties
+from prefeval.core.cube import SummaryAccumulator
 from prefeval.engine import cache
 from prefeval.engine import local as engine
-from prefeval.io.text import read_qrels
+from prefeval.io.runs import read_qrels
 from prefeval.measures import parse_measures
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -46,7 +47,7 @@ def test_partitions_hold_the_whole_cube(small_partitions, qrels):
     assert [q for p in parts for q in p.query_ids] == list(whole.query_ids)
     values = np.concatenate([p.values for p in parts], axis=2)
     assert np.array_equal(values, whole.values, equal_nan=True)
-    total = engine.SummaryAccumulator()
+    total = SummaryAccumulator()
     for part in parts:
         total.add(part)
     assert np.array_equal(total.means(), whole.summary(), equal_nan=True)  # the same bits
@@ -162,7 +163,7 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     def whole_cube(*args, **kw):
         raise AssertionError("the whole cube was computed")
 
-    monkeypatch.setattr(engine, "matrix_partitions", counted)
+    monkeypatch.setattr(pipeline, "matrix_partitions", counted)
     monkeypatch.setattr(pipeline, "compute_cube", whole_cube)
     merged = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
     assert len(calls) > 2 and max(calls) <= parts_cells
@@ -242,11 +243,12 @@ def test_mc4_and_borda_count_by_chunks_of_queries(monkeypatch):
     """MC4's majorities and Borda's points are sums over queries: counted 7 queries at a
     time they are the same, to the bit, as over all queries at once (ties included)."""
     from prefeval.analysis import orderings as aggregation
+    from prefeval.core import cube
 
     rng = np.random.default_rng(11)
     scores = rng.integers(0, 4, size=(100, 6)).astype(float) / 3  # many ties
     whole = aggregation.mc4(scores), aggregation.borda(scores)
-    monkeypatch.setattr(aggregation, "_ROWS", 7)
+    monkeypatch.setattr(cube, "_ROWS", 7)
     chunked = aggregation.mc4(scores), aggregation.borda(scores)
     assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
     assert len(np.unique(whole[1])) > 1
@@ -255,7 +257,7 @@ def test_mc4_and_borda_count_by_chunks_of_queries(monkeypatch):
 def test_rank_tally_fed_in_pieces_equals_the_matrix(monkeypatch):
     """order's tally of win rates (MC4 counts, Borda points, mean win rate), fed in
     pieces that do not end on blocks, is the same, to the bit, as from the matrix."""
-    from prefeval.analysis import orderings as aggregation
+    from prefeval.core import cube as aggregation
 
     monkeypatch.setattr(ties, "SUM_BLOCK", 4)
     rng = np.random.default_rng(12)

@@ -536,7 +536,7 @@ def test_run_positions_are_trec_ranks(rows, judged, max_docs):
     descending, docno descending) within its query, whatever the rows' order."""
     from prefeval.core.positions import run_positions
     from prefeval.core.qrels import Qrels
-    from prefeval.io.text import read_run
+    from prefeval.io.runs import read_run
 
     judged = sorted(set(judged))
     qrels = Qrels(

@@ -6,8 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prefeval.analysis.orderings import borda, mc4, win_rates
+from prefeval.analysis.orderings import mc4
 from prefeval.core import ties
+from prefeval.core.cube import borda, win_rates
 
 
 def test_values_within_tolerance_tie_and_zero_is_exact():

@@ -4,11 +4,13 @@ lexirecall Fig. 9, lexiprecision Table 2)."""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:

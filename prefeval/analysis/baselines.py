@@ -57,14 +57,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core.errors import InputError
-from ..core.positions import _trec_order, run_positions
+from ..core.positions import run_positions, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, is_relevant
-from ..io.text import RunColumns, name_runs, read_qrels, read_run
+from ..io.columns import RunColumns
+from ..io.runs import name_runs, read_qrels, read_run
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 __all__ = [
     "DEFAULT_BASELINES",
@@ -410,7 +413,7 @@ def _ranking(columns: RunColumns, qvals, max_docs: int | None) -> _Ranking:
         docno = pc.take(columns.doc_id, pa.array(keep))
     else:
         q, score, docno = qidx, columns.score, columns.doc_id
-    order = _trec_order(q, score, docno)
+    order = trec_order(q, score, docno)
     # Rows must end up grouped by query *index*: bounds and the max_docs cut below slice
     # per query.  A file grouped by query and ranked within each block can come back in
     # the file's order of query blocks; a stable sort by query keeps the trec order

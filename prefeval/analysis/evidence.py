@@ -11,20 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
+import lazy_loader
 
+from ..core.cube import PreferenceCube, against_pairs, rate_keeper, win_rates
 from ..core.errors import InputError
+from ..core.moments import PairMoments
+from ..core.positions import position_matrix
+from ..core.progress import stderr_notice
+from ..core.qrels import query_sort_key
 from ..engine import cache
+from ..engine.dask import dask_evidence
 from ..engine.local import (
-    PreferenceCube,
-    against_pairs,
     compare_partitions,
     compute_cube,
     load_runs,
+    matrix_partitions,
     relevant_with_notice,
-    stderr_notice,
 )
-from ..io.frames import table_input
+from ..io.runs import name_runs, read_qrels
 from ..io.tables import (
     METRIC_COLUMNS,
     NO_METRIC_ROWS,
@@ -32,10 +36,13 @@ from ..io.tables import (
     cube_from_table,
     is_subtopic_measure,
     metrics_from_table,
+    table_input,
 )
-from ..io.text import name_runs, read_qrels
 from ..measures import parse_measures
+from .baselines import compute_metrics, default_baselines, higher_is_better
 from .orderings import Evidence
+
+np = lazy_loader.load("numpy")
 
 
 @dataclass
@@ -118,8 +125,6 @@ def gather(
                 }
             cube = _on_queries(cube, relevant.query_ids, prefs, notify, judged.name, with_subtopics)
         elif metrics is not None:
-            from ..core.qrels import query_sort_key
-
             metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
             names = metrics_table["query_id"].unique()
             queries = sorted((q for q in names if q != "all"), key=query_sort_key)
@@ -150,8 +155,6 @@ def gather(
             metrics_table, evidence.runs, evidence.query_ids, metrics, list(baselines) or None
         )
     elif judged is not None and sources:
-        from .baselines import compute_metrics, default_baselines
-
         missing = [r for r in evidence.runs if r not in sources]
         if missing:
             raise InputError(
@@ -174,8 +177,6 @@ def gather(
     elif notify is not None:
         notify("no baselines: give QRELS RUN... or --metrics FILE (or --no-baselines)")
     if evidence.metrics:
-        from .baselines import higher_is_better
-
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
     return inputs
 
@@ -221,7 +222,6 @@ def _local(inputs: Inputs, sources, stream, rates, against, notify, progress):
 
 def _dask(inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress):
     """The evidence computed on Dask (:func:`prefeval.distributed.dask_evidence`)."""
-    from ..engine.dask import dask_evidence
 
     chosen = against_pairs(list(sources), against) if against else None
     got = dask_evidence(
@@ -257,10 +257,6 @@ def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     block, the same bits as from the whole cube; memory holds one partition's
     preferences.  The reduced runs are let go (``inputs.positions`` None) once their
     position matrix is made: at a million users they weigh three times the matrix."""
-    from ..core.moments import PairMoments
-    from ..core.positions import position_matrix
-    from ..engine.local import matrix_partitions
-    from .orderings import rate_keeper, win_rates
 
     names = [p.name for p in inputs.positions]
     matrix = position_matrix(inputs.positions, inputs.relevant)

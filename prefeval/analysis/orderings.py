@@ -10,16 +10,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
+from ..core.cube import (
+    PreferenceCube,
+    RankTally,
+    SpilledRates,
+    StackedRates,
+    borda,
+    pairwise_counts,
+    win_rates,
+)
+from ..core.moments import PairMoments
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 METHODS = ("mc4", "borda", "winrate", "copeland")
 DEFAULT_METHOD = "mc4"
 DEFAULT_TELEPORT = 0.05
-#: queries ranked at once by MC4 and Borda (their counts are sums over queries)
-_ROWS = 1 << 16
 
 
 @dataclass
@@ -95,7 +105,6 @@ class Evidence:
     def moments(self, name: str):
         """:class:`~prefeval.moments.PairMoments` of :meth:`pair_differences` (computed
         once)."""
-        from ..core.moments import PairMoments
 
         if name in self.streamed:
             return self.streamed[name][1]
@@ -122,7 +131,6 @@ class Evidence:
 
     def restrict(self, query_index: np.ndarray) -> Evidence:
         """The same evidence on a subset of queries (by index)."""
-        from ..engine.local import PreferenceCube
 
         cube = None
         if self.cube is not None:
@@ -142,21 +150,6 @@ class Evidence:
         )
 
 
-def win_rates(values: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
-    """W_q(a) = sum_b Delta(a, b) (rpp-sigir2022 eq. 7) from pair values (pairs x queries).
-
-    Queries where any pair is undefined (NaN) are dropped.  Each sum is taken over its
-    sorted terms (:func:`prefeval.ties.ordered_sum`), so it does not depend on the order
-    of the runs.
-    """
-    keep = ~np.isnan(values).any(axis=0)
-    v = values[:, keep]
-    full = np.zeros((v.shape[1], n_runs, n_runs))
-    full[:, pairs[:, 0], pairs[:, 1]] = v.T
-    full[:, pairs[:, 1], pairs[:, 0]] = -v.T
-    return ties.ordered_sum(full, axis=-1)
-
-
 def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     """Stationary distribution of the MC4 chain (Dwork et al. 2001) over per-query rankings.
 
@@ -166,18 +159,6 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     weight ``teleport``.  Solved as a linear system.
     """
     return mc4_chain(pairwise_counts(scores), teleport)
-
-
-def pairwise_counts(scores: np.ndarray) -> np.ndarray:
-    """above[a, b]: the queries (rows of ``scores``) that rank run a strictly above run b
-    (:mod:`prefeval.ties`); counted by chunks of queries, in bounded memory."""
-    n = scores.shape[1]
-    above = np.zeros((n, n), dtype=np.int64)
-    for lo in range(0, len(scores), _ROWS):
-        g = ties.groups(scores[lo : lo + _ROWS])
-        for a in range(n):
-            above[a] += (g[:, a, None] > g).sum(axis=0)
-    return above
 
 
 def mc4_chain(above: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
@@ -196,103 +177,6 @@ def mc4_chain(above: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarr
     rhs = np.zeros(n)
     rhs[-1] = 1.0
     return np.linalg.solve(system, rhs)
-
-
-def borda(scores: np.ndarray) -> np.ndarray:
-    """Sum over queries of Borda points (tied runs share, :func:`prefeval.ties.rank_points`;
-    halves, so the sum is exact in any order, here by chunks of queries)."""
-    total = np.zeros(scores.shape[1])
-    for lo in range(0, len(scores), _ROWS):
-        total += ties.rank_points(scores[lo : lo + _ROWS]).sum(axis=0)
-    return total
-
-
-class RankTally:
-    """What ``order``'s methods need of a measure's win rates, added partition by
-    partition (rows of queries, in query order) so that the queries x runs matrix is
-    never held: MC4's :func:`pairwise_counts`, the Borda points, and the sums of the
-    win rates taken block by block as :func:`prefeval.ties.defined_sum` takes them (the
-    rows of an unfinished block carried over).  The same bits as from the matrix."""
-
-    def __init__(self, n_runs: int):
-        self.above = np.zeros((n_runs, n_runs), dtype=np.int64)
-        self.points = np.zeros(n_runs)
-        self._sum = np.zeros(n_runs)
-        self._carry = np.zeros((0, n_runs))
-        self.rows = 0
-
-    def add(self, rates: np.ndarray) -> None:
-        """Count the next queries' win rates (rows x runs)."""
-        self.above += pairwise_counts(rates)
-        self.points += borda(rates)  # halves: exact in any order
-        data = np.concatenate([self._carry, rates])
-        whole = len(data) // ties.SUM_BLOCK * ties.SUM_BLOCK
-        self._sum = ties.defined_sum(data[:whole], axis=0, start=self._sum)
-        self._carry = data[whole:].copy()
-        self.rows += len(rates)
-
-    def mean(self) -> np.ndarray:
-        """The mean win rate of each run (NaN without queries), as
-        :func:`prefeval.ties.defined_mean` of the matrix."""
-        total = ties.defined_sum(self._carry, axis=0, start=self._sum.copy())
-        return total / self.rows if self.rows else np.full(len(total), np.nan)
-
-
-def rate_keeper(n_queries: int, n_runs: int, rates: bool, spill: bool = False):
-    """What keeps a measure's win rates as the partitions' rows come in (``add``): with
-    ``rates`` the rows themselves (:class:`StackedRates`, or :class:`SpilledRates` with
-    ``spill``), else only their :class:`RankTally`."""
-    if not rates:
-        return RankTally(n_runs)
-    return SpilledRates(n_runs) if spill else StackedRates(n_queries, n_runs)
-
-
-class StackedRates:
-    """A measure's win rates filled in place, partition by partition, in one
-    (at most ``n_queries``) x runs array: stacking the partitions' rows at the end would
-    hold them twice."""
-
-    def __init__(self, n_queries: int, n_runs: int):
-        self._rates = np.empty((n_queries, n_runs))
-        self.rows = 0
-
-    def add(self, rates: np.ndarray) -> None:
-        """Append the next queries' win rates (rows x runs)."""
-        self._rates[self.rows : self.rows + len(rates)] = rates
-        self.rows += len(rates)
-
-    def load(self) -> np.ndarray:
-        """Every row added, in order (queries x runs)."""
-        return self._rates[: self.rows]
-
-
-class SpilledRates:
-    """A measure's win rates (rows of queries x runs) kept in an anonymous temporary file
-    (no name in the file system; gone when closed) while they are gathered, and read
-    back whole when asked for: memory holds one measure's at a time, not every
-    measure's (0.5 GB at a million users for six measures)."""
-
-    def __init__(self, n_runs: int):
-        import tempfile
-
-        self.n_runs = n_runs
-        self.rows = 0
-        self._file = tempfile.TemporaryFile()
-
-    def add(self, rates: np.ndarray) -> None:
-        """Append the next queries' win rates (rows x runs)."""
-        self._file.write(np.ascontiguousarray(rates, dtype=np.float64).tobytes())
-        self.rows += len(rates)
-
-    def load(self) -> np.ndarray:
-        """Every row added, in order (queries x runs)."""
-        self._file.seek(0)
-        out = np.empty((self.rows, self.n_runs))
-        self._file.readinto(memoryview(out).cast("B"))
-        return out
-
-    def close(self) -> None:
-        self._file.close()
 
 
 def copeland(pair_means: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:

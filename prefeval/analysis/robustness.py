@@ -10,16 +10,21 @@ tau), ties, and agreement with the full-label preferences.
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
 from ..core.errors import InputError
 from ..core.positions import UNRETRIEVED, position_matrix
 from ..core.progress import progress_bar
+from ..core.qrels import KEY_SEP, Qrels
 from ..engine.local import cube_from_matrix
+from ..io.tables import metrics_table_to_matrices
 from .agreement import kendall_tau
+from .baselines import compute_metrics
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 POLICIES = ("uniform", "pool")
 COLUMNS = ["measure", "kind", "level", "samples", "tau_mean", "tau_std", "ties", "agreement"]
@@ -164,9 +169,6 @@ def label_robustness(
 
 def _reduced_metrics(inputs, relevant, keep) -> dict[str, np.ndarray]:
     """Baselines recomputed with ir-measures on the qrels without the removed labels."""
-    from ..core.qrels import KEY_SEP, Qrels
-    from ..io.tables import metrics_table_to_matrices
-    from .baselines import compute_metrics
 
     qids = np.repeat(np.asarray(relevant.query_ids, dtype=object), relevant.sizes())
     removed = {f"{q}{KEY_SEP}{d}" for q, d, k in zip(qids, relevant.doc_id, keep) if not k}

@@ -19,12 +19,14 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
 from ..core.progress import progress_bar
 from .orderings import Evidence
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 TESTS = ("ttest", "sign", "hsd")
 CORRECTIONS = ("bonferroni", "holm", "none")

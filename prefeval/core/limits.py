@@ -7,6 +7,8 @@ from __future__ import annotations
 import errno
 import os
 
+from .errors import SystemLimitError
+
 #: open files a local Dask cluster takes in this process besides its workers' (measured:
 #: about 21, and 10 per worker at rest; the rest for the run files, output and spikes)
 CLUSTER_FILES = 40
@@ -29,7 +31,6 @@ def _resource():
 def open_files(needed: int, what: str) -> None:
     """At least ``needed`` open files for ``what``: the soft limit is raised to it where
     the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError."""
-    from .errors import SystemLimitError
 
     resource = _resource()
     if resource is None:

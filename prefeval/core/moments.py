@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+import lazy_loader
 
 from . import ties
+
+np = lazy_loader.load("numpy")
 
 
 class PairMoments:

@@ -17,12 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+import lazy_loader
 
 from .qrels import RelevantSet
 
-#: Imputed position of an unretrieved relevant document: below any real rank.
-UNRETRIEVED = np.int32(np.iinfo(np.int32).max)
+np = lazy_loader.load("numpy")
+#: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
+MAX_RANK = 2**31 - 1
+#: Imputed position of an unretrieved relevant document: below any real rank (the
+#: largest int32, ``np.iinfo(np.int32).max``; a plain int so that importing this module
+#: does not import numpy)
+UNRETRIEVED = MAX_RANK
 
 
 @dataclass
@@ -56,7 +61,7 @@ class RunPositions:
         return int((self.retrieved == 0).sum())
 
 
-def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
+def trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
     """Permutation sorting rows by query index (ascending, whatever the file's order of
     query blocks), then score descending, then docno descending (trec_eval's order)."""
     import pyarrow as pa
@@ -107,7 +112,7 @@ def _trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
     return order
 
 
-def _value_set(values, like):
+def set_like(values, like):
     """``values`` (a pyarrow string array) as the string type of ``like``."""
     return values if values.type == like.type else values.cast(like.type)
 
@@ -124,7 +129,7 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     qvals = pa.array(relevant.query_ids, pa.string())
     # evaluated-query index of every distinct query id of the run, then of every row
     query_code, query_values = columns.query_codes()
-    value_q = pc.index_in(query_values, value_set=_value_set(qvals, query_values))
+    value_q = pc.index_in(query_values, value_set=set_like(qvals, query_values))
     qidx = np.asarray(value_q.fill_null(-1), dtype=np.int64)[query_code]
     known = getattr(columns, "known", None)
     if known is not None and known[0] is relevant.docnos():
@@ -132,7 +137,7 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     else:
         # relevant-docno code of every distinct docno of the run, then of every row
         doc_code, doc_values = columns.doc_codes()
-        value_set = _value_set(relevant.docnos(), doc_values)
+        value_set = set_like(relevant.docnos(), doc_values)
         value_code = pc.index_in(doc_values, value_set=value_set)
         row_code = np.asarray(value_code.fill_null(-1), dtype=np.int64)[doc_code]
     keep = np.flatnonzero(qidx >= 0)
@@ -155,7 +160,7 @@ def reduce_rows(
     codes (-1: not a relevant docno).  Rows of a query must all be given at once; a
     query without rows retrieved nothing."""
     nq = relevant.n_queries
-    order = _trec_order(q, score, docno)
+    order = trec_order(q, score, docno)
     counts = np.bincount(q, minlength=nq)
     # `order` holds the queries as contiguous blocks in query order: query k's block
     # starts at the number of rows of the queries before it

@@ -117,3 +117,7 @@ def progress_bar(
 def _standalone(iterable, desc, unit, enable, total, count):
     with command(enable) as progress:
         yield from progress.stage(iterable, desc, unit, total, count)
+
+
+def stderr_notice(message: str) -> None:
+    print(f"prefeval: {message}", file=sys.stderr)

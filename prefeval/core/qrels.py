@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
-from .errors import InputError
+from .arrays import small_strings
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 KEY_SEP = "\x1f"
 
@@ -106,11 +108,9 @@ class RelevantSet:
             return
         import pyarrow as pa
 
-        from ..io.text import _small_strings
-
         # codes into the sorted distinct docnos (code-point order, as Python sorts str)
         code, unique = pd.factorize(_strings(self.doc_id), sort=True)
-        docnos = _small_strings(pa.array(unique, pa.large_string()))
+        docnos = small_strings(pa.array(unique, pa.large_string()))
         key = self.query_of_doc().astype(np.int64) * len(unique) + code
         order = np.argsort(key, kind="stable")
         self._keys, self._gid = key[order], order.astype(np.int64)
@@ -160,15 +160,6 @@ def _strings(values) -> pd.Series:
     return pd.Series(values, dtype="str").reset_index(drop=True)
 
 
-def _is_int64(value) -> bool:
-    """Whether ``value`` (an iteration as text) converts to a 64-bit integer."""
-    try:
-        np.array([value]).astype(np.int64)
-    except (ValueError, OverflowError):
-        return False
-    return True
-
-
 class Qrels:
     """Judgment rows ``query_id, iteration, doc_id, relevance`` (iteration 0 = plain)."""
 
@@ -187,41 +178,6 @@ class Qrels:
     @classmethod
     def from_rows(cls, rows, name: str) -> Qrels:
         return cls(rows.query_id, rows.iteration, rows.doc_id, rows.relevance, name)
-
-    @classmethod
-    def from_frame(cls, frame: pd.DataFrame, name: str = "<qrels DataFrame>") -> Qrels:
-        """From ir-measures' columns ``query_id, doc_id, relevance[, iteration]`` (or
-        PyTerrier's ``qid, docno, label``; ids as strings, see :mod:`prefeval.inputs`)."""
-        from ..io.frames import qrels_frame
-
-        frame = qrels_frame(frame, name)
-        if "iteration" in frame.columns:
-            raw = frame["iteration"]
-            iteration = np.where(raw.isin(["0", "Q0"]), "0", raw)
-            try:
-                iteration = iteration.astype(np.int64)
-            except (ValueError, OverflowError):  # OverflowError: beyond 64 bits
-                row = next(k for k, v in enumerate(iteration) if not _is_int64(v))
-                raise InputError(
-                    name,
-                    None,
-                    f"row {row}: iteration must be 0, Q0 or an integer (a subtopic id of "
-                    f"64 bits), not {raw.iloc[row]!r}",
-                ) from None
-        else:
-            iteration = np.zeros(len(frame), dtype=np.int64)
-        relevance = frame["relevance"].to_numpy(dtype=float)
-        if not np.isfinite(relevance).all():
-            row = int(np.argmax(~np.isfinite(relevance)))
-            raise InputError(name, None, f"row {row}: relevance is not a finite number")
-        qrels = cls(frame["query_id"], iteration, frame["doc_id"], relevance, name)
-        if (qrels.frame["query_id"] == "all").any():
-            raise InputError(name, None, "query id 'all' is reserved for summary rows")
-        dup = qrels.frame.duplicated(["query_id", "iteration", "doc_id"])
-        if dup.any():
-            row = int(np.flatnonzero(dup.to_numpy())[0])
-            raise InputError(name, None, f"row {row}: duplicate judgment")
-        return qrels
 
     @property
     def has_subtopics(self) -> bool:

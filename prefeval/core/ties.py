@@ -19,7 +19,9 @@ the runs in another order gives the same result.
 
 from __future__ import annotations
 
-import numpy as np
+import lazy_loader
+
+np = lazy_loader.load("numpy")
 
 TOLERANCE = 1e-12
 

@@ -42,7 +42,12 @@ import re
 import stat
 import threading
 
-import numpy as np
+import lazy_loader
+
+from ..core.progress import stderr_notice
+from ..io.writers import Replacement, sweep_temporaries
+
+np = lazy_loader.load("numpy")
 
 # 3: own folder, SHA-256 content keys, exact uniform RPP; 4: a folder per user, entries
 # signed with the user's secret
@@ -232,8 +237,6 @@ def _read_secret(folder_fd: int) -> bytes:
     try:
         fd = os.open(_SECRET, flags, dir_fd=folder_fd)
     except FileNotFoundError:
-        from ..io.writers import Replacement
-
         new = Replacement(folder_fd, _SECRET + ".new", 0o600)
         try:
             new.handle.write(os.urandom(_SECRET_BYTES))
@@ -296,7 +299,6 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
 def _refuse(where: str, reason: str) -> None:
     """Turn the cache off for this process's commands in this folder, with a notice (one:
     the threads reading runs may find the same fault at once)."""
-    from .local import stderr_notice
 
     with _refusing:
         if user_dir() in _refused:
@@ -424,7 +426,6 @@ def put(kind: str, key: str, **arrays) -> None:
     any failure or interruption.  Call :func:`prune` once after a batch of puts."""
     if not _ENABLED:
         return
-    from ..io.writers import Replacement
 
     kind, sub, name = _entry(kind, key)
     try:
@@ -476,7 +477,6 @@ def prune(limit: int | None = None) -> None:
 
 
 def _prune(mine: int, limit: int) -> None:
-    from ..io.writers import sweep_temporaries
 
     sweep_temporaries(mine)
     entries = []

@@ -20,22 +20,26 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
-from ..core import ties
+from ..core import limits, ties
+from ..core.cube import PreferenceCube, SummaryAccumulator, rate_keeper, run_pairs, win_rates
+from ..core.errors import SystemLimitError
+from ..core.moments import BlockMoments, PairMoments
+from ..core.positions import RunPositions, run_positions
+from ..core.progress import progress_bar
 from ..core.qrels import Qrels
+from ..io import parquet
+from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
+from ..io.runs import name_runs, read_run
+from ..io.source import is_stream
 from ..io.writers import row_groups
 from ..measures import parse_measures
-from .local import (
-    MMAP_THRESHOLD,
-    SummaryAccumulator,
-    compare_partitions,
-    compute_cube,
-    load_runs,
-    release_free_memory,
-    run_pairs,
-)
+from .local import compare_partitions, compute_cube, load_runs, relevant_with_notice
+from .memory import MMAP_THRESHOLD, release_free_memory
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 #: the columns of the run rows the kernel takes
 RUN_COLUMNS = ["run", "query_id", "doc_id", "score"]
@@ -155,9 +159,6 @@ def _partition_result(
                 frame[column] = frame[column].astype(str)
     streamed = None
     if stream:
-        from ..analysis.orderings import win_rates
-        from ..core.moments import BlockMoments
-
         streamed = {
             name: (
                 win_rates(preferences.values[k], preferences.pairs, len(run_names)),
@@ -227,16 +228,13 @@ def _arrow_run(rows, name: str, files: dict, problems: list | None = None):
     caller reports the earliest in the file once every run is checked."""
     import pyarrow as pa
 
-    from ..io import parquet
-    from ..io.text import RunColumns, _codes, run_from_arrays
-
     qid = rows["query_id"].combine_chunks()
     docno = rows["doc_id"].combine_chunks()
     score = np.asarray(rows["score"].cast(pa.float64()).to_numpy(), dtype=np.float64)
     if name in files and "row" in rows.column_names and not rows["row"].null_count:
         path, many = files[name]
-        qcode, qvalues = _codes(qid)
-        dcode, dvalues = _codes(docno)
+        qcode, qvalues = dictionary_codes(qid)
+        dcode, dvalues = dictionary_codes(docno)
         at = rows["row"].to_numpy()
         run_of = (lambda row, name=name: name) if many else None
         found = parquet.duplicate_error(path, qid, docno, (qcode, dcode), at, run_of)
@@ -275,8 +273,6 @@ def _partition_task(
     the table is laid out run by run, and never a second copy of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from ..core.positions import run_positions
 
     relevant = _partition_relevant(qrels_rows, relevance_level)
     relevant.docnos()  # the lookup every run's reduction shares
@@ -471,8 +467,6 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     import dask
     import pyarrow as pa
 
-    from .local import relevant_with_notice
-
     relevant = relevant_with_notice(judged, relevance_level, notify)
     queries = list(relevant.query_ids)
     names, inputs, files = _run_inputs(runs)
@@ -570,8 +564,6 @@ def _client(scheduler: str | None, fetcher: bool = False):
         # it, `order` at a million users peaked 30-50 MiB higher, idle as it was)
         from distributed.deploy.utils import nprocesses_nthreads
 
-        from ..core import limits
-
         workers, threads = nprocesses_nthreads()
         needed = limits.CLUSTER_FILES + limits.WORKER_FILES * workers
         limits.open_files(needed, f"--engine dask (a local cluster of {workers} workers)")
@@ -592,8 +584,6 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError(str(error)) from None
     except Exception as error:  # Dask's own errors for a bad address or answer, too
         if not scheduler:
-            from ..core.errors import SystemLimitError
-
             if isinstance(error, (SystemLimitError, MemoryError)):
                 raise
             # a worker process that cannot start (a process or memory limit...)
@@ -654,7 +644,6 @@ def _partition_results(
     does).  With ``pieces``, a result's ``frame`` is an iterator of its per-query rows
     fetched from the worker a row group at a time, to be read before the next
     result is asked for: the client never holds a whole partition's rows."""
-    from ..core.progress import progress_bar
 
     slot = None
 
@@ -774,7 +763,6 @@ def dask_compare(
     (TREC text, parsed here, or Parquet of one run or many, read by the workers);
     ``scheduler``: the address of a Dask scheduler, default a local cluster with
     the workers Dask chooses.  ValueError when the scheduler cannot be reached."""
-    from .local import PreferenceCube
 
     plan = _plan(
         judged, runs, measures, relevance_level, pairs, notify,
@@ -848,10 +836,6 @@ def dask_evidence(
     :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by block
     (what :func:`prefeval.pipeline.gather` streams locally: the same bits); with
     ``positions`` the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
-    from ..analysis.orderings import rate_keeper
-    from ..core.moments import PairMoments
-    from ..core.positions import RunPositions
-    from .local import PreferenceCube
 
     plan = _plan(
         judged, runs, measures, relevance_level, pairs, notify,
@@ -929,9 +913,6 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
     a worker."""
     import pyarrow as pa
 
-    from ..io import parquet
-    from ..io.text import is_stream, name_runs, read_run
-
     named = name_runs(runs)
     inputs: list = []
     files: dict[str, tuple[str, bool]] = {}
@@ -949,11 +930,11 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
                 read.add(table)
             columns = _open_parquet(table).schema_arrow.names
             rename = {
-                parquet._need(columns, parquet.QUERY, table, parquet.RUN_COLUMNS): "query_id",
-                parquet._need(columns, parquet.DOC, table, parquet.RUN_COLUMNS): "doc_id",
-                parquet._need(columns, parquet.SCORE, table, parquet.RUN_COLUMNS): "score",
+                parquet.need_column(columns, parquet.QUERY, table, parquet.RUN_COLUMNS): "query_id",
+                parquet.need_column(columns, parquet.DOC, table, parquet.RUN_COLUMNS): "doc_id",
+                parquet.need_column(columns, parquet.SCORE, table, parquet.RUN_COLUMNS): "score",
             }
-            run = parquet._find(columns, parquet.RUN, table)
+            run = parquet.find_column(columns, parquet.RUN, table)
             if run is not None:
                 rename[run] = "run"
             inputs.append(_ParquetInput(path, rename, None if run is not None else name, table))
@@ -978,8 +959,6 @@ def _open_input(source: _ParquetInput):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..io import parquet
-
     try:
         return pq.ParquetFile(source.path)
     except (pa.ArrowException, OSError, ValueError) as error:
@@ -989,9 +968,8 @@ def _open_input(source: _ParquetInput):
 def _open_parquet(path: str):
     """The ParquetFile at ``path``; an unreadable one is an input error (the local
     reader's message)."""
-    from ..io import parquet
 
-    return parquet._open(path)
+    return parquet.open_parquet(path)
 
 
 def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
@@ -1038,8 +1016,6 @@ def _read_group(file, source: _ParquetInput, group: int, start: int):
     Arrow table ``run, query_id, doc_id, score, row``, checked as the local reader checks
     it: errors cite the file and its row (``row``: 0-based row in the file)."""
     import pyarrow as pa
-
-    from ..io import parquet
 
     names = {v: k for k, v in source.rename.items()}
     try:

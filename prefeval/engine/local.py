@@ -11,26 +11,28 @@ The result is a :class:`PreferenceCube`, measures x pairs x queries.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
+from ..core.cube import PreferenceCube, run_pairs
 from ..core.errors import InputError
 from ..core.positions import RunPositions, position_matrix, run_positions
-from ..core.progress import progress_bar
+from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
-from ..io.text import name_runs, parse_any_run, read_raw, read_run
+from ..io import parquet
+from ..io.runs import name_runs, parse_any_run, read_run
+from ..io.source import read_raw
 from ..measures import Measure
 from ..measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
 from ..measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
 from . import cache
+from .memory import release_free_memory
 
-COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
-SUMMARY_QUERY = "all"
+np = lazy_loader.load("numpy")
+
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22
 #: stored bytes of a run file after which its freed parse memory is handed back at once
@@ -38,161 +40,6 @@ _TRIM_BYTES = 8 << 20
 #: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
 #: memory of the preferences held at once (32 MiB of float64 values, ~4M rows of output)
 PARTITION_CELLS = 1 << 22
-
-
-def stderr_notice(message: str) -> None:
-    print(f"prefeval: {message}", file=sys.stderr)
-
-
-@dataclass
-class PreferenceCube:
-    """Preferences Delta(run_a, run_b) for every measure, run pair and query.
-
-    ``values[k, p, q]`` is measure ``measures[k]`` for pair ``pairs[p]`` (indices
-    into ``runs``; every unordered pair with run_a before run_b in input order, unless
-    chosen otherwise: :func:`against_pairs`, :meth:`select_pairs`) on query
-    ``query_ids[q]``; NaN where the measure does not apply to the query.
-    """
-
-    measures: list[str]
-    runs: list[str]
-    query_ids: list[str]
-    pairs: np.ndarray
-    values: np.ndarray
-
-    def summary(self) -> np.ndarray:
-        """Mean over evaluated queries, measures x pairs (summed in query order, so the
-        same for any order of the runs; a mean that ties with 0 is 0.0)."""
-        return ties.snap_zero(ties.defined_mean(self.values, axis=2))
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The cube as named numpy arrays (what the cache stores)."""
-        return {
-            "measures": np.array(self.measures, dtype=str),
-            "runs": np.array(self.runs, dtype=str),
-            "query_ids": np.array(self.query_ids, dtype=str),
-            "pairs": self.pairs,
-            "values": self.values,
-        }
-
-    @classmethod
-    def from_arrays(cls, arrays: dict) -> PreferenceCube | None:
-        """The cube of :meth:`arrays`, or None when they are missing or inconsistent."""
-        try:
-            cube = cls(
-                measures=[str(x) for x in arrays["measures"]],
-                runs=[str(x) for x in arrays["runs"]],
-                query_ids=[str(x) for x in arrays["query_ids"]],
-                pairs=arrays["pairs"],
-                values=arrays["values"],
-            )
-        except (KeyError, ValueError, TypeError):
-            return None
-        shape = (len(cube.measures), len(cube.pairs), len(cube.query_ids))
-        if cube.values.shape != shape or cube.pairs.shape != (shape[1], 2):
-            return None
-        return cube
-
-    def select_pairs(self, pairs: np.ndarray) -> PreferenceCube:
-        """The preferences of ``pairs`` (run index pairs, either orientation of pairs of
-        this cube): a reversed pair's values negated, exactly (0.0 stays 0.0)."""
-        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        n = len(self.runs)
-        where = np.full((n, n), -1, dtype=np.int64)
-        where[self.pairs[:, 0], self.pairs[:, 1]] = np.arange(len(self.pairs))
-        forward = where[pairs[:, 0], pairs[:, 1]]
-        backward = where[pairs[:, 1], pairs[:, 0]]
-        if np.any((forward < 0) & (backward < 0)):
-            raise ValueError("select_pairs: a pair this cube does not hold")
-        values = self.values[:, np.where(forward >= 0, forward, backward), :]
-        flip = forward < 0
-        values[:, flip, :] = 0.0 - values[:, flip, :]
-        return PreferenceCube(self.measures, self.runs, self.query_ids, pairs, values)
-
-    def both_directions(self) -> PreferenceCube:
-        """Every pair followed by its reverse, Delta(b, a) = -Delta(a, b) exactly."""
-        pairs = np.empty((2 * len(self.pairs), 2), dtype=np.int64)
-        pairs[0::2], pairs[1::2] = self.pairs, self.pairs[:, ::-1]
-        return self.select_pairs(pairs)
-
-    def reindex(self, query_ids: list[str]) -> PreferenceCube:
-        """The same preferences over ``query_ids`` (NaN for queries without values)."""
-        where = {q: i for i, q in enumerate(self.query_ids)}
-        values = np.full((*self.values.shape[:2], len(query_ids)), np.nan)
-        src = np.array([where.get(q, -1) for q in query_ids], dtype=np.int64)
-        values[:, :, src >= 0] = self.values[:, :, src[src >= 0]]
-        return PreferenceCube(self.measures, self.runs, list(query_ids), self.pairs, values)
-
-    def to_frame(
-        self, per_query: bool = False, summary: bool = True, means: np.ndarray | None = None
-    ) -> pd.DataFrame:
-        """Tidy rows ``measure, run_a, run_b, query_id, value``: per-query rows first
-        (measure, pair, query order), then summary rows with query_id ``all`` (the
-        ``means``, measures x pairs, when given: merged from query partitions)."""
-        n_m, n_p, n_q = self.values.shape
-        pairs = self.pairs if len(self.pairs) else np.zeros((0, 2), dtype=np.int64)
-        defined = ~np.isnan(self.values) if per_query else None
-        if summary:
-            means = self.summary() if means is None else means
-        # the codes of each column filled measure by measure in its smallest integer type
-        # (as pandas keeps them): a partition's rows take no more than the frame itself
-        counts = defined.sum(axis=(1, 2)) if per_query else np.zeros(n_m, dtype=np.int64)
-        n_rows = int(counts.sum()) + (int((~np.isnan(means)).sum()) if summary else 0)
-        m = np.empty(n_rows, dtype=_code_type(n_m))
-        a = np.empty(n_rows, dtype=_code_type(len(self.runs)))
-        b = np.empty(n_rows, dtype=a.dtype)
-        q = np.empty(n_rows, dtype=_code_type(n_q + 1))
-        v = np.empty(n_rows)
-        at = 0
-        for k in range(n_m) if per_query else ():
-            flat = np.flatnonzero(defined[k])  # (pair, query) in pair, query order
-            pair, query = np.divmod(flat, max(n_q, 1))
-            end = at + len(flat)
-            m[at:end] = k
-            a[at:end], b[at:end] = pairs[pair, 0], pairs[pair, 1]
-            q[at:end] = query
-            v[at:end] = self.values[k].reshape(-1)[flat]
-            at = end
-        if summary:
-            km, kp = np.nonzero(~np.isnan(means))
-            m[at:], a[at:], b[at:] = km, pairs[kp, 0], pairs[kp, 1]
-            q[at:] = n_q
-            v[at:] = means[km, kp]
-        return pd.DataFrame(
-            {
-                "measure": pd.Categorical.from_codes(m, self.measures),
-                "run_a": pd.Categorical.from_codes(a, self.runs),
-                "run_b": pd.Categorical.from_codes(b, self.runs),
-                "query_id": pd.Categorical.from_codes(q, [*self.query_ids, SUMMARY_QUERY]),
-                "value": v,
-            }
-        )
-
-
-def _code_type(n: int):
-    """The smallest signed integer type holding codes 0..n-1 (pandas' choice for n
-    categories)."""
-    for kind in (np.int8, np.int16, np.int32):
-        if n < np.iinfo(kind).max:
-            return kind
-    return np.int64
-
-
-def against_pairs(runs: Sequence[str], against: Sequence[str]) -> np.ndarray:
-    """Run index pairs (a, R) for every run R of ``against`` (in that order) and every
-    other run a (in ``runs`` order), R as run_b; the pair of two runs of ``against`` once,
-    run_a the one listed first in ``runs``.  ValueError for a name not in ``runs``."""
-    where = {name: i for i, name in enumerate(runs)}
-    unknown = [name for name in against if name not in where]
-    if unknown:
-        raise ValueError(
-            f"--against {unknown[0]}: no such run; the runs are {', '.join(map(str, runs))}"
-        )
-    chosen = [where[name] for name in dict.fromkeys(against)]
-    pairs = [
-        (a, r) for r in chosen for a in range(len(runs)) if a != r and not (a in chosen and a > r)
-    ]
-    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 
 # --------------------------------------------------------------------------- loading
@@ -228,7 +75,6 @@ def load_runs(
     the runs of a many-run Parquet table are read together, batch by batch
     (:func:`prefeval.parquet.table_positions`), and not cached.
     """
-    from ..io import parquet
 
     named = name_runs(sources)
     items = [(None, source) for _, source in named]
@@ -301,58 +147,6 @@ def load_runs(
                 "evaluated queries; evaluated as retrieving nothing"
             )
     return out
-
-
-def release_free_memory() -> None:
-    """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
-    C heap's free pages (glibc's ``malloc_trim``; nothing elsewhere).  Called after each
-    large run read (:data:`_TRIM_BYTES`) and after all of them, between query
-    partitions and once the evidence of an analysis is made:
-    without it what one step freed (parse buffers, a partition's rows and text) stays
-    resident beside the next (two recsys runs read at once held 1.1 GB, not 0.9)."""
-    import ctypes
-
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    trim = _glibc("malloc_trim")
-    if trim is not None:
-        trim.argtypes = [ctypes.c_size_t]
-        trim(0)
-
-
-def _glibc(name: str):
-    """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
-    Windows has no ``CDLL(None)``)."""
-    import ctypes
-
-    try:
-        return getattr(ctypes.CDLL(None), name)
-    except (OSError, AttributeError, TypeError):
-        return None
-
-
-#: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's
-#: malloc map (and unmap when freed): glibc's initial threshold, held fixed
-MMAP_THRESHOLD = 128 << 10
-
-
-def map_large_allocations() -> None:
-    """Hold glibc's mmap threshold at :data:`MMAP_THRESHOLD` bytes: every larger array
-    is mapped and given back when freed.  By default each freed mapped block raises the
-    threshold (up to 32 MiB), and the arrays of the next query partition then come from
-    the heap, which keeps them after they are freed: a Dask client taking a million
-    users' rows piece after piece held 170 MB more, and each worker up to 100 MB.  It
-    costs page faults: about 16% more time for the local engine, and 2.2 times the time
-    of the randomized HSD's trials, whose arrays are made anew each trial.  The CLI sets
-    it for ``compare --engine dask`` only, before reading (nothing elsewhere than
-    glibc)."""
-    import ctypes
-
-    mallopt = _glibc("mallopt")
-    if mallopt is not None:
-        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-        mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
 
 
 # --------------------------------------------------------------------------- computing
@@ -537,14 +331,6 @@ def cube_from_matrix(
     )
 
 
-def run_pairs(n_runs: int, pairs=None) -> np.ndarray:
-    """(pairs x 2) run indices: ``pairs`` as given, else every unordered pair, a < b."""
-    if pairs is not None:
-        return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    ia, ja = np.triu_indices(n_runs, 1)
-    return np.stack([ia, ja], axis=1).astype(np.int64)
-
-
 def compare_partitions(n_queries: int, n_runs: int, n_measures: int, pairs=None) -> list[range]:
     """The query partitions compare computes (:func:`query_partitions`) for that many
     runs and measures and those ``pairs`` (default all)."""
@@ -598,40 +384,6 @@ def matrix_partitions(
             matrix, names, relevant, measures, binary=binary, progress=progress, pairs=pairs,
             queries=part,
         )  # fmt: skip
-
-
-class SummaryAccumulator:
-    """The summary of compare merged from query partitions (of whole
-    :data:`~prefeval.ties.SUM_BLOCK` s): per measure and pair the running
-    :func:`~prefeval.ties.defined_sum` and count of the defined values, so the means are
-    exactly :meth:`PreferenceCube.summary` of the whole cube."""
-
-    def __init__(self):
-        self.sums = None
-        self.counts = None
-        self.cube = None
-
-    def add(self, cube: PreferenceCube) -> None:
-        self.add_blocks(
-            ties.block_sums(cube.values, axis=2), np.sum(~np.isnan(cube.values), axis=2), cube
-        )
-
-    def add_blocks(self, sums: np.ndarray, counts: np.ndarray, like: PreferenceCube) -> None:
-        """Merge the next partition's block sums (blocks x measures x pairs) and counts of
-        defined values; ``like``: a cube with the summary's measures, runs and pairs."""
-        self.sums = ties.running_sum(sums, self.sums)
-        self.counts = counts if self.counts is None else self.counts + counts
-        self.cube = like
-
-    def means(self) -> np.ndarray:
-        """Mean over the defined values, measures x pairs; NaN where none (as
-        :func:`prefeval.ties.defined_mean`), a mean tying with 0 is 0.0."""
-        means = np.where(self.counts > 0, self.sums / np.maximum(self.counts, 1), np.nan)
-        return ties.snap_zero(means)
-
-    def frame(self) -> pd.DataFrame:
-        """The summary rows (query_id ``all``), as :meth:`PreferenceCube.to_frame`."""
-        return self.cube.to_frame(per_query=False, summary=True, means=self.means())
 
 
 def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) -> None:

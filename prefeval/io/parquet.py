@@ -21,11 +21,26 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import numpy as np
+import lazy_loader
 
+from ..core.arrays import small_strings
 from ..core.errors import InputError
-from .text import PARQUET_MAGIC as MAGIC
-from .text import FirstError
+from ..core.positions import RunPositions, reduce_rows, run_positions, set_like
+from .columns import (
+    FirstError,
+    RunColumns,
+    dictionary_codes,
+    dictionary_codes_with,
+    duplicate_message,
+    id_strings,
+    qrels_rows,
+)
+from .source import PARQUET_MAGIC as MAGIC
+from .source import is_parquet, is_stream, read_raw
+
+pd = lazy_loader.load("pandas")
+
+np = lazy_loader.load("numpy")
 
 QUERY = ("query_id", "qid")
 DOC = ("doc_id", "docno")
@@ -35,16 +50,10 @@ ITERATION = ("iteration",)
 RUN = ("run", "name")
 
 
-def is_parquet(data: bytes) -> bool:
-    """Whether ``data`` is a Parquet file: ``PAR1`` at its start and at its end."""
-    return len(data) >= 12 and data[:4] == MAGIC and data[-4:] == MAGIC
-
-
 def sniff(path: str | os.PathLike) -> bool:
     """Whether the file at ``path`` is Parquet, from its first and last 4 bytes
     (standard input or another stream is read whole, once: :func:`prefeval.readers.read_raw`);
     False for a file that cannot be read (its reader reports that)."""
-    from .text import is_stream, read_raw
 
     path = os.fspath(path)
     if is_stream(path):
@@ -82,7 +91,7 @@ def _read(pfile, path: str, columns: list[str]):
         raise unreadable(path, error) from None
 
 
-def _find(names: list[str], choices: tuple, path: str) -> str | None:
+def find_column(names: list[str], choices: tuple, path: str) -> str | None:
     """The one column of ``names`` among ``choices`` (None when absent); a name two
     columns have is an error (Arrow cannot tell them apart)."""
     _unique(names, choices, path)
@@ -106,8 +115,8 @@ def _unique(names: list[str], wanted, path: str) -> None:
             )
 
 
-def _need(names: list[str], choices: tuple, path: str, expected: str) -> str:
-    found = _find(names, choices, path)
+def need_column(names: list[str], choices: tuple, path: str, expected: str) -> str:
+    found = find_column(names, choices, path)
     if found is None:
         alternatives = " or ".join(repr(c) for c in choices)
         raise InputError(
@@ -150,9 +159,6 @@ def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .frames import id_strings
-    from .text import _small_strings
-
     column = _plain(column, path)
     kind = column.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
@@ -175,7 +181,7 @@ def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
         empty = pc.equal(pc.binary_length(column), 0)
         if len(column) and pc.any(empty).as_py():
             raise InputError(path, None, f"row {offset + _first(empty) + 1}: empty {what}")
-        return _small_strings(column)
+        return small_strings(column)
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
         values = id_strings(column.to_pandas(), what, path, first_row=offset + 1)
         return pa.array(values.tolist(), pa.string())
@@ -233,7 +239,7 @@ def _run_table(data: bytes, path: str):
     """(query ids, docnos, scores) of a Parquet file of one run."""
     pfile = _file(data, path)
     names = list(pfile.schema_arrow.names)
-    run = _find(names, RUN, path)
+    run = find_column(names, RUN, path)
     if run is not None:
         raise InputError(
             path,
@@ -241,9 +247,9 @@ def _run_table(data: bytes, path: str):
             f"column {run}: a table of many runs, not one run; give it as a RUN argument "
             "(or in a list of runs), not as one named run",
         )
-    query = _need(names, QUERY, path, RUN_COLUMNS)
-    doc = _need(names, DOC, path, RUN_COLUMNS)
-    score = _need(names, SCORE, path, RUN_COLUMNS)
+    query = need_column(names, QUERY, path, RUN_COLUMNS)
+    doc = need_column(names, DOC, path, RUN_COLUMNS)
+    score = need_column(names, SCORE, path, RUN_COLUMNS)
     table = _read(pfile, path, [query, doc, score])
     qid = ids(table.column(query), "query id", path, name=query)
     docno = ids(table.column(doc), "document id", path, name=doc)
@@ -252,11 +258,10 @@ def _run_table(data: bytes, path: str):
 
 def parse_run(data: bytes, path: str, name: str, known=None):
     """One run from a Parquet file's bytes (:class:`prefeval.readers.RunColumns`)."""
-    from .text import RunColumns, _codes, _codes_with
 
     qid, docno, score = _run_table(data, path)
-    qcode, qvalues = _codes(qid)
-    dcode, dvalues, kcode = _codes_with(docno, known)
+    qcode, qvalues = dictionary_codes(qid)
+    dcode, dvalues, kcode = dictionary_codes_with(docno, known)
     _duplicate_rows(path, qid, docno, (qcode, dcode), np.arange(len(score)))
     found = None if kcode is None else (known, kcode)
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
@@ -267,10 +272,9 @@ def unreadable(path: str, error: BaseException) -> InputError:
     return InputError(path, None, f"not a readable Parquet file: {' '.join(str(error).split())}")
 
 
-def _open(path: str):
+def open_parquet(path: str):
     """The ParquetFile of a path (reading only what is asked of it later), or of the
     bytes of standard input or another stream (read once: :func:`prefeval.readers.read_raw`)."""
-    from .text import is_stream, read_raw
 
     if is_stream(path):
         return _file(read_raw(path), path)
@@ -289,8 +293,8 @@ def has_runs_column(path: str | os.PathLike) -> bool:
     path = os.fspath(path)
     if not sniff(path):
         return False
-    pfile = _open(path)
-    return _find(list(pfile.schema_arrow.names), RUN, path) is not None
+    pfile = open_parquet(path)
+    return find_column(list(pfile.schema_arrow.names), RUN, path) is not None
 
 
 # --------------------------------------------------------------------------- many runs
@@ -312,12 +316,12 @@ class TableRun:
 def _many_run_columns(pfile, path: str) -> list[str]:
     """The run, query, document and score columns of a many-run table."""
     names = list(pfile.schema_arrow.names)
-    run = _find(names, RUN, path)
+    run = find_column(names, RUN, path)
     return [
         run,
-        _need(names, QUERY, path, RUN_COLUMNS),
-        _need(names, DOC, path, RUN_COLUMNS),
-        _need(names, SCORE, path, RUN_COLUMNS),
+        need_column(names, QUERY, path, RUN_COLUMNS),
+        need_column(names, DOC, path, RUN_COLUMNS),
+        need_column(names, SCORE, path, RUN_COLUMNS),
     ]
 
 
@@ -326,7 +330,7 @@ def _batches(path: str, columns: list[str]):
     time, in file order."""
     import pyarrow as pa
 
-    pfile = _open(path)
+    pfile = open_parquet(path)
 
     def read():
         # a few row groups at a time (up to BATCH_ROWS / 2 rows): over the whole file,
@@ -380,7 +384,7 @@ def run_names(path: str | os.PathLike) -> list[str]:
     import pyarrow.compute as pc
 
     path = os.fspath(path)
-    column = _find(list(_open(path).schema_arrow.names), RUN, path)
+    column = find_column(list(open_parquet(path).schema_arrow.names), RUN, path)
     names: set[str] = set()
     for offset, batch in _batches(path, [column]):
         values = ids(batch.column(0), "run name", path, name=column, offset=offset)
@@ -405,9 +409,8 @@ def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
 
 def duplicate_error(path, qid, docno, codes, rows, run_of=None) -> tuple[int, InputError] | None:
     """(file row, error) of :func:`_duplicate_rows`'s first repeated row, or None."""
-    from .text import _duplicate_message
 
-    duplicate = _duplicate_message(qid, docno, codes, lambda i: f"row {int(rows[i]) + 1}", run_of)
+    duplicate = duplicate_message(qid, docno, codes, lambda i: f"row {int(rows[i]) + 1}", run_of)
     if duplicate is None:
         return None
     row = int(rows[duplicate[0]])
@@ -420,9 +423,7 @@ def table_run(path: str, name: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .text import RunColumns, _codes, _small_strings
-
-    columns = _many_run_columns(_open(path), path)
+    columns = _many_run_columns(open_parquet(path), path)
     pieces = []
     for offset, names, qid, docno, score in _run_rows(path, columns):
         mine = np.flatnonzero(np.asarray(pc.equal(names, name), dtype=bool))
@@ -430,15 +431,15 @@ def table_run(path: str, name: str):
             take = pa.array(mine)
             pieces.append((qid.take(take), docno.take(take), score[mine], offset + mine))
     if pieces:
-        qid = _small_strings(pa.chunked_array([p[0] for p in pieces]))
-        docno = _small_strings(pa.chunked_array([p[1] for p in pieces]))
+        qid = small_strings(pa.chunked_array([p[0] for p in pieces]))
+        docno = small_strings(pa.chunked_array([p[1] for p in pieces]))
         score = np.concatenate([p[2] for p in pieces])
         rows = np.concatenate([p[3] for p in pieces])
     else:
         qid = docno = pa.array([], pa.string())
         score, rows = np.zeros(0), np.zeros(0, dtype=np.int64)
-    qcode, qvalues = _codes(qid)
-    dcode, dvalues = _codes(docno)
+    qcode, qvalues = dictionary_codes(qid)
+    dcode, dvalues = dictionary_codes(docno)
     _duplicate_rows(path, qid, docno, (qcode, dcode), rows, lambda row: name)
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues)
 
@@ -462,7 +463,6 @@ def table_positions(path: str, relevant, max_docs: int | None = None) -> dict:
     runs are read one at a time (:func:`table_run`).  Either way the positions are
     the same: ranks depend only on each (run, query)'s rows.
     """
-    from ..core.positions import run_positions
 
     path = os.fspath(path)
     try:
@@ -479,10 +479,7 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..core.positions import RunPositions, _value_set, reduce_rows
-    from .text import _codes
-
-    columns = _many_run_columns(_open(path), path)
+    columns = _many_run_columns(open_parquet(path), path)
     nq = relevant.n_queries
     queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
     docnos = relevant.docnos()
@@ -493,9 +490,9 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
     done_other: set[tuple[str, str]] = set()  # (run, query id) of queries not evaluated
 
     def reduce(names, qid, docno, score, rows):
-        rcode, rvalues = _codes(names)
-        qcode, qvalues = _codes(qid)
-        dcode, dvalues = _codes(docno)
+        rcode, rvalues = dictionary_codes(names)
+        qcode, qvalues = dictionary_codes(qid)
+        dcode, dvalues = dictionary_codes(docno)
         n = len(rcode)
         if n == 0:
             return
@@ -511,7 +508,7 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
         # hash them again for every batch)
         qidx = queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
         if len(judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
-            code = pc.index_in(dvalues, value_set=_value_set(docnos, dvalues))
+            code = pc.index_in(dvalues, value_set=set_like(docnos, dvalues))
             code = np.asarray(code.fill_null(-1), dtype=np.int64)
         else:
             code = judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
@@ -591,14 +588,13 @@ def parse_qrels(data: bytes, path: str):
     """Judgment rows (:class:`prefeval.readers.QrelsRows`) of a Parquet qrels file,
     checked as the text reader checks them; ``iteration`` (optional) ``0``/``Q0`` or an
     integer subtopic id."""
-    from .text import qrels_rows
 
     pfile = _file(data, path)
     names = list(pfile.schema_arrow.names)
-    query = _need(names, QUERY, path, QRELS_COLUMNS)
-    doc = _need(names, DOC, path, QRELS_COLUMNS)
-    grade = _need(names, GRADE, path, QRELS_COLUMNS)
-    iteration = _find(names, ITERATION, path)
+    query = need_column(names, QUERY, path, QRELS_COLUMNS)
+    doc = need_column(names, DOC, path, QRELS_COLUMNS)
+    grade = need_column(names, GRADE, path, QRELS_COLUMNS)
+    iteration = find_column(names, ITERATION, path)
     table = _read(pfile, path, [c for c in (query, iteration, doc, grade) if c is not None])
     qid = ids(table.column(query), "query id", path, name=query)
     docno = ids(table.column(doc), "document id", path, name=doc)

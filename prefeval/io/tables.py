@@ -11,14 +11,23 @@ of a query.
 
 from __future__ import annotations
 
+import os
 import re
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
+from ..core.cube import SUMMARY_QUERY, PreferenceCube
 from ..core.errors import InputError
-from .text import BOM, read_raw, text_bytes
+from ..core.qrels import query_sort_key
+from ..measures import parse_measure
+from . import parquet
+from .columns import id_strings
+from .frames import float_values
+from .source import BOM, read_raw, text_bytes
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
@@ -40,8 +49,6 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
-
-    from . import parquet
 
     raw = read_raw(path)
     if parquet.is_parquet(raw):
@@ -90,7 +97,6 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
 def is_subtopic_measure(name: str) -> bool:
     """Whether ``name`` is a subtopic measure (no value on a query without subtopic
     judgments); names prefeval does not know are not."""
-    from ..measures import parse_measure
 
     try:
         return parse_measure(str(name)).needs_subtopics
@@ -107,8 +113,6 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
     subtopic measure is NaN on the queries it leaves out.  Row numbers in errors
     count the rows of ``frame`` from 1 (the data rows of a file, header not counted).
     """
-    from ..core.qrels import query_sort_key
-    from ..engine.local import SUMMARY_QUERY, PreferenceCube
 
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != SUMMARY_QUERY]
@@ -281,3 +285,26 @@ def metrics_from_table(
 def metrics_table_to_matrices(frame: pd.DataFrame, runs, query_ids) -> dict[str, np.ndarray]:
     """Same as :func:`metrics_from_table` for a table computed in memory."""
     return metrics_from_table(frame, runs, query_ids, path="<metrics>")
+
+
+def table_input(table, required: list[str], what: str):
+    """(frame, name for messages) of a ``--prefs``/``--metrics`` table given as a path or a
+    DataFrame (as returned by :func:`prefeval.api.compare` / :func:`prefeval.api.metrics`)."""
+
+    if isinstance(table, (str, os.PathLike)):
+        path = os.fspath(table)
+        return read_table(path, required), path
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"{what}: expected a path or a DataFrame, got {type(table).__name__}")
+    where = f"<{what} DataFrame>"
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise InputError(where, None, f"missing columns {missing} (need {', '.join(required)})")
+    out = {
+        c: id_strings(table[c], c, where) if c != "value" else float_values(table[c], c, where)
+        for c in required
+    }
+    missing = np.isnan(out["value"])
+    if missing.any():
+        raise InputError(where, None, f"row {int(np.argmax(missing))}: missing value")
+    return pd.DataFrame(out), where

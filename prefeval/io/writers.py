@@ -24,8 +24,10 @@ import sys
 import time
 from collections.abc import Iterator
 
-import numpy as np
-import pandas as pd
+import lazy_loader
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 FORMATS = ("tsv", "csv", "jsonl")
 #: binary formats, written by :func:`write_table` only (never to a terminal)

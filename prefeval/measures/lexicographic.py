@@ -9,7 +9,11 @@ counting 0.
 
 from __future__ import annotations
 
-import numpy as np
+import lazy_loader
+
+from ..core.positions import UNRETRIEVED
+
+np = lazy_loader.load("numpy")
 
 
 def first_difference(sign_diff: np.ndarray) -> np.ndarray:
@@ -40,7 +44,6 @@ def lexirecall(sign_diff: np.ndarray) -> np.ndarray:
 def rr_lexiprecision(sign_diff: np.ndarray, pos_a: np.ndarray, pos_b: np.ndarray) -> np.ndarray:
     """rrLP: 1/f_i* - 1/f'_i* at the first differing level i* (an unretrieved item,
     position ``UNRETRIEVED``, counts 0), else 0."""
-    from ..core.positions import UNRETRIEVED
 
     first = first_difference(sign_diff)
     fa = at(pos_a, first).astype(np.float64)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
+import lazy_loader
+
+np = lazy_loader.load("numpy")
 
 WEIGHTINGS = ("uniform", "dcg", "inverse")
 

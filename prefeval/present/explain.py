@@ -48,23 +48,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-import pandas as pd
+import lazy_loader
 
 from ..core import ties
 from ..core.positions import UNRETRIEVED, RunPositions, position_matrix
+from ..core.progress import stderr_notice
 from ..core.qrels import Qrels, RelevantSet
-from ..engine.local import (
-    cube_from_matrix,
-    load_runs,
-    query_populations,
-    relevant_with_notice,
-    stderr_notice,
-)
-from ..io.text import read_qrels
+from ..engine.local import cube_from_matrix, load_runs, query_populations, relevant_with_notice
+from ..io.runs import name_runs, read_qrels
+from ..io.writers import fixed_text, float_text
 from ..measures import Measure, parse_measures
 from ..measures.lexicographic import first_difference, last_difference, rr_lexiprecision
 from ..measures.rpp import recall_weights, rpp_values
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
 
 COLUMNS = [
     "query_id",
@@ -275,7 +273,6 @@ def explain(
     measure_list = parse_measures(
         [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
     )
-    from ..io.text import name_runs
 
     runs = dict(name_runs(runs))  # a many-run (Parquet) table stands for its runs
     if len(runs) != 2:
@@ -301,7 +298,6 @@ def explain(
 
 def _texts(values, precision: int | None) -> list[str]:
     """Floats as the table writers write them (compare -q's text), NaN as ``-``."""
-    from ..io.writers import fixed_text, float_text
 
     values = np.asarray(values, dtype=np.float64)
     if not len(values):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 
+from ..io.writers import atomic_output
+from ..measures import MEASURES
+
 #: file formats a figure can be written in (the extension of the path, any case)
 FORMATS = ("png", "pdf", "svg")
 #: more measures than this are drawn as small multiples by robustness_figure
@@ -45,8 +48,6 @@ def series_styles(measures) -> dict[str, dict]:
     """Line properties per measure: preference measures solid, baselines dashed; no
     (colour, linestyle) pair repeats for up to 20 measures of each kind."""
     from matplotlib import colormaps
-
-    from ..measures import MEASURES
 
     colours = [colormaps[_PALETTE].colors[i] for i in _ORDER]
     counts = [0, 0]
@@ -294,7 +295,6 @@ def svg_text(fig) -> str:
 def save_figure(fig, path) -> None:
     """Write ``fig`` to ``path`` in the format of its extension, atomically (nothing is
     left behind on failure)."""
-    from ..io.writers import atomic_output
 
     data = figure_bytes(fig, plot_format(path))
     with atomic_output(path) as handle:

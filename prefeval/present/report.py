@@ -23,10 +23,18 @@ import os
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
+import lazy_loader
 
+from ..analysis.agreement import agreement_table, tau_table, ties_table
+from ..analysis.orderings import order
+from ..analysis.robustness import robustness as run_robustness
+from ..analysis.significance import discriminative_power, pair_summary, pair_tests
 from ..core import ties
 from ..core.qrels import query_sort_key
+from ..io.writers import atomic_output, output_target
+from .plots import discpower_figure, figure_bytes, robustness_figure, svg_text, tau_heatmap_figure
+
+np = lazy_loader.load("numpy")
 
 #: report formats by file extension
 FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".tex": "tex"}
@@ -247,10 +255,6 @@ def build(
 ) -> Report:
     """The report of ``inputs`` (a :class:`prefeval.pipeline.Inputs`); ``sources``: the
     table paths it was read from (``prefs``, ``metrics``), for the data section."""
-    from ..analysis.agreement import agreement_table, tau_table, ties_table
-    from ..analysis.orderings import order
-    from ..analysis.significance import discriminative_power, pair_summary, pair_tests
-    from .plots import discpower_figure, robustness_figure, tau_heatmap_figure
 
     ev = inputs.evidence
     sources = sources or {}
@@ -396,8 +400,6 @@ def build(
     sections.append(Section("Agreement and ties", blocks))
 
     if robustness:
-        from ..analysis.robustness import robustness as run_robustness
-
         n = len(ev.query_ids)
         sizes = sorted({max(2, round(share * n)) for share in ROBUSTNESS_QUERY_SHARES} - {n})
         sizes = [s for s in sizes if s < n]
@@ -493,7 +495,6 @@ def output_paths(output) -> list[str]:
 def check_targets(output, inputs) -> None:
     """ValueError when the report or one of its figures would be written over one of
     the ``inputs`` (paths; ``-`` and paths that do not exist are skipped)."""
-    from ..io.writers import output_target
 
     given = [os.fspath(p) for p in inputs if p is not None and os.fspath(p) != "-"]
     for path in output_paths(output):
@@ -509,7 +510,6 @@ def check_targets(output, inputs) -> None:
 def render(report: Report, output) -> dict[str, bytes]:
     """path -> bytes of every file of the report written to ``output`` (the report
     itself last)."""
-    from .plots import figure_bytes
 
     fmt = report_format(output)
     files: dict[str, bytes] = {}
@@ -532,7 +532,6 @@ def render(report: Report, output) -> dict[str, bytes]:
 def write(report: Report, output) -> list[str]:
     """Write the report's files (figures first, then the report), each atomically;
     returns their paths."""
-    from ..io.writers import atomic_output
 
     files = render(report, output)
     for path, data in files.items():
@@ -572,7 +571,6 @@ def _html_cell(cell: Cell, tag: str = "td") -> str:
 
 
 def _html(report: Report) -> str:
-    from .plots import svg_text
 
     out = [
         "<!DOCTYPE html>",
