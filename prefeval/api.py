@@ -35,7 +35,7 @@ import lazy_loader
 
 from .analysis.agreement import agreement_table, tau_table, ties_table
 from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
-from .analysis.evidence import gather
+from .analysis.evidence import gather_inputs
 from .analysis.orderings import METHODS
 from .analysis.orderings import order as order_table
 from .analysis.robustness import POLICIES
@@ -334,16 +334,16 @@ def metrics(
     return _plain(table)
 
 
-def _evidence(*args, **kw):
-    """Only the evidence of :func:`_gather`: the judgments and runs are let go, and the
+def _evidence_only(*args, **kw):
+    """Only the evidence of :func:`_checked_inputs`: the judgments and runs are let go, and the
     heap they held handed back (350 MB at a million users), before the analysis runs."""
 
-    evidence = _gather(*args, **kw).evidence
+    evidence = _checked_inputs(*args, **kw).evidence
     release_free_memory()
     return evidence
 
 
-def _gather(
+def _checked_inputs(
     qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
     engine="local", scheduler=None, positions=False, **kw,
 ):  # fmt: skip
@@ -378,7 +378,7 @@ def _gather(
     sources = _runs(runs) if runs is not None else {}
     if prefs is None and (qrels is None or len(sources) < 2):
         raise ValueError("give qrels and at least two runs, or prefs=")
-    return gather(
+    return gather_inputs(
         qrels_input(qrels) if qrels is not None else None,
         sources,
         prefs=prefs,
@@ -446,7 +446,7 @@ def order(
 
     _choice(method, METHODS, "method")
     _number(teleport, "teleport", lo=0, hi=1, lo_open=True)
-    evidence = _evidence(
+    evidence = _evidence_only(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler, stream=True,
         win_rates=False,
@@ -499,7 +499,7 @@ def discpower(
     tests = _significance(
         tests, ["ttest", "sign"] if against else list(TESTS), correction, alpha, trials, seed
     )
-    evidence = _evidence(
+    evidence = _evidence_only(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
         against=against, stream=True, win_rates="hsd" in tests,
@@ -537,7 +537,7 @@ def tau(
     """
 
     _choice(method, METHODS, "method")
-    evidence = _evidence(
+    evidence = _evidence_only(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
     )  # fmt: skip
@@ -580,7 +580,7 @@ def agree(
             "agree compares preferences with baselines: give qrels and runs, or metrics= "
             "(or ties=True, which needs none)"
         )
-    evidence = _evidence(
+    evidence = _evidence_only(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
         against=_against(against),
@@ -629,7 +629,7 @@ def robustness(
     _choice(policy, POLICIES, "policy")
     _number(samples, "samples", lo=1, hi=10**6, integer=True)
     _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
-    got = _gather(
+    got = _checked_inputs(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
         positions=bool(fractions),
@@ -677,7 +677,7 @@ def pairs(
     """
 
     _number(ci, "ci", lo=0, hi=1, lo_open=True, hi_open=True)
-    evidence = _evidence(
+    evidence = _evidence_only(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
         against=_against(against),
@@ -795,7 +795,7 @@ def report(
     tests = [t for t in TESTS if t in tests]  # one order of the marks: t, s, h
     _number(samples, "samples", lo=1, hi=10**6, integer=True)
     _number(digits, "digits", lo=0, hi=15, integer=True)
-    got = _gather(
+    got = _checked_inputs(
         qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
         notify=notify, progress=progress, engine=engine, scheduler=scheduler,
         positions=bool(robustness),

@@ -22,7 +22,7 @@ from helpers import invoke
 from scipy import stats
 
 from prefeval.analysis.agreement import agreement_table, kendall_tau, tau_table, ties_table
-from prefeval.analysis.evidence import gather
+from prefeval.analysis.evidence import gather_inputs
 from prefeval.analysis.orderings import (
     Evidence,
     competition_rank,
@@ -554,7 +554,7 @@ def test_pair_tests_and_discriminative_power():
 def test_table_round_trip(tmp_path, qrels, fmt):
     path = tmp_path / f"prefs.{fmt}"
     ok(invoke("compare", "-q", "-f", fmt, "-o", path, SAMPLE / qrels, *SAMPLE_RUNS))
-    engine = gather(str(SAMPLE / qrels), SAMPLE_RUNS, no_baselines=True, notify=None)
+    engine = gather_inputs(str(SAMPLE / qrels), SAMPLE_RUNS, no_baselines=True, notify=None)
     cube = engine.evidence.cube
     table = read_table(str(path), PREF_COLUMNS)
     assert (table["query_id"] == "all").any()  # summary rows present, and ignored:
@@ -564,7 +564,7 @@ def test_table_round_trip(tmp_path, qrels, fmt):
     assert back.query_ids == cube.query_ids
     np.testing.assert_array_equal(back.pairs, cube.pairs)
     np.testing.assert_array_equal(back.values, cube.values)  # NaN where undefined, too
-    from_file = gather(prefs=str(path), no_baselines=True, notify=None).evidence.cube
+    from_file = gather_inputs(prefs=str(path), no_baselines=True, notify=None).evidence.cube
     np.testing.assert_array_equal(from_file.values, cube.values)
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from helpers import invoke, write_qrels, write_run
 
-from prefeval.analysis.evidence import gather
+from prefeval.analysis.evidence import gather_inputs
 from prefeval.core.errors import InputError
 from prefeval.core.qrels import query_sort_key
 from prefeval.io.tables import (
@@ -95,7 +95,9 @@ def subtopic_prefs(one_plain, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("subtopic-prefs")
     path = folder / "prefs.tsv"
     ok(invoke("compare", "-q", "-o", path, one_plain, *SAMPLE_RUNS))
-    engine = gather(str(one_plain), SAMPLE_RUNS, no_baselines=True, notify=None).evidence.cube
+    engine = gather_inputs(
+        str(one_plain), SAMPLE_RUNS, no_baselines=True, notify=None
+    ).evidence.cube
     return {"path": path, "table": read_table(str(path), PREF_COLUMNS), "engine": engine}
 
 
@@ -194,7 +196,7 @@ def test_complete_table_from_compare_is_accepted(subtopic_prefs, one_plain):
     np.testing.assert_array_equal(only.values[0], engine.values[engine.measures.index("strpp")])
     # with the qrels, and from the command line: the same as from the runs
     path = subtopic_prefs["path"]
-    with_qrels = gather(str(one_plain), prefs=str(path), no_baselines=True, notify=None)
+    with_qrels = gather_inputs(str(one_plain), prefs=str(path), no_baselines=True, notify=None)
     np.testing.assert_array_equal(with_qrels.evidence.cube.values, engine.values)
     from_runs = ok(invoke("order", "--no-baselines", one_plain, *SAMPLE_RUNS))
     assert ok(invoke("order", "--no-baselines", "--prefs", path)) == from_runs
@@ -448,7 +450,7 @@ def test_quotes_commas_and_hashes_round_trip(odd_names, fmt):
     assert set(table["run_a"]) | set(table["run_b"]) == set(ODD_RUNS)
     assert set(table["query_id"]) == {*ODD_QUERIES, "all"}
     cube = cube_from_table(table, str(path))
-    engine = gather(
+    engine = gather_inputs(
         str(qrels), [str(r) for r in runs], no_baselines=True, notify=None
     ).evidence.cube
     assert cube.runs == engine.runs == ODD_RUNS

@@ -22,10 +22,10 @@ from ..core.qrels import query_sort_key
 from ..engine import cache
 from ..engine.dask import dask_evidence
 from ..engine.local import (
-    compare_partitions,
     compute_cube,
     load_runs,
     matrix_partitions,
+    query_ranges,
     relevant_with_notice,
 )
 from ..io.runs import name_runs, read_qrels
@@ -61,7 +61,7 @@ class Inputs:
     binary: bool = False
 
 
-def gather(
+def gather_inputs(
     qrels=None,
     runs=(),
     *,
@@ -139,10 +139,11 @@ def gather(
         inputs.measures = parse_measures(measures, judged.has_subtopics)
         cube = None
         if engine == "dask":
-            inputs.evidence = _dask(inputs, sources, stream, win_rates, positions, against,
-                                    scheduler, notify, progress)  # fmt: skip
+            inputs.evidence = _dask_preferences(
+                inputs, sources, stream, win_rates, positions, against, scheduler, notify, progress
+            )
         else:
-            cube = _local(inputs, sources, stream, win_rates, against, notify, progress)
+            cube = _local_preferences(inputs, sources, stream, win_rates, against, notify, progress)
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     evidence = inputs.evidence
@@ -181,7 +182,7 @@ def gather(
     return inputs
 
 
-def _local(inputs: Inputs, sources, stream, rates, against, notify, progress):
+def _local_preferences(inputs: Inputs, sources, stream, rates, against, notify, progress):
     """The preferences computed here: the cube (maybe from the cache), or None when
     streamed into ``inputs.evidence``."""
     binary, max_docs = inputs.binary, inputs.max_docs
@@ -196,9 +197,7 @@ def _local(inputs: Inputs, sources, stream, rates, against, notify, progress):
     cube = _cached_cube(key) if key else None
     chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
     n_parts = len(
-        compare_partitions(
-            inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen
-        )
+        query_ranges(inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen)
     )
     if cube is None and stream and n_parts > 1:
         inputs.evidence = _streamed(inputs, chosen, rates, progress)
@@ -220,7 +219,9 @@ def _local(inputs: Inputs, sources, stream, rates, against, notify, progress):
     return cube
 
 
-def _dask(inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress):
+def _dask_preferences(
+    inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress
+):
     """The evidence computed on Dask (:func:`prefeval.distributed.dask_evidence`)."""
 
     chosen = against_pairs(list(sources), against) if against else None

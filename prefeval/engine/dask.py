@@ -4,7 +4,7 @@
 queries (pandas DataFrames: judgments ``query_id, iteration, doc_id, relevance``, runs
 ``run, query_id, doc_id, score``) to the partition's per-query preferences and its
 partial sums (:class:`PartitionResult`).  :func:`dask_compare` runs it on Dask
-workers, one task per query partition of :func:`prefeval.engine.compare_partitions`:
+workers, one task per query partition of :func:`prefeval.engine.query_ranges`:
 the partitions are the local engine's, so the per-query rows come in the same order
 and the summary, added block by block in query order, is the same bits.  Spark's
 ``mapInArrow`` could call the kernel just as well (see the README).
@@ -35,7 +35,7 @@ from ..io.runs import name_runs, read_run
 from ..io.source import is_stream
 from ..io.writers import row_groups
 from ..measures import parse_measures
-from .local import compare_partitions, compute_cube, load_runs, relevant_with_notice
+from .local import compute_cube, load_runs, query_ranges, relevant_with_notice
 from .memory import MMAP_THRESHOLD, release_free_memory
 
 np = lazy_loader.load("numpy")
@@ -471,7 +471,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     queries = list(relevant.query_ids)
     names, inputs, files = _run_inputs(runs)
     measure_list = parse_measures(measures, judged.has_subtopics)
-    parts = compare_partitions(len(queries), len(names), len(measure_list), pairs)
+    parts = query_ranges(len(queries), len(names), len(measure_list), pairs)
     # text runs (read here) split by partition here
     ids = pa.array(queries, pa.string())
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])

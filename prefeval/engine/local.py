@@ -331,9 +331,11 @@ def cube_from_matrix(
     )
 
 
-def compare_partitions(n_queries: int, n_runs: int, n_measures: int, pairs=None) -> list[range]:
-    """The query partitions compare computes (:func:`query_partitions`) for that many
-    runs and measures and those ``pairs`` (default all)."""
+def query_ranges(n_queries: int, n_runs: int, n_measures: int, pairs=None) -> list[range]:
+    """The ranges of query indices compare computes one at a time
+    (:func:`query_partitions`) for that many runs and measures and those ``pairs``
+    (default all); :func:`prefeval.engine.dask.compare_partition` is the kernel that
+    computes one of them."""
     cells = n_measures * max(1, len(run_pairs(n_runs, pairs)))
     return query_partitions(n_queries, cells)
 
@@ -375,9 +377,7 @@ def matrix_partitions(
     """:func:`partitioned_cubes` from the runs' :func:`~prefeval.positions.position_matrix`
     (the reduced runs themselves no longer needed).  Between partitions the memory the
     previous one's rows and text freed is handed back (:func:`release_free_memory`)."""
-    for i, part in enumerate(
-        compare_partitions(relevant.n_queries, len(names), len(measures), pairs)
-    ):
+    for i, part in enumerate(query_ranges(relevant.n_queries, len(names), len(measures), pairs)):
         if i:
             release_free_memory()
         yield cube_from_matrix(
