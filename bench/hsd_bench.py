@@ -32,7 +32,8 @@ SHAPES = {"recsys": (17564, 21), "robust": (249, 110), "sample": (50, 10)}
 
 
 def old_hsd_pvalues(scores, pairs, trials, seed=0):
-    """prefeval.statistics.hsd_pvalues before issue 11 (rng.permuted on chunks of trials)."""
+    """prefeval.analysis.significance.hsd_pvalues before issue 11 (rng.permuted on chunks
+    of trials)."""
     rng = np.random.default_rng(seed)
     q, n = scores.shape
     means = scores.mean(axis=0)

@@ -4,7 +4,7 @@
 (same columns, rows and order), and so on for ``metrics``, ``order``, ``discpower``,
 ``tau``, ``agree`` and ``robustness``; keyword arguments are the commands' options.
 
-Inputs (:mod:`prefeval.inputs`): paths (``str`` or ``pathlib.Path``), DataFrames with
+Inputs (:mod:`prefeval.io.frames`): paths (``str`` or ``pathlib.Path``), DataFrames with
 ir-measures (``query_id, doc_id, score``/``relevance[, iteration]``) or PyTerrier
 (``qid, docno, score``/``label``) columns, iterables of ``ir_measures.ScoredDoc``/``Qrel``,
 ``{query_id: {doc_id: value}}`` dicts (pytrec_eval); several runs as a list, a dict
@@ -15,9 +15,9 @@ functions also take ``prefs=`` (a table of ``compare(..., per_query=True)``) and
 Outputs: ids, run and measure names are plain strings (pandas' string columns, not
 categoricals), so ``table[table.query_id == "151"]`` selects query 151.  Notices (queries
 not evaluated, runs without results for some queries) are issued as
-:class:`~prefeval.errors.PrefevalWarning` (``notify=`` may redirect them, e.g. to
+:class:`~prefeval.core.errors.PrefevalWarning` (``notify=`` may redirect them, e.g. to
 ``logging``, or ``None`` drops them); ``progress=True`` shows tqdm bars (``tqdm.auto``,
-so widgets in Jupyter).  Bad input raises :class:`~prefeval.errors.InputError` (a
+so widgets in Jupyter).  Bad input raises :class:`~prefeval.core.errors.InputError` (a
 ``ValueError``), ``ValueError`` or ``TypeError`` with a message saying what is wrong.
 """
 
@@ -135,7 +135,7 @@ def _number(value, name: str, lo=None, hi=None, lo_open=False, hi_open=False, in
 def _engine_options(relevance_level, max_docs):
 
     if relevance_level is not None:
-        # relevant means grade >= level: a level > 0, as -l (prefeval.qrels.check_level)
+        # relevant means grade >= level: a level > 0, as -l (prefeval.core.qrels.check_level)
         relevance_level = _number(relevance_level, "relevance_level", lo=0, lo_open=True)
     if max_docs is not None:
         max_docs = min(_number(max_docs, "max_docs", lo=1, integer=True), MAX_RANK)
@@ -301,7 +301,7 @@ def metrics(
     mean over every judged query, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless
     ``per_query``, which puts every run's value on every evaluated query (those with a
     relevant document) first; ``summary=False`` drops the summary rows
-    (:func:`prefeval.baselines.metrics_rows`).
+    (:func:`prefeval.analysis.baselines.metrics_rows`).
 
     ``baselines``: ir-measures strings (``"AP"``, ``"nDCG@10"``, ...), trec_eval names
     (``map``, ``ndcg_cut_10``), comma lists, or the native ``TSE``/``ASL``; default AP

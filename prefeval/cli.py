@@ -83,7 +83,7 @@ class FiniteFloat(click.FloatRange):
 
 
 #: -l/--relevance-level of every command: relevant means grade >= L, a finite L > 0
-#: (prefeval.qrels.check_level)
+#: (prefeval.core.qrels.check_level)
 LEVEL = FiniteFloat(min=0, min_open=True)
 
 
@@ -1324,7 +1324,7 @@ def report(
 
 
 def _require_matplotlib(what: str) -> None:
-    """A usage error when matplotlib is missing (:func:`prefeval.plotting.require`)."""
+    """A usage error when matplotlib is missing (:func:`prefeval.present.plots.require`)."""
 
     try:
         require(what)

@@ -511,7 +511,7 @@ def test_cli_rejects_a_prefs_value_outside_the_range(tmp_path):
 
 @pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
 def test_metrics_value_must_be_finite(tmp_path, value):
-    """An infinity ties with every number (prefeval.ties): a run with one would rank
+    """An infinity ties with every number (prefeval.core.ties): a run with one would rank
     first with any other; a --metrics table (file or DataFrame) with one is an error citing
     the row.  A NaN is a missing value, refused as before."""
     prefs = tmp_path / "prefs.tsv"

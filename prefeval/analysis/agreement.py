@@ -15,7 +15,7 @@ pd = lazy_loader.load("pandas")
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b (scipy.stats.kendalltau) of two orderings given as ranks (higher
-    is better, equal for tied runs: :func:`prefeval.aggregation.orderings`); NaN when an
+    is better, equal for tied runs: :func:`prefeval.analysis.orderings.orderings`); NaN when an
     ordering is constant."""
     from scipy.stats import kendalltau
 
@@ -62,7 +62,7 @@ def agreement_table(evidence: Evidence) -> pd.DataFrame:
     For each preference measure and baseline: among the (query, run pair)
     comparisons where the baseline's values differ, the share where the preference
     has the same sign as the baseline difference (a tied preference disagrees; ties
-    and signs by :mod:`prefeval.ties`).
+    and signs by :mod:`prefeval.core.ties`).
     """
     rows = []
     for name in evidence.preference_measures:

@@ -26,7 +26,7 @@ not 0.  Relevance is prefeval's: general grade
 Which qrels an ir-measures measure sees
 ---------------------------------------
 Standard measures get the general qrels, one row per judged document with the maximum
-grade over its rows (:meth:`prefeval.qrels.Qrels.general`).  Intent-aware measures (those
+grade over its rows (:meth:`prefeval.core.qrels.Qrels.general`).  Intent-aware measures (those
 ir-measures evaluates with ndeval: ``*_IA``, ``alpha_(n)DCG``, ``StRecall``, ``(n)NRBP``)
 get the subtopic rows with the subtopic id as ``iteration``.  Subtopic rows are never fed
 to a trec_eval measure: pytrec_eval keys judgments by (query, document), so one subtopic's
@@ -731,9 +731,9 @@ def compute_metrics(
 ) -> pd.DataFrame:
     """Baseline metric values per run and query: rows ``measure, run, query_id, value``.
 
-    ``qrels``: a :class:`~prefeval.qrels.Qrels`, a path or a DataFrame; ``runs``: paths,
+    ``qrels``: a :class:`~prefeval.core.qrels.Qrels`, a path or a DataFrame; ``runs``: paths,
     DataFrames (``query_id, doc_id, score``) or a mapping name -> path/DataFrame, named as
-    by :func:`prefeval.engine.load_runs`.  ``baselines``: measure strings (see
+    by :func:`prefeval.engine.local.load_runs`.  ``baselines``: measure strings (see
     :func:`parse_baseline`); None means :func:`default_baselines`.
 
     There is one row for every (baseline, run, query of ``query_ids``), in that order.
@@ -763,7 +763,7 @@ def compute_metrics(
     ``num_rel_ret``, ir-measures' ``NumRet(rel=1)``) written without rel, which counts the
     retrieved documents with grade >= L as trec_eval does at ``-l L``.  ir-measures only
     accepts an integer rel, so a non-integer L raises ValueError when some measure needs
-    it; L must be a finite number > 0 (:func:`prefeval.qrels.check_level`).
+    it; L must be a finite number > 0 (:func:`prefeval.core.qrels.check_level`).
     """
     import ir_measures
     import pyarrow as pa

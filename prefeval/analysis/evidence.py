@@ -84,17 +84,17 @@ def gather_inputs(
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
-    ``runs``: as :func:`prefeval.readers.name_runs` takes them (paths, DataFrames, or a
+    ``runs``: as :func:`prefeval.io.runs.name_runs` takes them (paths, DataFrames, or a
     dict name -> run); ``prefs``/``metrics``: tables as paths or DataFrames.
-    ``against``: run names; only the pairs with them (:func:`~prefeval.engine.against_pairs`)
+    ``against``: run names; only the pairs with them (:func:`~prefeval.core.cube.against_pairs`)
     are kept, and only those computed when the full cube is not cached.  ``stream``: the
     caller needs only win rates and pair moments (``order``, ``discpower``): when the
     preferences span more than one query partition and are not cached, they are
     computed partition by partition and never held whole (:func:`_streamed`); without
     ``win_rates`` (``order``: no randomized HSD) only their
-    :class:`~prefeval.aggregation.RankTally` is kept, not the queries x runs matrices.
+    :class:`~prefeval.core.cube.RankTally` is kept, not the queries x runs matrices.
     ``engine``: ``"local"``, or ``"dask"``: the partitions are computed by
-    :func:`prefeval.distributed.dask_evidence` on the Dask ``scheduler`` (default a
+    :func:`prefeval.engine.dask.dask_evidence` on the Dask ``scheduler`` (default a
     local cluster), the same values; the reduced runs (``Inputs.positions``: label
     sampling needs them) are then gathered only with ``positions``, and the cache is
     not used.  Baselines are computed here either way.
@@ -222,7 +222,7 @@ def _local_preferences(inputs: Inputs, sources, stream, rates, against, notify, 
 def _dask_preferences(
     inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress
 ):
-    """The evidence computed on Dask (:func:`prefeval.distributed.dask_evidence`)."""
+    """The evidence computed on Dask (:func:`prefeval.engine.dask.dask_evidence`)."""
 
     chosen = against_pairs(list(sources), against) if against else None
     got = dask_evidence(
@@ -252,9 +252,9 @@ def _dask_preferences(
 
 def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
     """The evidence of ``order`` and ``discpower`` merged from query partitions
-    (:func:`~prefeval.engine.partitioned_cubes`): per measure the win rates of each
+    (:func:`~prefeval.engine.local.partitioned_cubes`): per measure the win rates of each
     partition stacked in query order (or with ``rates`` False only their
-    :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by
+    :class:`~prefeval.core.cube.RankTally`) and the pair moments merged block by
     block, the same bits as from the whole cube; memory holds one partition's
     preferences.  The reduced runs are let go (``inputs.positions`` None) once their
     position matrix is made: at a million users they weigh three times the matrix."""

@@ -39,9 +39,10 @@ class Evidence:
     ``cube``: preferences (measures x pairs x queries, see PreferenceCube), or None.
     ``metrics``: baseline name -> (queries x runs) matrix of per-query values.
     ``streamed``: instead of a cube (merged from query partitions, see
-    :func:`prefeval.pipeline.gather`), per preference measure what kept its win rates
-    (:func:`rate_keeper`: the rows, or only their :class:`RankTally`) and its
-    :class:`~prefeval.moments.PairMoments` over ``streamed_pairs``: what ``order`` and
+    :func:`prefeval.analysis.evidence.gather_inputs`), per preference measure what kept
+    its win rates (:func:`~prefeval.core.cube.rate_keeper`: the rows, or only their
+    :class:`~prefeval.core.cube.RankTally`) and its
+    :class:`~prefeval.core.moments.PairMoments` over ``streamed_pairs``: what ``order`` and
     ``discpower`` need, the same bits as from the cube.
     """
 
@@ -103,7 +104,7 @@ class Evidence:
         return rates if isinstance(rates, RankTally) else None
 
     def moments(self, name: str):
-        """:class:`~prefeval.moments.PairMoments` of :meth:`pair_differences` (computed
+        """:class:`~prefeval.core.moments.PairMoments` of :meth:`pair_differences` (computed
         once)."""
 
         if name in self.streamed:
@@ -154,7 +155,7 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     """Stationary distribution of the MC4 chain (Dwork et al. 2001) over per-query rankings.
 
     b beats a when more queries rank b strictly above a than a above b (scores that tie
-    under :mod:`prefeval.ties` rank equal).  From a the chain moves to each run that
+    under :mod:`prefeval.core.ties` rank equal).  From a the chain moves to each run that
     beats it with probability 1/n and otherwise stays; mixed with a uniform teleport of
     weight ``teleport``.  Solved as a linear system.
     """
@@ -220,7 +221,7 @@ def run_scores(
 
 
 def competition_rank(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
-    """1 = best; scores that tie (:mod:`prefeval.ties`) share the best rank of their group."""
+    """1 = best; scores that tie (:mod:`prefeval.core.ties`) share the best rank of their group."""
     return ties.competition_ranks(np.asarray(score, dtype=np.float64), higher_is_better)
 
 

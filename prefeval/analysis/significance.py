@@ -40,9 +40,9 @@ def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     paired t-test of a's and b's values, which is the same test on their differences.
     t = mean / (s / sqrt(n)) over the queries where the pair's difference is defined,
     p = 2 P(T_{n-1} >= |t|) (``scipy.stats.t``), from the merged
-    :class:`~prefeval.moments.PairMoments` (so equal to ``scipy.stats.ttest_1samp`` to
+    :class:`~prefeval.core.moments.PairMoments` (so equal to ``scipy.stats.ttest_1samp`` to
     about 1e-15).  Below two queries p = 1.  A pair whose differences all tie
-    (:mod:`prefeval.ties`: the largest ties with the smallest) gets p = 1 when they are
+    (:mod:`prefeval.core.ties`: the largest ties with the smallest) gets p = 1 when they are
     0 and p = 0 otherwise (a zero variance has no t).
     """
     from scipy import stats
@@ -67,7 +67,7 @@ def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
 
     Equals ``scipy.stats.binomtest(wins, wins + losses, 0.5).pvalue``; with p = 1/2
     the two-sided p-value is min(1, 2 P(X <= min(wins, losses))), computed for all
-    pairs at once with ``scipy.stats.binom``.  Signs by :mod:`prefeval.ties`; an
+    pairs at once with ``scipy.stats.binom``.  Signs by :mod:`prefeval.core.ties`; an
     undefined difference counts for neither.
     """
     from scipy import stats
@@ -209,7 +209,7 @@ def hsd_pvalues(
 
     Each trial permutes every query's row independently (uniformly, exactly);
     p(a, b) = (1 + number of trials whose max minus min column mean >= |mean_a -
-    mean_b|) / (1 + trials), where ">=" follows the tie rule of :mod:`prefeval.ties`.
+    mean_b|) / (1 + trials), where ">=" follows the tie rule of :mod:`prefeval.core.ties`.
     The columns should come in a canonical order (:func:`pair_tests` sorts them by run
     name) so that the random permutations, and hence the p-values, do not depend on the
     order of the runs.  Each block of trials (8192 // queries of them, at least 1) has
@@ -349,7 +349,7 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
     per-query difference (Delta(a, b); a metric's value(a) - value(b), b - a when lower
     is better), its two-sided t confidence interval (mean -/+ t_{(1+c)/2, n-1} s/sqrt(n),
     ``scipy.stats.t``; zero width when the differences all tie, NaN below two queries)
-    and the queries a wins, ties and loses (signs by :mod:`prefeval.ties`).
+    and the queries a wins, ties and loses (signs by :mod:`prefeval.core.ties`).
     """
     from scipy import stats
 

@@ -181,8 +181,8 @@ def run_pairs(n_runs: int, pairs=None) -> np.ndarray:
 
 class SummaryAccumulator:
     """The summary of compare merged from query partitions (of whole
-    :data:`~prefeval.ties.SUM_BLOCK` s): per measure and pair the running
-    :func:`~prefeval.ties.defined_sum` and count of the defined values, so the means are
+    :data:`~prefeval.core.ties.SUM_BLOCK` s): per measure and pair the running
+    :func:`~prefeval.core.ties.defined_sum` and count of the defined values, so the means are
     exactly :meth:`PreferenceCube.summary` of the whole cube."""
 
     def __init__(self):
@@ -204,7 +204,7 @@ class SummaryAccumulator:
 
     def means(self) -> np.ndarray:
         """Mean over the defined values, measures x pairs; NaN where none (as
-        :func:`prefeval.ties.defined_mean`), a mean tying with 0 is 0.0."""
+        :func:`prefeval.core.ties.defined_mean`), a mean tying with 0 is 0.0."""
         means = np.where(self.counts > 0, self.sums / np.maximum(self.counts, 1), np.nan)
         return ties.snap_zero(means)
 
@@ -217,7 +217,7 @@ def win_rates(values: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
     """W_q(a) = sum_b Delta(a, b) (rpp-sigir2022 eq. 7) from pair values (pairs x queries).
 
     Queries where any pair is undefined (NaN) are dropped.  Each sum is taken over its
-    sorted terms (:func:`prefeval.ties.ordered_sum`), so it does not depend on the order
+    sorted terms (:func:`prefeval.core.ties.ordered_sum`), so it does not depend on the order
     of the runs.
     """
     keep = ~np.isnan(values).any(axis=0)
@@ -234,7 +234,7 @@ _ROWS = 1 << 16
 
 def pairwise_counts(scores: np.ndarray) -> np.ndarray:
     """above[a, b]: the queries (rows of ``scores``) that rank run a strictly above run b
-    (:mod:`prefeval.ties`); counted by chunks of queries, in bounded memory."""
+    (:mod:`prefeval.core.ties`); counted by chunks of queries, in bounded memory."""
     n = scores.shape[1]
     above = np.zeros((n, n), dtype=np.int64)
     for lo in range(0, len(scores), _ROWS):
@@ -245,7 +245,7 @@ def pairwise_counts(scores: np.ndarray) -> np.ndarray:
 
 
 def borda(scores: np.ndarray) -> np.ndarray:
-    """Sum over queries of Borda points (tied runs share, :func:`prefeval.ties.rank_points`;
+    """Sum over queries of Borda points (tied runs share, :func:`prefeval.core.ties.rank_points`;
     halves, so the sum is exact in any order, here by chunks of queries)."""
     total = np.zeros(scores.shape[1])
     for lo in range(0, len(scores), _ROWS):
@@ -257,7 +257,7 @@ class RankTally:
     """What ``order``'s methods need of a measure's win rates, added partition by
     partition (rows of queries, in query order) so that the queries x runs matrix is
     never held: MC4's :func:`pairwise_counts`, the Borda points, and the sums of the
-    win rates taken block by block as :func:`prefeval.ties.defined_sum` takes them (the
+    win rates taken block by block as :func:`prefeval.core.ties.defined_sum` takes them (the
     rows of an unfinished block carried over).  The same bits as from the matrix."""
 
     def __init__(self, n_runs: int):
@@ -279,7 +279,7 @@ class RankTally:
 
     def mean(self) -> np.ndarray:
         """The mean win rate of each run (NaN without queries), as
-        :func:`prefeval.ties.defined_mean` of the matrix."""
+        :func:`prefeval.core.ties.defined_mean` of the matrix."""
         total = ties.defined_sum(self._carry, axis=0, start=self._sum.copy())
         return total / self.rows if self.rows else np.full(len(total), np.nan)
 

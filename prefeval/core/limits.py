@@ -1,6 +1,6 @@
 """The resource limits of this process (``ulimit``, a batch scheduler's ``h_vmem``): what
 prefeval needs of them is checked before the work that needs it, so that a limit ends in
-a run or in one message (:class:`~prefeval.errors.SystemLimitError`, ``MemoryError``)."""
+a run or in one message (:class:`~prefeval.core.errors.SystemLimitError`, ``MemoryError``)."""
 
 from __future__ import annotations
 

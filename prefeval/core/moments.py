@@ -4,8 +4,8 @@ The pairwise statistics (the t-test, the sign test, the confidence intervals of
 ``pairs``) need, per run pair, only a few numbers over the queries: the count of
 defined differences, their sum, their sum of squared deviations (M2), their extremes
 and the signs.  :class:`PairMoments` computes them block by block of
-:data:`prefeval.ties.SUM_BLOCK` queries and merges the blocks one after the other in
-query order (sums as :func:`prefeval.ties.defined_sum`; M2 by Chan, Golub and
+:data:`prefeval.core.ties.SUM_BLOCK` queries and merges the blocks one after the other in
+query order (sums as :func:`prefeval.core.ties.defined_sum`; M2 by Chan, Golub and
 LeVeque's pairwise update, each block's own M2 taken two-pass about its mean).  Query
 partitions are whole blocks, so the moments merged partition by partition are the
 same bits as those of all queries at once.
@@ -45,7 +45,7 @@ class PairMoments:
 
     def add(self, values: np.ndarray) -> None:
         """Merge the next queries' (pairs x queries) values: whole blocks of
-        :data:`~prefeval.ties.SUM_BLOCK` queries (but for the last queries)."""
+        :data:`~prefeval.core.ties.SUM_BLOCK` queries (but for the last queries)."""
         self.merge(BlockMoments.of(values))
 
     def merge(self, blocks: BlockMoments) -> None:
@@ -67,7 +67,7 @@ class PairMoments:
             self.n = total
 
     def mean(self) -> np.ndarray:
-        """Mean of the defined values (the bits of :func:`prefeval.ties.defined_mean`;
+        """Mean of the defined values (the bits of :func:`prefeval.core.ties.defined_mean`;
         NaN where none; not snapped to 0)."""
         sums = self.sums if self.sums is not None else np.zeros(len(self.n))
         return np.where(self.n > 0, sums / np.maximum(self.n, 1), np.nan)
@@ -77,7 +77,7 @@ class PairMoments:
         return np.where(self.n > 1, self.m2 / np.maximum(self.n - 1, 1), np.nan)
 
     def constant(self) -> np.ndarray:
-        """Whether every defined value ties (:mod:`prefeval.ties`) with every other: the
+        """Whether every defined value ties (:mod:`prefeval.core.ties`) with every other: the
         largest ties with the smallest (True where there is no value)."""
         empty = self.n == 0
         return empty | ties.tie(np.where(empty, 0.0, self.high), np.where(empty, 0.0, self.low))
@@ -85,9 +85,9 @@ class PairMoments:
 
 @dataclass
 class BlockMoments:
-    """The moments of each :data:`~prefeval.ties.SUM_BLOCK` of some queries' (pairs x
+    """The moments of each :data:`~prefeval.core.ties.SUM_BLOCK` of some queries' (pairs x
     queries) values, before merging: per block (blocks x pairs) the sum
-    (:func:`prefeval.ties.block_sums`), the count of defined values, their mean and M2
+    (:func:`prefeval.core.ties.block_sums`), the count of defined values, their mean and M2
     (two-pass about the block's mean); over all the blocks the extremes and the signs."""
 
     sums: np.ndarray
@@ -102,7 +102,7 @@ class BlockMoments:
 
     @classmethod
     def of(cls, values: np.ndarray, block: int | None = None) -> BlockMoments:
-        """``block``: queries per block (default :data:`~prefeval.ties.SUM_BLOCK`)."""
+        """``block``: queries per block (default :data:`~prefeval.core.ties.SUM_BLOCK`)."""
         block = block or ties.SUM_BLOCK
         values = np.asarray(values, dtype=np.float64)
         n_p, n_q = values.shape

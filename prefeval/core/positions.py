@@ -118,7 +118,7 @@ def set_like(values, like):
 
 
 def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -> RunPositions:
-    """Reduce one run (:class:`prefeval.readers.RunColumns`) to :class:`RunPositions`.
+    """Reduce one run (:class:`prefeval.io.columns.RunColumns`) to :class:`RunPositions`.
 
     Rows are grouped by query index (never by their order in the file), ranked in trec
     order within each query, and matched to the relevant documents of that query.

@@ -18,14 +18,14 @@ shared ROOT, and a secret there (``secret``, 32 random bytes, mode 0600).  An en
 ``MAGIC``, an HMAC-SHA256 with that secret of (kind, key, the arrays' npz bytes), then
 those bytes: an entry planted or altered by anyone without the secret, copied from
 another key, truncated or bit-flipped fails the check and is a miss.  Entries are
-written through :class:`prefeval.writers.Replacement` (temporary file, fsync, rename),
+written through :class:`prefeval.io.writers.Replacement` (temporary file, fsync, rename),
 every folder below ROOT is opened without following symbolic links (a link in their
 place turns the cache off with a notice) and nothing outside the user's own folder is
 ever read, written or removed.  A corrupt entry of ours is removed and recomputed; one
 we cannot read is a miss and left alone.  Pruning removes the least recently used
 entries beyond ``$PREFEVAL_CACHE_MAX_GB`` (default 2) and touches nothing but files
 named like its own entries (and stale temporary files, see
-:func:`prefeval.writers.sweep_temporaries`) inside the user's folder.
+:func:`prefeval.io.writers.sweep_temporaries`) inside the user's folder.
 ``PREFEVAL_CACHE=0`` (or the CLI's ``--no-cache``) turns it off; deleting the folder is
 always safe.
 """

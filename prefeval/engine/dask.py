@@ -4,7 +4,7 @@
 queries (pandas DataFrames: judgments ``query_id, iteration, doc_id, relevance``, runs
 ``run, query_id, doc_id, score``) to the partition's per-query preferences and its
 partial sums (:class:`PartitionResult`).  :func:`dask_compare` runs it on Dask
-workers, one task per query partition of :func:`prefeval.engine.query_ranges`:
+workers, one task per query partition of :func:`prefeval.engine.local.query_ranges`:
 the partitions are the local engine's, so the per-query rows come in the same order
 and the summary, added block by block in query order, is the same bits.  Spark's
 ``mapInArrow`` could call the kernel just as well (see the README).
@@ -50,7 +50,7 @@ QRELS_COLUMNS = ["query_id", "iteration", "doc_id", "relevance"]
 @dataclass
 class PartitionResult:
     """What one partition gives back: its per-query rows (None
-    without ``per_query``), the sums of its :data:`~prefeval.ties.SUM_BLOCK` blocks of
+    without ``per_query``), the sums of its :data:`~prefeval.core.ties.SUM_BLOCK` blocks of
     queries (blocks x measures x pairs), the counts of defined values (measures x pairs),
     and per run the number of its queries the run has no results for."""
 
@@ -60,10 +60,10 @@ class PartitionResult:
     missing: dict[str, int]
     #: with ``cube``: the partition's preferences (measures x pairs x its queries)
     values: np.ndarray | None = None
-    #: with ``stream``: per measure its win rates (:func:`prefeval.aggregation.win_rates`)
-    #: and its :class:`~prefeval.moments.BlockMoments`
+    #: with ``stream``: per measure its win rates (:func:`prefeval.core.cube.win_rates`)
+    #: and its :class:`~prefeval.core.moments.BlockMoments`
     streamed: dict | None = None
-    #: with ``positions``: each run's :class:`~prefeval.positions.RunPositions` on the
+    #: with ``positions``: each run's :class:`~prefeval.core.positions.RunPositions` on the
     #: partition's relevant documents (numbered from 0 in the partition)
     positions: list | None = None
 
@@ -92,7 +92,7 @@ def compare_partition(
     ``qrels_rows`` (every judgment of those queries; all of them must have a relevant
     document at the level) from ``run_rows`` (the rows of every run on those queries).
     A run of ``run_names`` without rows here retrieved nothing on these queries.
-    ``sum_block``: queries per block sum (default :data:`~prefeval.ties.SUM_BLOCK`).
+    ``sum_block``: queries per block sum (default :data:`~prefeval.core.ties.SUM_BLOCK`).
     What else it gives back (for the analysis commands): ``cube``, the preferences;
     ``stream``, the win rates and block moments ``order`` and ``discpower`` merge;
     ``positions``, the reduced runs (label sampling of ``robustness``).  ``plain``: the
@@ -117,7 +117,7 @@ def compare_partition(
 
 
 def _partition_relevant(qrels_rows: pd.DataFrame, relevance_level: float | None):
-    """The evaluated judgments of a partition's rows (:class:`~prefeval.qrels.RelevantSet`)."""
+    """The evaluated judgments of a partition's rows (:class:`~prefeval.core.qrels.RelevantSet`)."""
     judged = Qrels(
         qrels_rows["query_id"],
         qrels_rows["iteration"],
@@ -193,7 +193,7 @@ def _frame_runs(run_rows: pd.DataFrame, run_names: list[str]) -> dict:
 
 def _arrow_runs(run_rows, run_names: list[str], files: dict) -> dict | None:
     """The runs of an Arrow table of rows ``run, query_id, doc_id, score[, row]`` with
-    string ids, as :class:`~prefeval.readers.RunColumns` (no pandas on the way); None
+    string ids, as :class:`~prefeval.io.columns.RunColumns` (no pandas on the way); None
     for another table."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -221,7 +221,7 @@ def _arrow_runs(run_rows, run_names: list[str], files: dict) -> dict | None:
 
 def _arrow_run(rows, name: str, files: dict, problems: list | None = None):
     """Run ``name``'s rows (an Arrow table ``query_id, doc_id, score[, row]``, string ids
-    with neither null nor empty values) as :class:`~prefeval.readers.RunColumns`: read
+    with neither null nor empty values) as :class:`~prefeval.io.columns.RunColumns`: read
     from Parquet on a worker (``files``, rows numbered in the file: checked there), a
     document met twice is told by the file's rows, as the local reader tells it.  With
     ``problems`` that error is added to it, (file row, error), and None returned: the
@@ -526,7 +526,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
 SPILL_SCORES = 1 << 23
 
 #: environment of the local cluster's worker processes, set before they start: glibc's
-#: mmap threshold held fixed, as :func:`~prefeval.engine.map_large_allocations` does in
+#: mmap threshold held fixed, as :func:`~prefeval.engine.memory.map_large_allocations` does in
 #: compare's client, so that the arrays a task frees go back to the system
 WORKER_ENV = {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
 
@@ -724,7 +724,7 @@ def _rows_of(result: PartitionResult, lo: int, hi: int) -> pd.DataFrame:
 
 def _rows_in_pieces(client, future, rows: int) -> Iterator[pd.DataFrame]:
     """The rows of ``future``'s result, one piece per row group of the output
-    (:func:`~prefeval.writers.row_groups`, so that the file is the local engine's, row
+    (:func:`~prefeval.io.writers.row_groups`, so that the file is the local engine's, row
     group for row group; one empty piece for no rows), the next one asked for while this
     one is written."""
     pieces = deque()
@@ -831,11 +831,11 @@ def dask_evidence(
 ) -> DaskEvidence:
     """The preferences the analysis commands need, computed by the kernel on Dask, one
     task per partition of the local engine, merged here in query order: the whole cube
-    (the local :func:`~prefeval.engine.compute_cube`'s values), or with ``stream`` per
+    (the local :func:`~prefeval.engine.local.compute_cube`'s values), or with ``stream`` per
     measure the win rates stacked (without ``win_rates`` only their
-    :class:`~prefeval.aggregation.RankTally`) and the pair moments merged block by block
-    (what :func:`prefeval.pipeline.gather` streams locally: the same bits); with
-    ``positions`` the reduced runs as well (:func:`~prefeval.engine.load_runs`'s)."""
+    :class:`~prefeval.core.cube.RankTally`) and the pair moments merged block by block
+    (what :func:`prefeval.analysis.evidence.gather_inputs` streams locally: the same bits); with
+    ``positions`` the reduced runs as well (:func:`~prefeval.engine.local.load_runs`'s)."""
 
     plan = _plan(
         judged, runs, measures, relevance_level, pairs, notify,
@@ -904,12 +904,12 @@ class _ParquetInput:
 
 
 def _run_inputs(runs) -> tuple[list[str], list, dict]:
-    """The run names (:func:`prefeval.readers.name_runs`'s: a many-run table's in sorted
+    """The run names (:func:`prefeval.io.runs.name_runs`'s: a many-run table's in sorted
     order), the inputs: a :class:`_ParquetInput` per Parquet file (only its column
     names read here), an Arrow table ``run, query_id, doc_id, score`` per other run
     (read here with prefeval's reader); and per run read from Parquet its file and
     whether the file holds many runs (for the kernel's messages).  Standard input and
-    other streams (:func:`prefeval.readers.is_stream`) are read here, never by path on
+    other streams (:func:`prefeval.io.source.is_stream`) are read here, never by path on
     a worker."""
     import pyarrow as pa
 

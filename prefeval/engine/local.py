@@ -73,7 +73,7 @@ def load_runs(
     ``sources`` are paths (TREC text, gzip or Parquet), pandas DataFrames, or a mapping
     name -> source.  A file's cache key is the digest of its stored bytes, Parquet too;
     the runs of a many-run Parquet table are read together, batch by batch
-    (:func:`prefeval.parquet.table_positions`), and not cached.
+    (:func:`prefeval.io.parquet.table_positions`), and not cached.
     """
 
     named = name_runs(sources)
@@ -342,7 +342,7 @@ def query_ranges(n_queries: int, n_runs: int, n_measures: int, pairs=None) -> li
 
 def query_partitions(n_queries: int, cells_per_query: int) -> list[range]:
     """Consecutive ranges of query indices holding at most :data:`PARTITION_CELLS` cube
-    cells each, or one :data:`~prefeval.ties.SUM_BLOCK` of queries when that is more:
+    cells each, or one :data:`~prefeval.core.ties.SUM_BLOCK` of queries when that is more:
     the partitions compare computes one at a time."""
     block = ties.SUM_BLOCK  # whole blocks: the summed means do not depend on partitions
     size = max(1, PARTITION_CELLS // max(1, cells_per_query) // block) * block
@@ -374,7 +374,7 @@ def matrix_partitions(
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
 ):
-    """:func:`partitioned_cubes` from the runs' :func:`~prefeval.positions.position_matrix`
+    """:func:`partitioned_cubes` from the runs' :func:`~prefeval.core.positions.position_matrix`
     (the reduced runs themselves no longer needed).  Between partitions the memory the
     previous one's rows and text freed is handed back (:func:`release_free_memory`)."""
     for i, part in enumerate(query_ranges(relevant.n_queries, len(names), len(measures), pairs)):

@@ -175,7 +175,7 @@ def _is_int64(value) -> bool:
 
 def qrels_from_frame(frame: pd.DataFrame, name: str = "<qrels DataFrame>") -> Qrels:
     """From ir-measures' columns ``query_id, doc_id, relevance[, iteration]`` (or
-    PyTerrier's ``qid, docno, label``; ids as strings, see :mod:`prefeval.inputs`)."""
+    PyTerrier's ``qid, docno, label``; ids as strings, see :mod:`prefeval.io.frames`)."""
     frame = qrels_frame(frame, name)
     if "iteration" in frame.columns:
         raw = frame["iteration"]

@@ -9,7 +9,7 @@ score`` / ``relevance[, iteration]`` or PyTerrier's ``qid, docno, score`` /
 
 Values mean what they mean in a TREC text file, whatever the physical layout: ids
 are strings as the text reader sees them (plain or dictionary-encoded strings as
-they are, integers as their decimal text, see :func:`prefeval.inputs.id_strings`);
+they are, integers as their decimal text, see :func:`prefeval.io.columns.id_strings`);
 scores and grades are widened to float64 exactly (a float32 score is the same
 number, so the ranking is the one of any exact decimal text of it); row order and
 row groups change nothing.  Problems are reported as ``FILE: row N: ...`` (rows
@@ -52,7 +52,7 @@ RUN = ("run", "name")
 
 def sniff(path: str | os.PathLike) -> bool:
     """Whether the file at ``path`` is Parquet, from its first and last 4 bytes
-    (standard input or another stream is read whole, once: :func:`prefeval.readers.read_raw`);
+    (standard input or another stream is read whole, once: :func:`prefeval.io.source.read_raw`);
     False for a file that cannot be read (its reader reports that)."""
 
     path = os.fspath(path)
@@ -155,7 +155,7 @@ def _first(mask) -> int:
 
 def ids(column, what: str, path: str, name: str | None = None, offset: int = 0):
     """A string id column (pyarrow ``string``, ``large_string`` beyond 2 GiB): strings
-    as they are, numbers as :func:`prefeval.inputs.id_strings` makes them."""
+    as they are, numbers as :func:`prefeval.io.columns.id_strings` makes them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -257,7 +257,7 @@ def _run_table(data: bytes, path: str):
 
 
 def parse_run(data: bytes, path: str, name: str, known=None):
-    """One run from a Parquet file's bytes (:class:`prefeval.readers.RunColumns`)."""
+    """One run from a Parquet file's bytes (:class:`prefeval.io.columns.RunColumns`)."""
 
     qid, docno, score = _run_table(data, path)
     qcode, qvalues = dictionary_codes(qid)
@@ -274,7 +274,7 @@ def unreadable(path: str, error: BaseException) -> InputError:
 
 def open_parquet(path: str):
     """The ParquetFile of a path (reading only what is asked of it later), or of the
-    bytes of standard input or another stream (read once: :func:`prefeval.readers.read_raw`)."""
+    bytes of standard input or another stream (read once: :func:`prefeval.io.source.read_raw`)."""
 
     if is_stream(path):
         return _file(read_raw(path), path)
@@ -418,7 +418,7 @@ def duplicate_error(path, qid, docno, codes, rows, run_of=None) -> tuple[int, In
 
 
 def table_run(path: str, name: str):
-    """Run ``name`` of a many-run table (:class:`prefeval.readers.RunColumns`), its rows
+    """Run ``name`` of a many-run table (:class:`prefeval.io.columns.RunColumns`), its rows
     kept batch by batch: memory is bounded by that run, not the table."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -454,7 +454,7 @@ class _NotGrouped(Exception):
 
 
 def table_positions(path: str, relevant, max_docs: int | None = None) -> dict:
-    """run name -> :class:`prefeval.positions.RunPositions` of every run of a many-run
+    """run name -> :class:`prefeval.core.positions.RunPositions` of every run of a many-run
     table, read batch by batch.
 
     When the rows of each (run, query) are consecutive (as a table written run by run
@@ -585,7 +585,7 @@ QRELS_COLUMNS = (
 
 
 def parse_qrels(data: bytes, path: str):
-    """Judgment rows (:class:`prefeval.readers.QrelsRows`) of a Parquet qrels file,
+    """Judgment rows (:class:`prefeval.io.columns.QrelsRows`) of a Parquet qrels file,
     checked as the text reader checks them; ``iteration`` (optional) ``0``/``Q0`` or an
     integer subtopic id."""
 
@@ -609,7 +609,7 @@ def parse_qrels(data: bytes, path: str):
 
 
 class RowErrors(FirstError):
-    """:class:`prefeval.readers.FirstError` for a table: problems at rows (from 1),
+    """:class:`prefeval.io.columns.FirstError` for a table: problems at rows (from 1),
     reported as ``FILE: row N: message``."""
 
     unit = "row"
@@ -622,7 +622,7 @@ class RowErrors(FirstError):
 
 
 def read_table(data: bytes, path: str, required: list[str]):
-    """A ``--prefs``/``--metrics`` table from Parquet, as :func:`prefeval.tables.read_table`
+    """A ``--prefs``/``--metrics`` table from Parquet, as :func:`prefeval.io.tables.read_table`
     gives the same table in tsv: text columns as strings, ``value`` float64 (a missing
     value or NaN: an error)."""
     import pyarrow as pa

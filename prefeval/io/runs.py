@@ -50,7 +50,7 @@ def name_runs(runs) -> list[tuple[str, object]]:
     One path, DataFrame or RunColumns alone is a list of one; two runs with one name are
     an error.  A path to a Parquet table with a ``run`` (or ``name``) column stands for
     its runs (named by that column, in sorted name order), each a
-    :class:`prefeval.parquet.TableRun` read when needed.
+    :class:`prefeval.io.parquet.TableRun` read when needed.
     """
 
     if isinstance(runs, (str, os.PathLike, RunColumns)) or is_frame(runs):
@@ -104,11 +104,11 @@ def name_runs(runs) -> list[tuple[str, object]]:
 
 
 def read_qrels(source, *, name: str | None = None):
-    """Read qrels from a path or a pandas DataFrame into a :class:`prefeval.qrels.Qrels`.
+    """Read qrels from a path or a pandas DataFrame into a :class:`prefeval.core.qrels.Qrels`.
 
     A DataFrame uses ir-measures' column names ``query_id, doc_id, relevance`` (or
     PyTerrier's ``qid, docno, label``) and, optionally, ``iteration`` (``0``/``Q0`` or an
-    integer subtopic id); see :mod:`prefeval.inputs`.
+    integer subtopic id); see :mod:`prefeval.io.frames`.
     """
 
     if isinstance(source, Qrels):
@@ -128,7 +128,7 @@ def read_qrels(source, *, name: str | None = None):
 
 def read_run(source, *, name: str | None = None) -> RunColumns:
     """Read one run from a path or a pandas DataFrame (``query_id, doc_id, score``, or
-    PyTerrier's ``qid, docno, score``: see :mod:`prefeval.inputs`)."""
+    PyTerrier's ``qid, docno, score``: see :mod:`prefeval.io.frames`)."""
 
     if isinstance(source, RunColumns):
         return source
@@ -162,7 +162,7 @@ def _run_from_frame(frame, name: str) -> RunColumns:
 
 
 def qrels_input(qrels):
-    """Qrels as a path (``str``) or a :class:`~prefeval.qrels.Qrels`."""
+    """Qrels as a path (``str``) or a :class:`~prefeval.core.qrels.Qrels`."""
 
     where = "<qrels>"
     if isinstance(qrels, Qrels):
@@ -200,7 +200,7 @@ def runs_input(runs) -> dict:
     """Runs as an ordered dict name -> path, RunColumns or ``query_id, doc_id, score``
     frame.
 
-    Names: a dict's keys; a path's :func:`~prefeval.readers.run_name`; ``run1``,
+    Names: a dict's keys; a path's :func:`~prefeval.io.source.run_name`; ``run1``,
     ``run2``... by position for other in-memory runs of a list; for one DataFrame with a
     ``run`` (or ``name``) column, that column, runs taken in sorted name order (so the
     order of the rows changes nothing).  One run alone (a path, a DataFrame without a run

@@ -39,7 +39,7 @@ NO_METRIC_ROWS = "no per-query rows (summary rows only: write the table with met
 
 def read_table(path: str, required: list[str]) -> pd.DataFrame:
     """A tsv/csv/jsonl table (format sniffed from its first line), or a Parquet table
-    (by its magic bytes, :func:`prefeval.parquet.read_table`); text columns as str.
+    (by its magic bytes, :func:`prefeval.io.parquet.read_table`); text columns as str.
 
     A leading UTF-8 byte-order mark is skipped; ``\\n``, ``\\r\\n`` and ``\\r`` each end a
     line.  tsv fields are taken verbatim (the tsv writer does not quote, so a ``"`` is
@@ -109,7 +109,7 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
 
     The whole table is checked (see the module docstring), then ``measures`` are
     kept.  Runs and measures come in the order of their first row, queries in
-    :func:`~prefeval.qrels.query_sort_key` order: every query any row names, so a
+    :func:`~prefeval.core.qrels.query_sort_key` order: every query any row names, so a
     subtopic measure is NaN on the queries it leaves out.  Row numbers in errors
     count the rows of ``frame`` from 1 (the data rows of a file, header not counted).
     """
@@ -234,7 +234,7 @@ def metrics_from_table(
     frame = frame[frame["query_id"] != "all"]
     if frame.empty:
         raise InputError(path, None, NO_METRIC_ROWS)
-    # an infinity ties with every number (prefeval.ties): it would rank first with any run
+    # an infinity ties with every number (prefeval.core.ties): it would rank first with any run
     infinite = np.isinf(frame["value"].to_numpy(dtype=float))
     if infinite.any():
         k = int(np.flatnonzero(infinite)[0])

@@ -7,9 +7,9 @@ documents, sgn(f'_i - f_i) and p(i) at every recall level i, the levels that dec
 lexiprecision and lexirecall, each population's RPP (eq. 4) and its weight p(lambda)
 (eq. 5) or p(t) (eq. 6), and the values ``compare -q`` gives for the pair.
 
-The populations are the engine's own (:func:`prefeval.engine.query_populations`),
+The populations are the engine's own (:func:`prefeval.engine.local.query_populations`),
 compared on the engine's position matrix with the measures' own functions; the
-measure values are the engine's (:func:`prefeval.engine.cube_from_matrix`).
+measure values are the engine's (:func:`prefeval.engine.local.cube_from_matrix`).
 
 Rows (:data:`COLUMNS`), per query: ``measure`` rows (the values, as compare -q writes
 them), then per population a ``population`` row followed by its ``level`` rows.

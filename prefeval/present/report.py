@@ -1,6 +1,6 @@
 """The whole study on one page (``prefeval report``): HTML, Markdown or LaTeX.
 
-:func:`build` turns the evidence of an analysis (:func:`prefeval.pipeline.gather`)
+:func:`build` turns the evidence of an analysis (:func:`prefeval.analysis.evidence.gather_inputs`)
 into a :class:`Report`, a format-free list of sections holding paragraphs, tables of
 :class:`Cell` and matplotlib figures; :func:`render` writes it as
 
@@ -253,7 +253,7 @@ def build(
     digits: int = 3,
     progress: bool | None = None,
 ) -> Report:
-    """The report of ``inputs`` (a :class:`prefeval.pipeline.Inputs`); ``sources``: the
+    """The report of ``inputs`` (a :class:`prefeval.analysis.evidence.Inputs`); ``sources``: the
     table paths it was read from (``prefs``, ``metrics``), for the data section."""
 
     ev = inputs.evidence
