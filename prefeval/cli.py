@@ -6,7 +6,11 @@ the commands, so ``prefeval --help`` starts fast.
 
 from __future__ import annotations
 
+import math
+import os
+import signal
 import sys
+import warnings
 from contextlib import contextmanager
 
 import click
@@ -74,7 +78,6 @@ class FiniteFloat(click.FloatRange):
         return super()._describe_range()
 
     def convert(self, value, param, ctx):
-        import math
 
         number = super().convert(value, param, ctx)
         if not math.isfinite(number):
@@ -113,8 +116,6 @@ class PrefevalCommand(click.Command):
             if sys.stdout.isatty():
                 raise click.UsageError("-f parquet writes binary: give -o FILE or redirect")
         if output is not None and output != "-":
-            import os
-
             target = output_target(output)
             for path in inputs:
                 if path is None or path == "-" or not os.path.exists(path):
@@ -577,7 +578,6 @@ def _analysis(
 
 
 def _float_list(text, kind=float, option="--labels"):
-    import math
 
     try:
         values = [kind(x) for x in str(text).split(",") if x.strip()]
@@ -1338,7 +1338,6 @@ def _plotting(plot):
     if plot is None:
         return None
     _require_matplotlib("--plot")
-    import os
 
     params = click.get_current_context().params
     target = output_target(plot)
@@ -1363,8 +1362,6 @@ def _terminate(signum, frame):
 
 def main(argv=None):
     """Console-script entry point."""
-    import signal
-    import warnings
 
     if not sys.warnoptions:
         # a safety net only: the cases numpy warns about (empty slices, NaN casts) are

@@ -52,6 +52,8 @@ see :func:`_empty_ranking_values`.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -368,8 +370,6 @@ _TREC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[._][0-9.,]+)?")
 
 def _parse_trec(text: str) -> list[Baseline] | None:
     """The measures of a trec_eval name, or None when it is not one."""
-    import contextlib
-    import io
 
     import ir_measures
 

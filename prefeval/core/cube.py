@@ -5,6 +5,7 @@ partitions come in."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -319,7 +320,6 @@ class SpilledRates:
     measure's (0.5 GB at a million users for six measures)."""
 
     def __init__(self, n_runs: int):
-        import tempfile
 
         self.n_runs = n_runs
         self.rows = 0

@@ -5,6 +5,7 @@ a run or in one message (:class:`~prefeval.core.errors.SystemLimitError`, ``Memo
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 
 from .errors import SystemLimitError
@@ -67,7 +68,6 @@ def under_address_limit() -> None:
     in a process near the limit it would spin instead of failing."""
     if address_space() is None:
         return
-    import mmap
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:

@@ -32,6 +32,7 @@ always safe.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import io
@@ -223,8 +224,6 @@ def _open_folder(parent_fd: int | None, name: str, create: bool, mode: int = 0o7
     except FileNotFoundError:
         raise
     except OSError as error:
-        import errno
-
         if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
             raise _Unusable(f"{name} is a symbolic link or not a folder") from None
         raise

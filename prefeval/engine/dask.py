@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import operator
 import os
+import threading
 import warnings
 from collections import deque
 from collections.abc import Iterator
@@ -614,7 +615,6 @@ def _bounded(connect):
     TCP connection but not the handshake after it, so an address that accepts and never
     answers (not a Dask scheduler) would hang the command.  The attempt left behind runs
     in a daemon thread, which does not keep the process alive."""
-    import threading
 
     got: list = []
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import lazy_loader
@@ -125,7 +126,6 @@ def load_runs(
 
     # runs are independent: read and reduce them on all cores (pyarrow and numpy
     # release the GIL), keeping at most a few whole runs in memory at once
-    from concurrent.futures import ThreadPoolExecutor
 
     jobs = list(zip(items, names))
     workers = max(1, min(len(jobs), os.cpu_count() or 1))
@@ -285,7 +285,6 @@ def cube_from_matrix(
     if n_p:
         # blocks are independent: compare on all cores (numpy releases the GIL in the
         # large array operations); accumulate in this thread, in block order
-        from concurrent.futures import ThreadPoolExecutor
 
         def work(block):
             return _compare_block(block, matrix, ia, ja, want)

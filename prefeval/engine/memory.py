@@ -3,6 +3,8 @@ and glibc's heap (``malloc_trim``, the mmap threshold)."""
 
 from __future__ import annotations
 
+import ctypes
+
 
 def release_free_memory() -> None:
     """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
@@ -11,7 +13,6 @@ def release_free_memory() -> None:
     partitions and once the evidence of an analysis is made:
     without it what one step freed (parse buffers, a partition's rows and text) stays
     resident beside the next (two recsys runs read at once held 1.1 GB, not 0.9)."""
-    import ctypes
 
     import pyarrow as pa
 
@@ -25,7 +26,6 @@ def release_free_memory() -> None:
 def _glibc(name: str):
     """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
     Windows has no ``CDLL(None)``)."""
-    import ctypes
 
     try:
         return getattr(ctypes.CDLL(None), name)
@@ -48,7 +48,6 @@ def map_large_allocations() -> None:
     of the randomized HSD's trials, whose arrays are made anew each trial.  The CLI sets
     it for ``compare --engine dask`` only, before reading (nothing elsewhere than
     glibc)."""
-    import ctypes
 
     mallopt = _glibc("mallopt")
     if mallopt is not None:

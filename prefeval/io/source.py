@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import threading
 import zlib
 
@@ -84,8 +85,6 @@ def read_raw(path: str | os.PathLike) -> bytes:
     if path == STDIN:
         with _streams_lock:
             if _stdin_data is None:
-                import sys
-
                 try:
                     _stdin_data = sys.stdin.buffer.read()
                 except (OSError, AttributeError, ValueError) as error:

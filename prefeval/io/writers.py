@@ -15,6 +15,8 @@ place only when complete.
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import os
 import re
@@ -247,7 +249,6 @@ def _reason(error: BaseException) -> str:
 def _refusing_tsv(write):
     """``write`` with a :class:`TsvValueError` turned into an :class:`OutputError` of
     its output (``prefeval: cannot write FILE: ...``, exit status 2)."""
-    import functools
 
     @functools.wraps(write)
     def wrapper(*args, **kwargs):
@@ -328,7 +329,6 @@ def _write_parquet_frames(frames, output, precision) -> None:
     """One Parquet file of ``frames``, written as they come (atomically to a file; to
     standard output once complete): each frame in row groups of
     :data:`PARQUET_GROUP_ROWS` rows, the last one of the frame shorter."""
-    import io
 
     import pyarrow.parquet as pq
 

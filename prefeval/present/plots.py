@@ -8,6 +8,7 @@ bytes for embedding.  pdf and svg bytes are deterministic (no dates, fixed ids).
 
 from __future__ import annotations
 
+import io
 import os
 
 from ..io.writers import atomic_output
@@ -275,7 +276,6 @@ def _kind_axes(ax, kind, bottom, labels=True) -> None:
 def figure_bytes(fig, fmt: str) -> bytes:
     """The figure in ``fmt`` (png, pdf, svg); pdf and svg without dates, so the same
     figure gives the same bytes."""
-    import io
 
     fmt = fmt.lower()
     if fmt not in FORMATS:
