@@ -9,8 +9,8 @@ import ctypes
 def release_free_memory() -> None:
     """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
     C heap's free pages (glibc's ``malloc_trim``; nothing elsewhere).  Called after each
-    large run read (:data:`_TRIM_BYTES`) and after all of them, between query
-    partitions and once the evidence of an analysis is made:
+    large run read (see ``_TRIM_BYTES`` in :mod:`prefeval.engine.local`) and after all of
+    them, between query partitions and once the evidence of an analysis is made:
     without it what one step freed (parse buffers, a partition's rows and text) stays
     resident beside the next (two recsys runs read at once held 1.1 GB, not 0.9)."""
 

@@ -40,8 +40,8 @@ class FirstError:
 
 
 def dictionary_codes_with(column, known) -> tuple[np.ndarray, object, np.ndarray | None]:
-    """:func:`codes` of ``column`` in one hash pass with ``known`` (distinct strings,
-    e.g. the relevant docnos) encoded first: also returns each row's index in
+    """:func:`dictionary_codes` of ``column`` in one hash pass with ``known`` (distinct
+    strings, e.g. the relevant docnos) encoded first: also returns each row's index in
     ``known`` (-1 when absent), so matching a run against the judgments needs no
     second pass over its docnos."""
     import pyarrow as pa
@@ -183,7 +183,8 @@ class RunColumns:
     doc_values: object = None
     query_code: np.ndarray | None = None
     query_values: object = None
-    #: (the ``known`` array given to :func:`parse_run`, each row's index in it or -1)
+    #: (the ``known`` array given to :func:`prefeval.io.text.parse_run`, each row's index
+    #: in it or -1)
     known: tuple | None = None
 
     def __len__(self) -> int:

@@ -10,8 +10,8 @@ lone ``\\r`` (old Mac OS) each end a line, in any mix.  The other conventions ar
 trec_eval's: blank lines and lines starting with ``#`` are skipped, fields after a
 run's tag are ignored, quotes are ordinary characters, a leading UTF-8 byte order mark
 is dropped; ``-`` reads standard input.  A path that is not a regular file (a pipe, a
-FIFO, ``/dev/fd/N``) is read once, as standard input is (:func:`read_raw`).  Problems
-are reported as ``FILE:LINE: message``.
+FIFO, ``/dev/fd/N``) is read once, as standard input is
+(:func:`prefeval.io.source.read_raw`).  Problems are reported as ``FILE:LINE: message``.
 """
 
 from __future__ import annotations
