@@ -5,6 +5,7 @@ module, internal imports at module level."""
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,11 @@ def test_layers_contract():
     command = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     args = [command] if command else [sys.executable, "-m", "importlinter.cli"]
     done = subprocess.run(
-        args, cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)}
+        [*args, "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
