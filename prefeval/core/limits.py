@@ -75,6 +75,8 @@ def under_address_limit() -> None:
         mmap.mmap(-1, BLAS_ROOM, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()
     except (OSError, ValueError, OverflowError):
         raise MemoryError from None
+    # numpy may be registered for lazy loading (lazy_loader) already, and "import numpy"
+    # then returns it unloaded: importing scipy.linalg loads it, with its BLAS
     import numpy  # noqa: F401
     import scipy.linalg  # noqa: F401
 
