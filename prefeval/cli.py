@@ -1408,7 +1408,7 @@ def main(argv=None):
     try:
         limits.under_address_limit()  # before numpy: see there
         cli.main(args=argv, prog_name="prefeval")
-    except (MemoryError, ImportError, RuntimeError, OSError) as error:  # also in imports
+    except Exception as error:  # a resource running out, also in imports: one line
         message = limits.limit_message(error)
         if message is None:
             raise

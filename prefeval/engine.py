@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import cache, ties
+from . import cache, limits, ties
 from .errors import InputError
 from .measures import Measure
 from .measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
@@ -314,21 +314,10 @@ def release_free_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-    trim = _glibc("malloc_trim")
+    trim = limits.glibc("malloc_trim")
     if trim is not None:
         trim.argtypes = [ctypes.c_size_t]
         trim(0)
-
-
-def _glibc(name: str):
-    """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
-    Windows has no ``CDLL(None)``)."""
-    import ctypes
-
-    try:
-        return getattr(ctypes.CDLL(None), name)
-    except (OSError, AttributeError, TypeError):
-        return None
 
 
 #: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's
@@ -348,7 +337,7 @@ def map_large_allocations() -> None:
     glibc)."""
     import ctypes
 
-    mallopt = _glibc("mallopt")
+    mallopt = limits.glibc("mallopt")
     if mallopt is not None:
         mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
         mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD

@@ -49,6 +49,17 @@ def open_files(needed: int, what: str) -> None:
     )
 
 
+def glibc(name: str):
+    """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
+    Windows has no ``CDLL(None)``)."""
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
 def address_space() -> int | None:
     """The address-space limit in bytes (``ulimit -v``), None when there is none."""
     resource = _resource()
@@ -56,6 +67,13 @@ def address_space() -> int | None:
         return None
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     return None if soft == resource.RLIM_INFINITY else soft
+
+
+def arrow_threads() -> bool:
+    """Whether Arrow's readers may use its thread pools: not under an address-space limit,
+    where a pool thread that cannot start leaves Arrow's CSV reader waiting for ever on
+    the task given to it; there they read in the calling thread, the same values."""
+    return address_space() is None
 
 
 def under_address_limit() -> None:
@@ -66,8 +84,16 @@ def under_address_limit() -> None:
     in a process near the limit it would spin instead of failing."""
     if address_space() is None:
         return
+    import ctypes
     import mmap
 
+    # one malloc arena: glibc reserves 64 MiB of address space for each thread's own
+    # arena, so the reading threads (Arrow's and prefeval's) ran out of it at random
+    # (a thread that could not start, a bad_alloc, a hang) where one thread fitted
+    mallopt = glibc("mallopt")
+    if mallopt is not None:
+        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        mallopt(-8, 1)  # M_ARENA_MAX
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         # private and read-only: address space only, no memory committed
@@ -94,6 +120,8 @@ def limit_message(error: BaseException) -> str | None:
         if resource is not None and error.errno == errno.EMFILE:
             limit = f" (the limit is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}, ulimit -n)"
         return f"prefeval: too many open files{limit}: raise the limit"
+    if "Failed to launch worker thread" in str(error):  # Arrow's thread pools
+        return out_of_memory_message() if address_space() is not None else None
     if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
         if address_space() is not None:
             return out_of_memory_message()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import limits
 from .errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -199,7 +200,10 @@ def run_name(path: str | os.PathLike) -> str:
     """
     if os.fspath(path) == STDIN:
         return "stdin"
-    name = os.path.basename(os.fspath(path))
+    name = os.path.basename(os.fsdecode(path))
+    # a file name that is not UTF-8 (its bytes kept as surrogates by os.fsdecode) names
+    # the run with U+FFFD in their place: a name every output format can write
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if name.startswith("input."):
         name = name[len("input.") :]
     for extension in (".gz", ".parquet", ".pq"):
@@ -690,12 +694,17 @@ def _regular_columns(data: bytes):
     The conditions make the result exactly what :func:`split_fields` gives: no byte
     that ``bytes.split()`` takes as whitespace other than the space and the line end
     (CRLF included), no empty field (which a doubled, leading or trailing space makes),
-    no ``#`` line, and one column count throughout (else the reader fails).
+    no ``#`` line, and one column count throughout (else the reader fails).  Under an
+    address-space limit None as well (:func:`prefeval.limits.arrow_threads`): the CSV
+    reader starts I/O threads even without ``use_threads``, and waits for ever on one
+    that could not start.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
+    if not limits.arrow_threads():
+        return None
     if b"\t" in data or b"\x0b" in data or b"\x0c" in data or b"\x00" in data:
         return None
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from . import ties
+from . import limits, ties
 from .errors import InputError
 from .readers import BOM, read_raw, text_bytes
 
@@ -68,6 +68,7 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
             tsv = b"\t" in data[start : len(data) if end is None else end.start()]
             table = pacsv.read_csv(
                 buffer,
+                read_options=pacsv.ReadOptions(use_threads=limits.arrow_threads()),
                 parse_options=pacsv.ParseOptions(
                     delimiter="\t" if tsv else ",", quote_char=False if tsv else '"'
                 ),
