@@ -14,7 +14,8 @@ changed in any way, under the same name and modification time or not, misses.
 Layout: ``ROOT/prefeval-cache-v{VERSION}/user-<uid>/{runs,cubes}/xx/<64 hex
 digits>.entry`` where ROOT is ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``,
 else ``~/.cache/prefeval``.  Each user has a folder of their own (mode 0700) in a
-shared ROOT, and a secret there (``secret``, 32 random bytes, mode 0600).  An entry is
+shared ROOT (the version folder takes ROOT's write bits and the sticky bit), and a
+secret there (``secret``, 32 random bytes, mode 0600).  An entry is
 ``MAGIC``, an HMAC-SHA256 with that secret of (kind, key, the arrays' npz bytes), then
 those bytes: an entry planted or altered by anyone without the secret, copied from
 another key, truncated or bit-flipped fails the check and is a miss.  Entries are
@@ -277,12 +278,14 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
         # the version folder may be shared by the users of ROOT; the user's own is 0700
         root, fd = fd, None
         try:
-            fd = _open_folder(root, os.path.basename(own_dir()), create, 0o777)
+            fd = _version_folder(root, create)
         finally:
             os.close(root)
         version, fd = fd, None
         try:
             fd = _open_folder(version, os.path.basename(path), create)
+        except PermissionError:
+            raise _Unusable(_not_writable(version)) from None
         finally:
             os.close(version)
         if os.fstat(fd).st_uid != _uid():
@@ -303,6 +306,46 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
 def _close(fd: int | None) -> None:
     if fd is not None:
         os.close(fd)
+
+
+def _version_folder(root_fd: int, create: bool) -> int:
+    """Descriptor of the version folder in ROOT (``root_fd``).  Where ROOT lets others
+    write (group- or other-writable, as a shared folder or /tmp), the version folder of
+    this user gets the same write (and search) bits and the sticky bit, whatever the
+    umask: every user of ROOT makes their own folder in it, and none can remove or
+    rename another's.  Another user's version folder is used as it is."""
+    fd = _open_folder(root_fd, os.path.basename(own_dir()), create, 0o777)
+    try:
+        shared = os.fstat(root_fd).st_mode & 0o022
+        info = os.fstat(fd)
+        mode = stat.S_IMODE(info.st_mode)
+        wanted = mode | shared | shared >> 1 | stat.S_ISVTX
+        if shared and info.st_uid == _uid() and mode != wanted:
+            try:
+                os.fchmod(fd, wanted)
+            except OSError:  # (a read-only file system) for the others' sake only
+                pass
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_writable(version_fd: int) -> str:
+    """Why this user cannot open or make their folder in the version folder."""
+    name = os.path.basename(user_dir())
+    try:
+        if os.stat(name, dir_fd=version_fd, follow_symlinks=False).st_uid != _uid():
+            return f"{name} belongs to another user"
+    except OSError:
+        pass
+    info = os.fstat(version_fd)
+    mode = stat.S_IMODE(info.st_mode)
+    whose = "this user's" if info.st_uid == _uid() else f"user {info.st_uid}'s"
+    return (
+        f"cannot make {name} in it: it is {whose} folder of mode "
+        f"{mode:04o}, not writable for this user (its owner may make it 1777, or remove it)"
+    )
 
 
 def _refuse(where: str, reason: str) -> None:
