@@ -280,8 +280,11 @@ def load_runs(
     # release the GIL), keeping at most a few whole runs in memory at once
     from concurrent.futures import ThreadPoolExecutor
 
+    from . import limits
+
     jobs = list(zip(items, names))
-    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
+    workers = limits.reader_threads(min(len(jobs), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
         results = pool.map(reduce, jobs)
         out = list(

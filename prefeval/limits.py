@@ -60,6 +60,46 @@ def glibc(name: str):
         return None
 
 
+#: open files a thread reading runs holds at most at once: the run file, or a cache
+#: folder and an entry in it (one more for a module a library imports meanwhile)
+READER_FILES = 3
+#: a soft open-files limit above this is not counted against (plenty for any core count)
+_COUNTED_FILES = 4096
+
+
+def free_files() -> int | None:
+    """How many more files this process may open under its soft limit (``ulimit -n``):
+    the limit less the descriptors open now; None when the limit is above
+    :data:`_COUNTED_FILES` (or there is none)."""
+    resource = _resource()
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft > _COUNTED_FILES:
+        return None
+    used = 0
+    for fd in range(soft):  # (fstat opens nothing: it works with no descriptor left)
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        used += 1
+    return max(0, soft - used)
+
+
+def reader_threads(wanted: int) -> int:
+    """How many threads may read runs at once: ``wanted``, fewer where the open-files
+    limit leaves too few descriptors for :data:`READER_FILES` each, at least one (a
+    process that cannot open a run file then says so in one line); one under an
+    address-space limit, where each thread's stack and buffers take a share of it."""
+    if address_space() is not None:
+        return 1
+    free = free_files()
+    if free is None:
+        return max(1, wanted)
+    return max(1, min(wanted, free // READER_FILES))
+
+
 def address_space() -> int | None:
     """The address-space limit in bytes (``ulimit -v``), None when there is none."""
     resource = _resource()

@@ -294,6 +294,32 @@ def test_dask_raises_a_soft_open_files_limit(tmp_path):
     assert proc.stdout.decode() == invoke("compare", QRELS, *RUNS).stdout
 
 
+def test_local_engine_under_few_open_files_is_the_same_every_time(tmp_path, monkeypatch):
+    """ulimit -n 5 to 10, several tries each: the threads reading runs and the cache's
+    folder descriptors shared the limit (at 7 about one try in three ended in ``cannot
+    read file: Too many open files``, and every try said ``cache not used``); now the
+    threads are as many as the limit allows and the cache holds one folder at a time:
+    every try prints the same table and notices as without a limit, reading the runs
+    afresh or from the cache, which is used."""
+    runs = sorted((SAMPLE / "runs").glob("input.sys0[1-6]*"))
+    args = ["compare", QRELS, *runs]
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "unlimited"))
+    expected = subprocess.run(
+        [sys.executable, "-m", "prefeval", *map(str, args)], capture_output=True
+    )
+    assert expected.returncode == 0 and "cache" not in expected.stderr.decode()
+    for files in range(5, 11):
+        for attempt in ("afresh", "afresh", "afresh", "cached"):
+            if attempt == "afresh":
+                folder = tmp_path / f"cache-{files}-{len(os.listdir(tmp_path))}"
+            monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+            status, stdout, stderr, _ = _limited({"RLIMIT_NOFILE": files}, args, tmp_path)
+            assert (status, stderr) == (0, expected.stderr.decode()), (files, stderr)
+            assert stdout == expected.stdout, files
+            if files >= 8:
+                assert len(list(folder.rglob("*.entry"))) == len(runs), files
+
+
 def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path):
     """ulimit -n as low as Python starts with: each command runs (the local engine needs no
     more) or says so in one line, exit 2 (report's and --plot's image libraries opened
