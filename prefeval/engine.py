@@ -280,7 +280,6 @@ def load_runs(
     # release the GIL), keeping at most a few whole runs in memory at once
     from concurrent.futures import ThreadPoolExecutor
 
-
     jobs = list(zip(items, names))
     # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
     workers = limits.reader_threads(min(len(jobs), os.cpu_count() or 1))
