@@ -556,11 +556,21 @@ def _native_values(
 
 
 def _rel_level(level) -> int:
+    """``level`` as the ``rel`` of an ir-measures measure: an integer that pytrec_eval's
+    C int holds, the bound :func:`_int_grades` sets on the grades these measures see
+    (a level above every grade they can see would make nothing relevant)."""
     value = float(level)
     if not value.is_integer():
         raise ValueError(
             f"relevance level {level:g} is not an integer: ir-measures measures take an "
             "integer rel parameter (use an integer level, or set rel=... on the measure)"
+        )
+    if value > _MAX_CUTOFF:
+        shown = f"{value:.0f}" if value < 1e16 else f"{value:g}"
+        raise ValueError(
+            f"relevance level {shown} is beyond what the ir-measures baselines take "
+            f"(<= {_MAX_CUTOFF}, as their grades); use a smaller level, --no-baselines, "
+            "or set rel=... on the measure"
         )
     return int(value)
 
@@ -859,11 +869,13 @@ def compute_metrics(
     for i in counted:
         values[i] = _num_rel(general, _level_target(parsed[i], relevance_level)["rel"], qpos)
     for ia, members in groups.items():
-        if not members or not nq:
+        if not members:
             continue
         targets: dict = {}
-        for i in members:
+        for i in members:  # a level no measure takes is an error, queries or none
             targets.setdefault(_level_target(parsed[i], relevance_level), []).append(i)
+        if not nq:
+            continue
         frame = qrels.subtopic_frame() if ia else general
         frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
         # judgments in one canonical order: ndeval sums over them in the order given,

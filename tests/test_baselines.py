@@ -10,7 +10,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import write_qrels, write_run
+from helpers import invoke, write_qrels, write_run
 
 from prefeval.baselines import (
     DEFAULT_BASELINES,
@@ -285,6 +285,34 @@ def test_relevance_level_maps_to_rel():
         compute_metrics(qrels, {"r": run}, ["AP"], relevance_level=1.5)
     # ... unless no measure needs it
     compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], relevance_level=1.5)
+
+
+@pytest.mark.parametrize("level", [2**31, 1e10, 1e308])
+def test_relevance_level_beyond_a_c_int(level, tmp_path):
+    """The qrels take any finite grade, and so does -l for prefeval's own relevance; an
+    ir-measures rel must fit pytrec_eval's C int, as their grades must (<= 2**31 - 1):
+    beyond it a ValueError (a usage error, exit 2), never pytrec_eval's TypeError."""
+    qrels = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [2, 1]})
+    run = run_frame([("1", "a", 4.0), ("1", "b", 3.0)])
+    for names in (["AP"], ["NumRelRet"], None):
+        with pytest.raises(ValueError, match="beyond what the ir-measures baselines take"):
+            compute_metrics(qrels, {"r": run}, names, relevance_level=level)
+    # measures without a rel threshold, and the natives, take it (nothing is relevant)
+    got = values(
+        compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], query_ids=["1"], relevance_level=level)
+    )
+    assert got[("nDCG", "r", "1")] == pytest.approx(1.0)
+    assert math.isnan(got[("TSE", "r", "1")])
+    at_max = compute_metrics(qrels, {"r": run}, ["AP"], query_ids=["1"], relevance_level=2**31 - 1)
+    assert values(at_max) == {("AP", "r", "1"): 0.0}
+    files = [
+        write_qrels(tmp_path / "q", [("1", 0, "a", 2)]),
+        write_run(tmp_path / "r", [("1", "a", 1.0)]),
+    ]
+    result = invoke("metrics", "-l", repr(level), *files)
+    assert result.exit_code == 2, result.output
+    assert "beyond what the ir-measures baselines take" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
 
 
 def test_num_rel_ret_follows_the_level():
