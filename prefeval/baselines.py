@@ -1005,10 +1005,17 @@ def metrics_rows(
     if notify is not None and relevant.n_queries == 0:
         notify(f"no query in {qrels.name} has a relevant document ({what})")
     elif notify is not None and relevant.dropped and per_query:
+        natives = [b.name for b in _parse_all(baselines) if b.kind == "native"]
+        counted = "summary rows count them, as trec_eval -c"
+        if natives:  # undefined without a relevant document: averaged where defined
+            counted = (
+                f"summary rows count them, as trec_eval -c, except those of "
+                f"{', '.join(natives)}, undefined there, which average the other queries"
+            )
         notify(
             f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
             f"in {qrels.name} have no relevant document ({what}): no per-query rows (the "
-            "summary rows count them, as trec_eval -c)"
+            f"{counted})"
         )
     table = compute_metrics(
         qrels,
