@@ -1065,7 +1065,8 @@ def metrics(
 
     As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
     every judged query, also those with no relevant document at the level; the sum
-    for NumQ, NumRel, NumRet, NumRelRet); -q per-query rows of the evaluated queries
+    for NumQ, NumRel, NumRet, NumRelRet; TSE and ASL, undefined without a relevant
+    document, average the queries with one); -q per-query rows of the evaluated queries
     (those with a relevant document), then the summary rows; -n drops the summary.
     Every evaluated query appears for every run (a query a run did not answer is
     evaluated as an empty ranking, as trec_eval -c). Analysis commands read
