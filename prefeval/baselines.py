@@ -900,7 +900,14 @@ def compute_metrics(
         parts = [(targets, False)]
         if not ia:  # the trec_eval measures apart: their qrels never hold max_rel < 0
             trec = {m: v for m, v in targets.items() if _provider(m, str(m)).NAME == "pytrec_eval"}
-            parts = [(trec, True), ({m: v for m, v in targets.items() if m not in trec}, False)]
+            # and judged_only ones apart from the others: ir-measures puts the measures
+            # without the option (NumRet, NumQ, ...) into whichever pytrec_eval call it
+            # makes first, so in one evaluator NumRet counted only judged documents or
+            # all of them by the hash seed
+            parts = [
+                ({m: v for m, v in trec.items() if bool(m.params.get("judged_only")) is only}, True)
+                for only in (True, False)
+            ] + [({m: v for m, v in targets.items() if m not in trec}, False)]
         for part, pad in parts:
             if not part:
                 continue

@@ -1055,3 +1055,31 @@ def test_negative_query_with_a_gain_for_grade_0_is_refused():
     got = values(compute_metrics(qrels, {"r": run}, ["nDCG(gains={1:2})"], query_ids=["1", "2"]))
     assert got[("nDCG(gains={1:2})", "r", "1")] == 1.0
     assert got[("nDCG(gains={1:2})", "r", "2")] == 0.0
+
+
+def test_judged_only_measures_do_not_change_the_others():
+    """ir-measures puts NumRet (and the other measures without judged_only) into whichever
+    pytrec_eval call it makes first: in one evaluator with P(judged_only=True)@5, NumRet
+    counted the judged documents only, or all of them, by the hash seed (275 or 1000 on
+    sample_data's sys01).  Every seed now gives the values each measure has alone."""
+    import subprocess
+    import sys
+
+    args = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01"]
+    alone = {
+        m: invoke("metrics", "-m", m, *args).stdout.splitlines()[1]
+        for m in ("NumRet", "P@5", "P(judged_only=True)@5")
+    }
+    assert alone["NumRet"].endswith("\t1000.0")
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "prefeval", "metrics", "-m",
+             "NumRet,P(judged_only=True)@5,P@5", *map(str, args)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[1:] == [
+            alone["NumRet"],
+            alone["P(judged_only=True)@5"],
+            alone["P@5"],
+        ], seed
