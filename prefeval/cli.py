@@ -1052,7 +1052,8 @@ def metrics(
 
     As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
     every judged query, also those with no relevant document at the level; the sum
-    for NumQ, NumRel, NumRet, NumRelRet); -q per-query rows of the evaluated queries
+    for NumQ, NumRel, NumRet, NumRelRet; TSE and ASL, undefined without a relevant
+    document, average the queries with one); -q per-query rows of the evaluated queries
     (those with a relevant document), then the summary rows; -n drops the summary.
     Every evaluated query appears for every run (a query a run did not answer is
     evaluated as an empty ranking, as trec_eval -c). Analysis commands read
@@ -1374,7 +1375,7 @@ def main(argv=None):
     try:
         limits.under_address_limit()  # before numpy: see there
         cli.main(args=argv, prog_name="prefeval")
-    except (MemoryError, ImportError, RuntimeError, OSError) as error:  # also in imports
+    except Exception as error:  # a resource running out, also in imports: one line
         message = limits.limit_message(error)
         if message is None:
             raise

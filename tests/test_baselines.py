@@ -10,6 +10,7 @@ import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import invoke, write_qrels, write_run
 
 from prefeval.analysis.baselines import (
     DEFAULT_BASELINES,
@@ -285,6 +286,34 @@ def test_relevance_level_maps_to_rel():
         compute_metrics(qrels, {"r": run}, ["AP"], relevance_level=1.5)
     # ... unless no measure needs it
     compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], relevance_level=1.5)
+
+
+@pytest.mark.parametrize("level", [2**31, 1e10, 1e308])
+def test_relevance_level_beyond_a_c_int(level, tmp_path):
+    """The qrels take any finite grade, and so does -l for prefeval's own relevance; an
+    ir-measures rel must fit pytrec_eval's C int, as their grades must (<= 2**31 - 1):
+    beyond it a ValueError (a usage error, exit 2), never pytrec_eval's TypeError."""
+    qrels = pd.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [2, 1]})
+    run = run_frame([("1", "a", 4.0), ("1", "b", 3.0)])
+    for names in (["AP"], ["NumRelRet"], None):
+        with pytest.raises(ValueError, match="beyond what the ir-measures baselines take"):
+            compute_metrics(qrels, {"r": run}, names, relevance_level=level)
+    # measures without a rel threshold, and the natives, take it (nothing is relevant)
+    got = values(
+        compute_metrics(qrels, {"r": run}, ["nDCG", "TSE"], query_ids=["1"], relevance_level=level)
+    )
+    assert got[("nDCG", "r", "1")] == pytest.approx(1.0)
+    assert math.isnan(got[("TSE", "r", "1")])
+    at_max = compute_metrics(qrels, {"r": run}, ["AP"], query_ids=["1"], relevance_level=2**31 - 1)
+    assert values(at_max) == {("AP", "r", "1"): 0.0}
+    files = [
+        write_qrels(tmp_path / "q", [("1", 0, "a", 2)]),
+        write_run(tmp_path / "r", [("1", "a", 1.0)]),
+    ]
+    result = invoke("metrics", "-l", repr(level), *files)
+    assert result.exit_code == 2, result.output
+    assert "beyond what the ir-measures baselines take" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
 
 
 def test_num_rel_ret_follows_the_level():
@@ -913,3 +942,145 @@ def test_tie_orders_of_trec_eval_and_ndeval_measures():
     got = values(compute_metrics(qrels, {"r": run}, ["RR", "P_IA@1"], max_docs=1))
     assert got[("RR", "r", "1")] == 0.0
     assert got[("P_IA@1", "r", "1")] == 0.0
+
+
+# --------------------------------------------------------------------------- all-negative queries
+
+_NEGATIVE_SCRIPT = r"""
+import json, sys
+import pandas as pd
+from prefeval.analysis.baselines import compute_metrics
+from prefeval.io.runs import read_qrels
+qrels = read_qrels(sys.argv[1])
+names = json.loads(sys.argv[2])
+run = pd.DataFrame(
+    [("7", "d1", 2.0), ("7", "bD", 2.0), ("7", "d4", 1.0),
+     ("abc", "bD", 3.0), ("abc", "d1", 2.0), ("abc", "d4", 2.0), ("abc", "DyQ", 1.0)],
+    columns=["query_id", "doc_id", "score"],
+)
+seven = run["query_id"] == "7"
+# s before t: pytrec_eval evaluates abc after another query's evaluation (the hang)
+runs = {"s": run[seven], "t": run[~seven], "r": run}
+got = {}
+# one measure at a time: next to a judged_only measure, ir-measures may evaluate NumRet
+# in that measure's pytrec_eval invocation, which counts judged documents only
+for name in names:
+    table = compute_metrics(qrels, runs, [name], query_ids=["7", "abc"])
+    got.update({f"{m} {r} {q}": v for m, r, q, v in table.itertuples(index=False)})
+print(json.dumps(got))
+"""
+
+
+def test_query_with_only_negative_grades_never_hangs_trec_eval(tmp_path):
+    """Query abc is judged with grade -1 only: trec_eval's form_res_rels.c then keeps the
+    previous query's num_rel_levels, and pytrec_eval's ndcg looped for ever (SIGTERM does
+    not stop it: the C loop never returns to Python, hence a subprocess killed at the
+    timeout).  Every measure has its num_rel = 0 value there, the other query its own."""
+    import json
+    import subprocess
+    import sys
+
+    qrels = write_qrels(
+        tmp_path / "qrels", [("7", 0, "d4", 2), ("7", 0, "bD", 1), ("abc", 0, "DyQ", -1)]
+    )
+    names = ["AP", "nDCG", "nDCG@10", "P@2", "RR", "NumRet", "NumQ", "IPrec(judged_only=True)@0.0"]
+    result = subprocess.run(
+        [sys.executable, "-c", _NEGATIVE_SCRIPT, str(qrels), json.dumps(names)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PREFEVAL_CACHE": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    # query 7 in trec order: d1, bD (tied at 2.0: docno descending), d4
+    ndcg = (1 / math.log2(3) + 2 / 2) / (2 + 1 / math.log2(3))
+    for run in ("r", "s"):
+        assert got[f"AP {run} 7"] == pytest.approx((1 / 2 + 2 / 3) / 2)
+        assert got[f"nDCG {run} 7"] == pytest.approx(ndcg)
+        assert got[f"nDCG@10 {run} 7"] == pytest.approx(ndcg)
+        assert got[f"P@2 {run} 7"] == 0.5
+        assert got[f"RR {run} 7"] == 0.5
+        assert got[f"NumRet {run} 7"] == 3.0
+        assert got[f"IPrec(judged_only=True)@0.0 {run} 7"] == 1.0
+    for name in names:
+        want = {"NumRet": 4.0, "NumQ": 1.0}.get(name, 0.0)
+        if name.startswith("IPrec"):
+            # DyQ (-1) is dropped, no judged document is left; nor in run s's empty
+            # ranking (the added judgment is not trec_eval -c's bogus document)
+            for run in ("r", "s", "t"):
+                assert math.isnan(got[f"{name} {run} abc"])
+            assert math.isnan(got[f"{name} t 7"])
+            continue
+        assert got[f"{name} r abc"] == got[f"{name} t abc"] == want, name
+        # runs that did not answer a query: the empty ranking's values (trec_eval -c)
+        assert got[f"{name} s abc"] == got[f"{name} t 7"] == {"NumQ": 1.0}.get(name, 0.0), name
+    # the metrics command (the hang's first sighting): its summary averages every judged
+    # query, abc included
+    seven = write_run(tmp_path / "seven", [("7", "d1", 2.0), ("7", "bD", 2.0), ("7", "d4", 1.0)])
+    abc = write_run(tmp_path / "abc", [("abc", "d1", 1.0)])
+    command = ["metrics", "-m", "AP,nDCG,NumRet", str(qrels), str(seven), str(abc)]
+    result = subprocess.run(
+        [sys.executable, "-m", "prefeval", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PREFEVAL_CACHE": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {
+        tuple(line.split("\t")[:2]): float(line.split("\t")[3])
+        for line in result.stdout.splitlines()[1:]
+    }
+    assert rows == pytest.approx(
+        {
+            ("AP", "seven"): (1 / 2 + 2 / 3) / 4,
+            ("AP", "abc"): 0.0,
+            ("nDCG", "seven"): ndcg / 2,
+            ("nDCG", "abc"): 0.0,
+            ("NumRet", "seven"): 3.0,
+            ("NumRet", "abc"): 1.0,
+        }
+    )
+
+
+def test_negative_query_with_a_gain_for_grade_0_is_refused():
+    # the judgment that keeps trec_eval off max_rel < 0 has grade 0: a gains map that
+    # gives grade 0 a gain would count it, so the combination is refused, not guessed
+    qrels = pd.DataFrame(
+        [("1", "a", 1), ("2", "b", -1)], columns=["query_id", "doc_id", "relevance"]
+    )
+    run = run_frame([("1", "a", 1.0), ("2", "b", 1.0)])
+    with pytest.raises(ValueError, match="no judgment with a grade >= 0"):
+        compute_metrics(qrels, {"r": run}, ["nDCG(gains={0:1,1:2})"], query_ids=["1", "2"])
+    got = values(compute_metrics(qrels, {"r": run}, ["nDCG(gains={1:2})"], query_ids=["1", "2"]))
+    assert got[("nDCG(gains={1:2})", "r", "1")] == 1.0
+    assert got[("nDCG(gains={1:2})", "r", "2")] == 0.0
+
+
+def test_judged_only_measures_do_not_change_the_others():
+    """ir-measures puts NumRet (and the other measures without judged_only) into whichever
+    pytrec_eval call it makes first: in one evaluator with P(judged_only=True)@5, NumRet
+    counted the judged documents only, or all of them, by the hash seed (275 or 1000 on
+    sample_data's sys01).  Every seed now gives the values each measure has alone."""
+    import subprocess
+    import sys
+
+    args = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01"]
+    alone = {
+        m: invoke("metrics", "-m", m, *args).stdout.splitlines()[1]
+        for m in ("NumRet", "P@5", "P(judged_only=True)@5")
+    }
+    assert alone["NumRet"].endswith("\t1000.0")
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "prefeval", "metrics", "-m",
+             "NumRet,P(judged_only=True)@5,P@5", *map(str, args)],
+            capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[1:] == [
+            alone["NumRet"],
+            alone["P(judged_only=True)@5"],
+            alone["P@5"],
+        ], seed

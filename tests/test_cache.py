@@ -435,6 +435,73 @@ def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
         shutil.rmtree(folder)
 
 
+@pytest.mark.parametrize("shared", ["sticky", "group"])
+def test_shared_folder_lets_every_user_have_their_own_folder(monkeypatch, shared):
+    """PREFEVAL_CACHE_DIR on a folder others may write (1777 as /tmp, or group-writable):
+    the first user's version folder gets its write bits and the sticky bit (it was
+    0755, the umask's: every other user got ``cache not used: Permission denied``), so a
+    second user (nobody, as root) makes their own 0700 folder below it and uses the
+    cache; nothing of the first user's is read, replaced or removed.  A version folder
+    of another user that this user may not write is a notice that says so."""
+    import shutil
+    import stat
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run as a second user (run the tests as root)")
+    fresh = _order(None, "--no-cache").stdout  # (as root: imports all it needs)
+    folder = Path(tempfile.mkdtemp(prefix="prefeval-shared-"))  # reachable by nobody
+    if shared == "sticky":
+        folder.chmod(0o1777)
+    else:  # root's, group nogroup (65534), group-writable; nobody's group is nogroup
+        os.chown(folder, 0, 65534)
+        folder.chmod(0o2775)
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+    umask = os.umask(0o022)  # the usual one, which mkdir's mode does not escape
+    cache._refused.clear()
+
+    def as_nobody():
+        os.setegid(65534)
+        os.seteuid(65534)
+        try:
+            return _order(None)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+
+    try:
+        first = _order(None)
+        assert first.stdout == fresh and "cache not used" not in first.stderr
+        version = Path(cache.own_dir())
+        mode = stat.S_IMODE(version.stat().st_mode)
+        assert mode & 0o1777 == (0o1777 if shared == "sticky" else 0o1775), oct(mode)
+        roots = {p: p.read_bytes() for p in version.rglob("*") if p.is_file()}
+        assert len([p for p in roots if p.suffix == ".entry"]) == 4
+        for limit in ("0", "2"):  # misses (pruning all it may), misses, then hits
+            monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", limit)
+            second = as_nobody()
+            assert second.stdout == fresh
+            assert "cache not used" not in second.stderr, second.stderr
+        theirs = version / "user-65534"
+        assert theirs.stat().st_uid == 65534 and theirs.stat().st_mode & 0o777 == 0o700
+        assert len(_entry_files(theirs)) == 4
+        assert {p: p.read_bytes() for p in roots} == roots  # the first user's: untouched
+        # the first user's own use is unchanged (another user's folder beside theirs)
+        assert _order(None).stdout == fresh
+        # a version folder of another user that this user may not write: told why
+        shutil.rmtree(theirs)
+        version.chmod(0o755)
+        cache._refused.clear()
+        refused = as_nobody()
+        assert refused.stdout == fresh
+        assert refused.stderr.count("cache not used") == 1, refused.stderr
+        assert "it is user 0's folder of mode 0755, not writable for this user" in refused.stderr
+    finally:
+        os.umask(umask)
+        cache._refused.clear()
+        shutil.rmtree(folder)
+
+
 @pytest.mark.parametrize("linked", ["runs", "cubes", "user", "version"])
 def test_symlinked_cache_folders_are_never_followed(tmp_path, monkeypatch, linked):
     """A cache folder (runs, cubes, the user's or the version's) replaced by a symbolic

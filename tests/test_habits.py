@@ -165,6 +165,36 @@ def test_metrics_summary_averages_every_judged_query(tmp_path):
     assert rows[("AP", "a", "all")] == 0.0 and rows[("NumQ", "a", "all")] == 3.0
 
 
+def test_metrics_summary_of_tse_and_asl_averages_where_defined(tmp_path):
+    """TSE and ASL are undefined without a relevant document: their summary is the mean
+    over the queries with one (not trec_eval -c's mean over every judged query, which
+    AP's summary is), the notice says so, and with no such query it is an undefined
+    mean (an empty field), as the README says."""
+    qrels = write_qrels(
+        tmp_path / "qrels", [(1, 0, "a", 2), (1, 0, "b", 1), (2, 0, "c", 1), (3, 0, "d", 0)]
+    )
+    run_a = write_run(tmp_path / "a", [(1, "b", 2.0), (1, "a", 1.0), (2, "c", 1.0), (3, "d", 1.0)])
+    run_b = write_run(tmp_path / "b", [(1, "a", 1.0)])
+
+    def summary(level):
+        result = invoke("metrics", "-q", "-l", level, "-m", "AP,TSE,ASL", qrels, run_a, run_b)
+        return read_tsv(ok(result)), result.stderr
+
+    table, notice = summary(2)  # only query 1 (document a) has a grade >= 2
+    rows = {(m, r, q): float(v) for m, r, q, v in table.to_numpy()}
+    assert rows[("TSE", "a", "all")] == rows[("TSE", "a", "1")] == pytest.approx(1 / math.log2(3))
+    assert rows[("TSE", "b", "all")] == rows[("TSE", "b", "1")] == 1.0
+    assert rows[("ASL", "a", "all")] == 2.0 and rows[("ASL", "b", "all")] == 1.0
+    assert rows[("AP", "a", "all")] == pytest.approx(0.5 / 3)  # every judged query
+    assert "2 of 3 queries" in notice
+    assert "as trec_eval -c, except those of TSE, ASL, undefined there" in notice
+    assert "which average the other queries" in notice
+    table, notice = summary(3)  # no relevant document anywhere: undefined means
+    last = table[table["query_id"] == "all"].set_index(["measure", "run"])["value"]
+    assert last[("TSE", "a")] == last[("ASL", "b")] == ""
+    assert last[("AP", "a")] == "0.0"
+
+
 def test_metrics_summaries_equal_pytrec_eval_at_every_level(web2012):
     """On web2012 at -l 1, 2, 3 (2 of the 50 queries have no grade >= 2): each summary is
     the mean (the sum for counts) of pytrec_eval's per-query values over every judged

@@ -538,3 +538,33 @@ def test_metrics_value_must_be_finite(tmp_path, value):
         prefeval.order(prefs=str(prefs), metrics=table)
     with pytest.raises(InputError, match="missing value"):
         prefeval.order(prefs=str(prefs), metrics=table.assign(value=np.nan))
+
+
+@pytest.mark.parametrize("value", [1.7e308, -1.7e308, 1e101])
+def test_metrics_values_whose_sum_can_overflow_are_refused(tmp_path, value):
+    """Two values of 1.7e308 have an infinite sum and mean: `order` ranked a finite run
+    equal first with it (an infinity ties with every number) and `pairs` printed inf with
+    a blank interval.  A --metrics value is at most 1e100 in magnitude, so that sums of
+    values, differences and squares over the queries stay finite."""
+    prefs = tmp_path / "prefs.tsv"
+    metrics = tmp_path / "metrics.tsv"
+    three = SAMPLE_RUNS[:3]
+    ok(invoke("compare", "-q", "-m", "rpp", "-o", prefs, SAMPLE / "qrels.txt", *three))
+    ok(invoke("metrics", "-q", "-n", "-m", "AP", "-o", metrics, SAMPLE / "qrels.txt", *three))
+    lines = metrics.read_text().splitlines(keepends=True)
+    assert lines[1].startswith("AP\tsys01\t") and lines[2].startswith("AP\tsys01\t")
+    bad = tmp_path / "bad.tsv"
+    row = [line.split("\t") for line in lines[1:3]]
+    bad.write_text(
+        "".join([lines[0]] + ["\t".join([*r[:3], f"{value!r}\n"]) for r in row] + lines[3:])
+    )
+    line = fails(invoke("order", "--prefs", prefs, "--metrics", bad), bad)
+    assert line == (
+        f"{bad}: row 1: value {value!r} is too large for a metric value (|value| <= 1e+100, "
+        "so that sums over queries cannot overflow)"
+    )
+    assert fails(invoke("pairs", "--prefs", prefs, "--metrics", bad), bad) == line
+    # at the bound, the values are taken and every sum stays finite
+    edge = tmp_path / "edge.tsv"
+    edge.write_text(bad.read_text().replace(repr(value), repr(1e100)))
+    assert "inf" not in ok(invoke("pairs", "--prefs", prefs, "--metrics", edge))

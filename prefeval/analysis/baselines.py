@@ -559,11 +559,21 @@ def _native_values(
 
 
 def _rel_level(level) -> int:
+    """``level`` as the ``rel`` of an ir-measures measure: an integer that pytrec_eval's
+    C int holds, the bound :func:`_int_grades` sets on the grades these measures see
+    (a level above every grade they can see would make nothing relevant)."""
     value = float(level)
     if not value.is_integer():
         raise ValueError(
             f"relevance level {level:g} is not an integer: ir-measures measures take an "
             "integer rel parameter (use an integer level, or set rel=... on the measure)"
+        )
+    if value > _MAX_CUTOFF:
+        shown = f"{value:.0f}" if value < 1e16 else f"{value:g}"
+        raise ValueError(
+            f"relevance level {shown} is beyond what the ir-measures baselines take "
+            f"(<= {_MAX_CUTOFF}, as their grades); use a smaller level, --no-baselines, "
+            "or set rel=... on the measure"
         )
     return int(value)
 
@@ -618,6 +628,66 @@ def _evaluated_queries(qrels: Qrels, general: pd.DataFrame, level, relevant) -> 
 
 #: trec_eval's one-document ranking for a query missing from the results (``-c``)
 _BOGUS_DOCNO = "ceci_nest_pas_un_docno"
+#: the grade-0 judgment added to a query whose judged grades are all negative
+_PAD_DOCNO = "ceci_nest_pas_un_jugement"
+
+
+def _unjudged_docno(base: str, judged) -> str:
+    """``base``, lengthened until no judgment (``judged``: docnos) names it."""
+    docno = base
+    while bool((judged == docno).any()):
+        docno += "_"
+    return docno
+
+
+def _pad_negative_queries(qrels_input: dict, judged, targets) -> tuple[dict, pd.Series]:
+    """``qrels_input`` (pytrec_eval's dict of dicts, not changed) with a judgment of grade
+    0 for an unjudged docno added to every query whose judged grades are all negative,
+    and the docnos judged then (``judged`` and the added one), for the trec_eval measures
+    ``targets``.
+
+    trec_eval's te_form_res_rels (form_res_rels.c) sets ``num_rel_levels`` only in a
+    loop over the grades 0 .. max_rel of the query's judgments, and keeps it in a
+    static ``saved_res_rels``: with max_rel < 0 the query inherits the previous query's
+    ``num_rel_levels`` over a ``rel_levels`` array zeroed for max_rel + 1 <= 0 entries,
+    and ndcg's ideal-gain loop runs for ever (pytrec_eval never returns); as the first
+    query, its rel_levels of max_rel + 1 <= 0 entries fail to allocate or overrun
+    (trec_eval 9.0.8 stops with "Can't calculate measure", pytrec_eval crashes).
+    Negative grades mean "in the pool, unjudged" to trec_eval, so a query with no grade
+    >= 0 has num_rel = 0, and one more judged
+    non-relevant document that no run retrieves changes none of the values of the
+    measures ir-measures' pytrec_eval provider computes: P, RR, Rprec, AP, nDCG (the
+    gain of grade 0 is 0), R, Bpref and infAP (they add up only at relevant retrieved
+    documents), NumRet, NumQ, SetAP, SetF, SetP, SetR, Success, IPrec (all from num_rel,
+    num_rel_ret, num_ret and the ranking's grades; judged_only drops unretrieved
+    judgments anyway); NumRel is counted from the qrels (:func:`_num_rel`).  The query
+    then has max_rel = 0, ``num_rel_levels`` = 1 and ``rel_levels[0]`` = 1, which every
+    loop handles.  ``nDCG(gains=...)`` is evaluated on grades ir-measures maps first:
+    its mapped grades are checked too, and a gains map that gives grade 0 a gain could
+    not be padded this way (ValueError)."""
+    maps = [
+        m.params["gains"]
+        for m in targets
+        if m.NAME == "nDCG" and isinstance(m.params.get("gains"), dict)
+    ]
+    hazard = [
+        q
+        for q, grades in qrels_input.items()
+        if max(grades.values()) < 0
+        or any(max(g.get(v, v) for v in grades.values()) < 0 for g in maps)
+    ]
+    if not hazard:
+        return qrels_input, judged
+    if any(g.get(0, 0) != 0 for g in maps):
+        raise ValueError(
+            f"query {hazard[0]!r} has no judgment with a grade >= 0, which trec_eval "
+            "cannot evaluate with an nDCG gains map that gives grade 0 a gain"
+        )
+    docno = _unjudged_docno(_PAD_DOCNO, judged)
+    padded = dict(qrels_input)
+    for q in hazard:
+        padded[q] = {**qrels_input[q], docno: 0}
+    return padded, pd.concat([judged, pd.Series([docno], dtype=object)], ignore_index=True)
 
 
 def _level_target(baseline: Baseline, level):
@@ -675,9 +745,7 @@ def _empty_ranking_values(targets: dict, qrels_input: dict, judged, nb: int, qpo
     trec = [m for m in targets if _provider(m, str(m)).NAME == "pytrec_eval"]
     if not trec or not qrels_input:
         return out
-    docno = _BOGUS_DOCNO
-    while bool((judged == docno).any()):  # an unjudged document, whatever the qrels hold
-        docno += "_"
+    docno = _unjudged_docno(_BOGUS_DOCNO, judged)  # whatever the qrels hold
     bogus = {q: {docno: 1.0} for q in qrels_input}
     by_id = {id(m): targets[m] for m in trec}
     for metric in ir_measures.evaluator(trec, qrels_input).iter_calc(bogus):
@@ -804,11 +872,13 @@ def compute_metrics(
     for i in counted:
         values[i] = _num_rel(general, _level_target(parsed[i], relevance_level)["rel"], qpos)
     for ia, members in groups.items():
-        if not members or not nq:
+        if not members:
             continue
         targets: dict = {}
-        for i in members:
+        for i in members:  # a level no measure takes is an error, queries or none
             targets.setdefault(_level_target(parsed[i], relevance_level), []).append(i)
+        if not nq:
+            continue
         frame = qrels.subtopic_frame() if ia else general
         frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
         # judgments in one canonical order: ndeval sums over them in the order given,
@@ -830,8 +900,25 @@ def compute_metrics(
                 q: dict(zip(part["doc_id"].tolist(), part["relevance"].tolist()))
                 for q, part in frame.groupby("query_id", sort=False)
             }
-        evaluator = ir_measures.evaluator(list(targets), qrels_input)
-        evaluators.append(_Group(evaluator, targets, ia, qrels_input, frame["doc_id"]))
+        parts = [(targets, False)]
+        if not ia:  # the trec_eval measures apart: their qrels never hold max_rel < 0
+            trec = {m: v for m, v in targets.items() if _provider(m, str(m)).NAME == "pytrec_eval"}
+            # and judged_only ones apart from the others: ir-measures puts the measures
+            # without the option (NumRet, NumQ, ...) into whichever pytrec_eval call it
+            # makes first, so in one evaluator NumRet counted only judged documents or
+            # all of them by the hash seed
+            parts = [
+                ({m: v for m, v in trec.items() if bool(m.params.get("judged_only")) is only}, True)
+                for only in (True, False)
+            ] + [({m: v for m, v in targets.items() if m not in trec}, False)]
+        for part, pad in parts:
+            if not part:
+                continue
+            given, judged = qrels_input, frame["doc_id"]
+            if pad:
+                given, judged = _pad_negative_queries(qrels_input, judged, part)
+            evaluator = ir_measures.evaluator(list(part), given)
+            evaluators.append(_Group(evaluator, part, ia, given, judged))
 
     corpus = rel_to_q = None
     if natives:
@@ -928,10 +1015,17 @@ def metrics_rows(
     if notify is not None and relevant.n_queries == 0:
         notify(f"no query in {qrels.name} has a relevant document ({what})")
     elif notify is not None and relevant.dropped and per_query:
+        natives = [b.name for b in _parse_all(baselines) if b.kind == "native"]
+        counted = "summary rows count them, as trec_eval -c"
+        if natives:  # undefined without a relevant document: averaged where defined
+            counted = (
+                f"summary rows count them, as trec_eval -c, except those of "
+                f"{', '.join(natives)}, undefined there, which average the other queries"
+            )
         notify(
             f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
             f"in {qrels.name} have no relevant document ({what}): no per-query rows (the "
-            "summary rows count them, as trec_eval -c)"
+            f"{counted})"
         )
     table = compute_metrics(
         qrels,

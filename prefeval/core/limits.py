@@ -4,6 +4,7 @@ a run or in one message (:class:`~prefeval.core.errors.SystemLimitError`, ``Memo
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import mmap
 import os
@@ -51,6 +52,55 @@ def open_files(needed: int, what: str) -> None:
     )
 
 
+def glibc(name: str):
+    """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
+    Windows has no ``CDLL(None)``)."""
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+#: open files a thread reading runs holds at most at once: the run file, or a cache
+#: folder and an entry in it (one more for a module a library imports meanwhile)
+READER_FILES = 3
+#: a soft open-files limit above this is not counted against (plenty for any core count)
+_COUNTED_FILES = 4096
+
+
+def free_files() -> int | None:
+    """How many more files this process may open under its soft limit (``ulimit -n``):
+    the limit less the descriptors open now; None when the limit is above
+    :data:`_COUNTED_FILES` (or there is none)."""
+    resource = _resource()
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft > _COUNTED_FILES:
+        return None
+    used = 0
+    for fd in range(soft):  # (fstat opens nothing: it works with no descriptor left)
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        used += 1
+    return max(0, soft - used)
+
+
+def reader_threads(wanted: int) -> int:
+    """How many threads may read runs at once: ``wanted``, fewer where the open-files
+    limit leaves too few descriptors for :data:`READER_FILES` each, at least one (a
+    process that cannot open a run file then says so in one line); one under an
+    address-space limit, where each thread's stack and buffers take a share of it."""
+    if address_space() is not None:
+        return 1
+    free = free_files()
+    if free is None:
+        return max(1, wanted)
+    return max(1, min(wanted, free // READER_FILES))
+
+
 def address_space() -> int | None:
     """The address-space limit in bytes (``ulimit -v``), None when there is none."""
     resource = _resource()
@@ -58,6 +108,13 @@ def address_space() -> int | None:
         return None
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     return None if soft == resource.RLIM_INFINITY else soft
+
+
+def arrow_threads() -> bool:
+    """Whether Arrow's readers may use its thread pools: not under an address-space limit,
+    where a pool thread that cannot start leaves Arrow's CSV reader waiting for ever on
+    the task given to it; there they read in the calling thread, the same values."""
+    return address_space() is None
 
 
 def under_address_limit() -> None:
@@ -69,6 +126,13 @@ def under_address_limit() -> None:
     if address_space() is None:
         return
 
+    # one malloc arena: glibc reserves 64 MiB of address space for each thread's own
+    # arena, so the reading threads (Arrow's and prefeval's) ran out of it at random
+    # (a thread that could not start, a bad_alloc, a hang) where one thread fitted
+    mallopt = glibc("mallopt")
+    if mallopt is not None:
+        mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        mallopt(-8, 1)  # M_ARENA_MAX
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         # private and read-only: address space only, no memory committed
@@ -97,6 +161,8 @@ def limit_message(error: BaseException) -> str | None:
         if resource is not None and error.errno == errno.EMFILE:
             limit = f" (the limit is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}, ulimit -n)"
         return f"prefeval: too many open files{limit}: raise the limit"
+    if "Failed to launch worker thread" in str(error):  # Arrow's thread pools
+        return out_of_memory_message() if address_space() is not None else None
     if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
         if address_space() is not None:
             return out_of_memory_message()

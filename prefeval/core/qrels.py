@@ -35,7 +35,9 @@ def check_level(level) -> float | None:
     """A relevance level as a float (None stays None: grade > 0); ValueError unless it is
     a finite number > 0.  Relevant means grade >= level, so a level <= 0 would make judged
     non-relevant (0) and negatively graded documents relevant; trec_eval's measures
-    (pytrec_eval) take no such level either."""
+    (pytrec_eval) take no such level either.  There is no upper bound, as the qrels
+    readers take any finite grade; the ir-measures baselines, whose grades must fit a C
+    int, take integer levels up to 2**31 - 1 (ValueError from them beyond)."""
     if level is None:
         return None
     try:

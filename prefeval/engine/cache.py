@@ -14,7 +14,8 @@ changed in any way, under the same name and modification time or not, misses.
 Layout: ``ROOT/prefeval-cache-v{VERSION}/user-<uid>/{runs,cubes}/xx/<64 hex
 digits>.entry`` where ROOT is ``$PREFEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/prefeval``,
 else ``~/.cache/prefeval``.  Each user has a folder of their own (mode 0700) in a
-shared ROOT, and a secret there (``secret``, 32 random bytes, mode 0600).  An entry is
+shared ROOT (the version folder takes ROOT's write bits and the sticky bit), and a
+secret there (``secret``, 32 random bytes, mode 0600).  An entry is
 ``MAGIC``, an HMAC-SHA256 with that secret of (kind, key, the arrays' npz bytes), then
 those bytes: an entry planted or altered by anyone without the secret, copied from
 another key, truncated or bit-flipped fails the check and is a miss.  Entries are
@@ -265,34 +266,89 @@ def _read_secret(folder_fd: int) -> bytes:
 
 def _user_folder(create: bool) -> tuple[int, bytes] | None:
     """This user's folder (a descriptor the caller closes) and secret; None when there
-    is none yet (``create`` False) or the cache cannot be used (a notice says why, once
-    per process)."""
+    is none yet (``create`` False), when the process is short of descriptors (a miss, as
+    any other failure to open an entry), or when the cache cannot be used (a notice says
+    why, once per process).  One folder descriptor is held at a time (besides the one
+    being opened): the threads reading runs share the open-files limit."""
     path = user_dir()
     if path in _refused:
         return None
-    fds = []
+    fd = None
     try:
         if create:
             os.makedirs(cache_dir(), exist_ok=True)
-        fds.append(os.open(cache_dir(), _DIR_FLAGS))  # ROOT: where the user points
+        fd = os.open(cache_dir(), _DIR_FLAGS)  # ROOT: where the user points
         # the version folder may be shared by the users of ROOT; the user's own is 0700
-        fds.append(_open_folder(fds[-1], os.path.basename(own_dir()), create, 0o777))
-        fds.append(_open_folder(fds[-1], os.path.basename(path), create))
-        if os.fstat(fds[-1]).st_uid != _uid():
+        root, fd = fd, None
+        try:
+            fd = _version_folder(root, create)
+        finally:
+            os.close(root)
+        version, fd = fd, None
+        try:
+            fd = _open_folder(version, os.path.basename(path), create)
+        except PermissionError:
+            raise _Unusable(_not_writable(version)) from None
+        finally:
+            os.close(version)
+        if os.fstat(fd).st_uid != _uid():
             raise _Unusable(f"{os.path.basename(path)} belongs to another user")
-        secret = _read_secret(fds[-1])
+        secret = _read_secret(fd)
     except FileNotFoundError:
-        for fd in fds:
-            os.close(fd)
+        _close(fd)
         return None
     except OSError as error:
-        for fd in fds:
-            os.close(fd)
+        _close(fd)
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            return None  # a resource of this process, not a fault of the folder
         _refuse(own_dir(), str(error) if isinstance(error, _Unusable) else _describe(error))
         return None
-    for fd in fds[:-1]:
+    return fd, secret
+
+
+def _close(fd: int | None) -> None:
+    if fd is not None:
         os.close(fd)
-    return fds[-1], secret
+
+
+def _version_folder(root_fd: int, create: bool) -> int:
+    """Descriptor of the version folder in ROOT (``root_fd``).  Where ROOT lets others
+    write (group- or other-writable, as a shared folder or /tmp), the version folder of
+    this user gets the same write (and search) bits and the sticky bit, whatever the
+    umask: every user of ROOT makes their own folder in it, and none can remove or
+    rename another's.  Another user's version folder is used as it is."""
+    fd = _open_folder(root_fd, os.path.basename(own_dir()), create, 0o777)
+    try:
+        shared = os.fstat(root_fd).st_mode & 0o022
+        info = os.fstat(fd)
+        mode = stat.S_IMODE(info.st_mode)
+        wanted = mode | shared | shared >> 1 | stat.S_ISVTX
+        if shared and info.st_uid == _uid() and mode != wanted:
+            try:
+                os.fchmod(fd, wanted)
+            except OSError:  # (a read-only file system) for the others' sake only
+                pass
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _not_writable(version_fd: int) -> str:
+    """Why this user cannot open or make their folder in the version folder."""
+    name = os.path.basename(user_dir())
+    try:
+        if os.stat(name, dir_fd=version_fd, follow_symlinks=False).st_uid != _uid():
+            return f"{name} belongs to another user"
+    except OSError:
+        pass
+    info = os.fstat(version_fd)
+    mode = stat.S_IMODE(info.st_mode)
+    whose = "this user's" if info.st_uid == _uid() else f"user {info.st_uid}'s"
+    return (
+        f"cannot make {name} in it: it is {whose} folder of mode "
+        f"{mode:04o}, not writable for this user (its owner may make it 1777, or remove it)"
+    )
 
 
 def _refuse(where: str, reason: str) -> None:
@@ -318,23 +374,25 @@ def _entry(kind: str, key: str) -> tuple[str, str, str]:
 
 
 def _entry_folder(kind: str, sub: str, create: bool) -> tuple[int, bytes] | None:
-    """Descriptor of the folder of an entry (the caller closes it) and the secret."""
+    """Descriptor of the folder of an entry (the caller closes it) and the secret; one
+    folder descriptor held at a time."""
     opened = _user_folder(create)
     if opened is None:
         return None
-    mine, secret = opened
-    fds = [mine]
+    fd, secret = opened
     try:
-        fds.append(_open_folder(mine, kind, create))
-        return _open_folder(fds[-1], sub, create), secret
+        for name in (kind, sub):
+            parent, fd = fd, None
+            try:
+                fd = _open_folder(parent, name, create)
+            finally:
+                os.close(parent)
+        return fd, secret
     except _Unusable as error:
         _refuse(os.path.join(user_dir(), kind), str(error))
         return None
     except OSError:
         return None
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 def _mac(secret: bytes, kind: str, key: str):
@@ -471,11 +529,19 @@ def prune(limit: int | None = None) -> None:
     mine = opened[0]
     try:
         _prune(mine, limit)
+    except OSError:  # short of descriptors, say: pruned by a later command
+        pass
     finally:
         os.close(mine)
 
 
+_SUB = re.compile(r"^[0-9a-f]{2}$")
+
+
 def _prune(mine: int, limit: int) -> None:
+    """:func:`prune` in the user's folder ``mine``: entries live in ``KIND/xx/``; at
+    most that folder, a KIND and an xx folder are open at once (not :func:`os.fwalk`,
+    which holds two descriptors more)."""
 
     sweep_temporaries(mine)
     entries = []
@@ -485,17 +551,25 @@ def _prune(mine: int, limit: int) -> None:
         except OSError:  # absent, or a link (refused when an entry is read or written)
             continue
         try:
-            for folder, _, files, folder_fd in os.fwalk(".", dir_fd=kind_fd):
-                sweep_temporaries(folder_fd, files)
-                for name in files:
-                    if not _ENTRY.match(name):
-                        continue
-                    try:
-                        info = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISREG(info.st_mode) and info.st_uid == _uid():
-                        entries.append((info.st_mtime, info.st_size, kind, folder, name))
+            subs = os.listdir(kind_fd)
+            sweep_temporaries(kind_fd, subs)
+            for sub in filter(_SUB.match, subs):
+                try:
+                    sub_fd = _open_folder(kind_fd, sub, create=False)
+                except OSError:
+                    continue
+                try:
+                    files = os.listdir(sub_fd)
+                    sweep_temporaries(sub_fd, files)
+                    for name in filter(_ENTRY.match, files):
+                        try:
+                            info = os.stat(name, dir_fd=sub_fd, follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if stat.S_ISREG(info.st_mode) and info.st_uid == _uid():
+                            entries.append((info.st_mtime, info.st_size, kind, sub, name))
+                finally:
+                    os.close(sub_fd)
         finally:
             os.close(kind_fd)
     total = sum(size for _, size, *_ in entries)

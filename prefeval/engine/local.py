@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import lazy_loader
 
-from ..core import ties
+from ..core import limits, ties
 from ..core.cube import PreferenceCube, run_pairs
 from ..core.errors import InputError
 from ..core.positions import RunPositions, position_matrix, run_positions
@@ -128,7 +128,8 @@ def load_runs(
     # release the GIL), keeping at most a few whole runs in memory at once
 
     jobs = list(zip(items, names))
-    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
+    workers = limits.reader_threads(min(len(jobs), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
         results = pool.map(reduce, jobs)
         out = list(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 
+from ..core import limits
+
 
 def release_free_memory() -> None:
     """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
@@ -17,20 +19,10 @@ def release_free_memory() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-    trim = _glibc("malloc_trim")
+    trim = limits.glibc("malloc_trim")
     if trim is not None:
         trim.argtypes = [ctypes.c_size_t]
         trim(0)
-
-
-def _glibc(name: str):
-    """The C library's function ``name`` (ctypes), or None when it has none (not glibc;
-    Windows has no ``CDLL(None)``)."""
-
-    try:
-        return getattr(ctypes.CDLL(None), name)
-    except (OSError, AttributeError, TypeError):
-        return None
 
 
 #: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's
@@ -49,7 +41,7 @@ def map_large_allocations() -> None:
     it for ``compare --engine dask`` only, before reading (nothing elsewhere than
     glibc)."""
 
-    mallopt = _glibc("mallopt")
+    mallopt = limits.glibc("mallopt")
     if mallopt is not None:
         mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
         mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD

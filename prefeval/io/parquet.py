@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import lazy_loader
 
+from ..core import limits
 from ..core.arrays import small_strings
 from ..core.errors import InputError
 from ..core.positions import RunPositions, reduce_rows, run_positions, set_like
@@ -86,7 +87,7 @@ def _read(pfile, path: str, columns: list[str]):
     import pyarrow as pa
 
     try:
-        return pfile.read(columns=columns, use_threads=True)
+        return pfile.read(columns=columns, use_threads=limits.arrow_threads())
     except (pa.ArrowException, OSError, ValueError) as error:
         raise unreadable(path, error) from None
 
@@ -341,14 +342,20 @@ def _batches(path: str, columns: list[str]):
             size = pfile.metadata.row_group(group).num_rows
             if groups and rows + size > BATCH_ROWS // 2:
                 yield from pfile.iter_batches(
-                    batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
+                    batch_size=BATCH_ROWS,
+                    row_groups=groups,
+                    columns=columns,
+                    use_threads=limits.arrow_threads(),
                 )
                 groups, rows = [], 0
             groups.append(group)
             rows += size
         if groups:
             yield from pfile.iter_batches(
-                batch_size=BATCH_ROWS, row_groups=groups, columns=columns, use_threads=True
+                batch_size=BATCH_ROWS,
+                row_groups=groups,
+                columns=columns,
+                use_threads=limits.arrow_threads(),
             )
 
     batches = read()

@@ -194,7 +194,10 @@ def run_name(path: str | os.PathLike) -> str:
     """
     if os.fspath(path) == STDIN:
         return "stdin"
-    name = os.path.basename(os.fspath(path))
+    name = os.path.basename(os.fsdecode(path))
+    # a file name that is not UTF-8 (its bytes kept as surrogates by os.fsdecode) names
+    # the run with U+FFFD in their place: a name every output format can write
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if name.startswith("input."):
         name = name[len("input.") :]
     for extension in (".gz", ".parquet", ".pq"):

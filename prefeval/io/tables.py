@@ -16,7 +16,7 @@ import re
 
 import lazy_loader
 
-from ..core import ties
+from ..core import limits, ties
 from ..core.cube import SUMMARY_QUERY, PreferenceCube
 from ..core.errors import InputError
 from ..core.qrels import query_sort_key
@@ -75,6 +75,7 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
             tsv = b"\t" in data[start : len(data) if end is None else end.start()]
             table = pacsv.read_csv(
                 buffer,
+                read_options=pacsv.ReadOptions(use_threads=limits.arrow_threads()),
                 parse_options=pacsv.ParseOptions(
                     delimiter="\t" if tsv else ",", quote_char=False if tsv else '"'
                 ),
@@ -221,6 +222,11 @@ def _reorder(a: np.ndarray, b: np.ndarray, values: list, order: np.ndarray):
     return renumber[a], renumber[b], [values[i] for i in order]
 
 
+#: the largest magnitude of a metric value: sums over queries of values, of differences
+#: and of their squares stay finite (4e200 a square, 1.8e308 the largest float)
+MAX_METRIC_VALUE = 1e100
+
+
 def metrics_from_table(
     frame: pd.DataFrame, runs: list[str], query_ids: list[str], path: str = "<table>", measures=None
 ) -> dict[str, np.ndarray]:
@@ -228,23 +234,28 @@ def metrics_from_table(
 
     Summary rows (query_id ``all``) are ignored; a table of summary rows only is an
     error.  One row per (measure, run, query): a second one is an error, whichever value it
-    has; a value must be finite (an infinity is an error).  Row numbers in errors count the
-    rows of ``frame`` from 1."""
+    has; a value must be finite (an infinity is an error), and at most MAX_METRIC_VALUE in
+    magnitude (a sum or mean over queries must not overflow to one).  Row numbers in
+    errors count the rows of ``frame`` from 1."""
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != "all"]
     if frame.empty:
         raise InputError(path, None, NO_METRIC_ROWS)
-    # an infinity ties with every number (prefeval.core.ties): it would rank first with any run
-    infinite = np.isinf(frame["value"].to_numpy(dtype=float))
-    if infinite.any():
-        k = int(np.flatnonzero(infinite)[0])
-        value = float(frame["value"].iloc[k])
-        raise InputError(
-            path,
-            None,
-            f"row {int(frame.index[k]) + 1}: value {value!r} is not a metric value (a metric "
-            "value is a finite number)",
+    # an infinity ties with every number (prefeval.core.ties): it would rank first with any run;
+    # so would a sum or mean over queries that overflows to one: magnitudes are bounded so
+    # that the statistics' sums of (squared) differences stay finite
+    values = frame["value"].to_numpy(dtype=float)
+    bad = np.isinf(values) | (np.abs(values) > MAX_METRIC_VALUE)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        value = float(values[k])
+        what = (
+            "is not a metric value (a metric value is a finite number)"
+            if np.isinf(value)
+            else f"is too large for a metric value (|value| <= {MAX_METRIC_VALUE:g}, so that "
+            "sums over queries cannot overflow)"
         )
+        raise InputError(path, None, f"row {int(frame.index[k]) + 1}: value {value!r} {what}")
     repeated = frame.duplicated(["measure", "run", "query_id"]).to_numpy()
     if repeated.any():
         second = frame.iloc[int(np.flatnonzero(repeated)[0])]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import lazy_loader
 
+from ..core import limits
 from ..core.arrays import small_strings
 from ..core.errors import InputError
 from .columns import (
@@ -199,12 +200,17 @@ def _regular_columns(data: bytes):
     The conditions make the result exactly what :func:`split_fields` gives: no byte
     that ``bytes.split()`` takes as whitespace other than the space and the line end
     (CRLF included), no empty field (which a doubled, leading or trailing space makes),
-    no ``#`` line, and one column count throughout (else the reader fails).
+    no ``#`` line, and one column count throughout (else the reader fails).  Under an
+    address-space limit None as well (:func:`prefeval.core.limits.arrow_threads`): the CSV
+    reader starts I/O threads even without ``use_threads``, and waits for ever on one
+    that could not start.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
+    if not limits.arrow_threads():
+        return None
     if b"\t" in data or b"\x0b" in data or b"\x0c" in data or b"\x00" in data:
         return None
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):

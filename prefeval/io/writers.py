@@ -489,7 +489,8 @@ def check_output(path: str):
     files): a name of an open descriptor (``/dev/stdout``...) must be open for writing;
     a path that exists must not be a folder, and must be writable by this user (a
     read-only file, or another user's, is never replaced); a regular file (or a new
-    one) needs a writable folder, since it is replaced by a renamed temporary file; a
+    one) needs a writable folder, since it is replaced by a renamed temporary file (in a
+    sticky folder such as /tmp, a file of another user cannot be replaced: refused); a
     device or a FIFO is written through."""
     if os.fspath(path) == "":
         raise OutputError("''", "an empty file name")
@@ -515,7 +516,26 @@ def check_output(path: str):
         raise OutputError(path, f"no such directory {folder!r}")
     if not _may(folder, os.W_OK | os.X_OK):
         raise OutputError(path, f"directory {folder!r} is not writable")
+    if info is not None and not _may_replace(folder, info):
+        raise OutputError(
+            path,
+            f"it belongs to another user and directory {folder!r} is sticky "
+            "(only its owner may replace or remove it): write another file",
+        )
     return target, info
+
+
+def _may_replace(folder: str, info: os.stat_result) -> bool:
+    """Whether a rename may replace the file ``info`` in ``folder``: in a sticky folder
+    (/tmp, mode 1777) only the file's owner, the folder's owner and root may."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is None or uid == 0 or info.st_uid == uid:
+        return True
+    try:
+        parent = os.stat(folder)
+    except OSError:
+        return True  # the folder's own failure is reported when the file is written
+    return not parent.st_mode & stat.S_ISVTX or parent.st_uid == uid
 
 
 def _may(path: str, mode: int) -> bool:
