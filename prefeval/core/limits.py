@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import importlib
 import mmap
 import os
 
@@ -119,10 +120,10 @@ def arrow_threads() -> bool:
 
 def under_address_limit() -> None:
     """Under an address-space limit, before numpy is imported: one OpenBLAS thread (unless
-    OPENBLAS_NUM_THREADS says otherwise), and the BLAS libraries of numpy and scipy loaded
-    now, once :data:`BLAS_ROOM` is known to be free (else MemoryError): OpenBLAS retries
-    for ever when it cannot allocate its buffers, which it does on loading, so loaded late
-    in a process near the limit it would spin instead of failing."""
+    OPENBLAS_NUM_THREADS says otherwise), and the BLAS libraries of numpy and scipy (and
+    pandas) loaded now, once :data:`BLAS_ROOM` is known to be free (else MemoryError):
+    OpenBLAS retries for ever when it cannot allocate its buffers, which it does on
+    loading, so loaded late in a process near the limit it would spin instead of failing."""
     if address_space() is None:
         return
 
@@ -143,6 +144,13 @@ def under_address_limit() -> None:
     # then returns it unloaded: importing scipy.linalg loads it, with its BLAS
     import numpy  # noqa: F401
     import scipy.linalg  # noqa: F401
+
+    # pandas, registered so too, is loaded now as well, after the BLAS libraries (they
+    # need BLAS_ROOM), by importing a subpackage (which loads a lazy parent): first used
+    # inside pyarrow (the pandas check of pa.scalar, which pyarrow.compute calls), a
+    # pandas that could not be mapped was taken there for no pandas and ended in a
+    # TypeError traceback; here it is the one-line limit message
+    importlib.import_module("pandas.api")
 
 
 def limit_message(error: BaseException) -> str | None:
