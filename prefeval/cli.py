@@ -6,12 +6,16 @@ the commands, so ``prefeval --help`` starts fast.
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 
 import click
 
 from ._version import __version__
+
+#: True in the console script (main), not in the library or click's test runner
+_ENTRY_POINT = False
 
 FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl", "parquet"], case_sensitive=False)
 FORMAT_HELP = (
@@ -124,6 +128,12 @@ class PrefevalGroup(click.Group):
             ctx.exit(2)
         except (OutputError, CacheSettingError, SystemLimitError) as error:
             click.echo(f"prefeval: {error}", err=True)
+            if isinstance(error, SystemLimitError) and _ENTRY_POINT:
+                # short of a resource, a library's threads may abort the interpreter's
+                # shutdown (SIGABRT after the message): leave at once, status 2
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(2)
             ctx.exit(2)
         except MemoryError:
             click.echo(limits.out_of_memory_message(), err=True)
@@ -1394,6 +1404,8 @@ def _terminate(signum, frame):
 
 def main(argv=None):
     """Console-script entry point."""
+    global _ENTRY_POINT
+    _ENTRY_POINT = True
     import signal
     import warnings
 
