@@ -48,6 +48,9 @@ from .present.explain import to_text
 from .present.plots import plot_format, require
 from .present.report import check_targets, output_paths
 
+#: True in the console script (main), not in the library or click's test runner
+_ENTRY_POINT = False
+
 FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl", "parquet"], case_sensitive=False)
 FORMAT_HELP = (
     "Output format: tsv (header line), csv (header line), jsonl, or parquet (binary: "
@@ -146,6 +149,12 @@ class PrefevalGroup(click.Group):
             ctx.exit(2)
         except (OutputError, CacheSettingError, SystemLimitError) as error:
             click.echo(f"prefeval: {error}", err=True)
+            if isinstance(error, SystemLimitError) and _ENTRY_POINT:
+                # short of a resource, a library's threads may abort the interpreter's
+                # shutdown (SIGABRT after the message): leave at once, status 2
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(2)
             ctx.exit(2)
         except MemoryError:
             click.echo(limits.out_of_memory_message(), err=True)
@@ -1363,6 +1372,8 @@ def _terminate(signum, frame):
 
 def main(argv=None):
     """Console-script entry point."""
+    global _ENTRY_POINT
+    _ENTRY_POINT = True
 
     if not sys.warnoptions:
         # a safety net only: the cases numpy warns about (empty slices, NaN casts) are

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -166,3 +168,21 @@ def bad_parquet_inputs(folder: Path) -> dict[str, tuple[str, Path, str]]:
         path = bad_dictionary_parquet(folder / f"{kind}-bad-index.parquet", table, "doc_id")
         out[f"{kind}-bad-index"] = (kind, path, "not a readable Parquet file: Index not in")
     return out
+
+
+@contextlib.contextmanager
+def as_other_user(group: bool = False):
+    """Run the body as user nobody (65534; with ``group`` also as its group nogroup) when
+    root, so that root's files are another user's; a no-op otherwise."""
+    if os.geteuid() != 0:
+        yield
+        return
+    if group:
+        os.setegid(65534)
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        if group:
+            os.setegid(0)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import as_other_user
 
 from prefeval.engine import cache
 from prefeval.engine.local import load_runs
@@ -401,7 +402,6 @@ def test_foreign_and_unreadable_entries_are_left_alone(tmp_path, monkeypatch):
 def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
     """An entry this user cannot read (mode 000; as root the test runs as user nobody,
     since root reads every file) is a miss: not deleted; the result is right."""
-    import contextlib
     import shutil
     import tempfile
 
@@ -410,16 +410,8 @@ def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
     folder.chmod(0o777)
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
 
-    @contextlib.contextmanager
-    def nobody():
-        os.seteuid(65534)
-        try:
-            yield
-        finally:
-            os.seteuid(0)
-
     try:
-        with nobody() if os.geteuid() == 0 else contextlib.nullcontext():
+        with as_other_user():
             assert _order(tmp_path).stdout == fresh
             entries = _entry_files(folder)
             assert len(entries) == 4
@@ -461,13 +453,8 @@ def test_shared_folder_lets_every_user_have_their_own_folder(monkeypatch, shared
     cache._refused.clear()
 
     def as_nobody():
-        os.setegid(65534)
-        os.seteuid(65534)
-        try:
+        with as_other_user(group=True):
             return _order(None)
-        finally:
-            os.seteuid(0)
-            os.setegid(0)
 
     try:
         first = _order(None)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import as_other_user, invoke
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 ARGS = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" / "input.sys02"]
@@ -303,22 +303,6 @@ def test_killed_writer_leaves_a_temporary_that_the_next_writer_removes(tmp_path)
     assert not killed.exists()
 
 
-def _as_other_user():
-    """A context that runs the body as user nobody (65534) when root, so that a file of
-    root is another user's read-only file; a no-op otherwise."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def nobody():
-        os.seteuid(65534)
-        try:
-            yield
-        finally:
-            os.seteuid(0)
-
-    return nobody() if os.geteuid() == 0 else contextlib.nullcontext()
-
-
 @pytest.mark.parametrize("what", ["-o", "--plot", "report figure", "report page"])
 def test_read_only_files_are_never_replaced(what):
     """One rule for every file prefeval writes: a file this user may not write (read-only,
@@ -344,7 +328,7 @@ def test_read_only_files_are_never_replaced(what):
         warm = [str(a).replace(str(folder), str(folder / "warm")) for a in args]
         (folder / "warm").mkdir()
         assert invoke(*warm).exit_code == 0
-        with _as_other_user():
+        with as_other_user():
             result = invoke(*args)
         assert result.exit_code == 2, result.stderr
         assert "Traceback" not in result.stderr
@@ -386,7 +370,7 @@ def test_another_users_file_in_a_sticky_folder_is_refused_up_front(what):
         warm = [str(a).replace(str(folder), str(folder / "warm")) for a in warm]
         (folder / "warm").mkdir()
         assert invoke(*warm).exit_code == 0  # imports everything the command needs
-        with _as_other_user():
+        with as_other_user():
             result = invoke(*args)
         assert result.exit_code == 2, result.stderr
         assert (
@@ -400,7 +384,7 @@ def test_another_users_file_in_a_sticky_folder_is_refused_up_front(what):
         # a file of one's own there is replaced as ever
         os.chown(victim, 65534, 65534)
         good = [a if a != str(bad) else str(ARGS[2]) for a in args]
-        with _as_other_user():
+        with as_other_user():
             result = invoke(*good)
         assert result.exit_code == 0, result.stderr
         assert victim.read_bytes() != b"not yours\n"
