@@ -38,7 +38,17 @@ COMMANDS = {
     "discpower": ["discpower", "--trials", "20", "{qrels}", "{r1}", "{r2}", "{r3}"],
     "tau": ["tau", "{qrels}", "{r1}", "{r2}", "{r3}"],
     "agree": ["agree", "{qrels}", "{r1}", "{r2}", "{r3}"],
-    "robustness": ["robustness", "--samples", "2", "--queries", "5", "{qrels}", "{r1}", "{r2}", "{r3}"],
+    "robustness": [
+        "robustness",
+        "--samples",
+        "2",
+        "--queries",
+        "5",
+        "{qrels}",
+        "{r1}",
+        "{r2}",
+        "{r3}",
+    ],
     "pairs": ["pairs", "{qrels}", "{r1}", "{r2}", "{r3}"],
     "explain": ["explain", "{qrels}", "{r1}", "{r2}"],
 }
