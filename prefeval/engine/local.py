@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import lazy_loader
 
@@ -26,9 +26,8 @@ from ..core.qrels import Qrels, RelevantSet
 from ..io import parquet
 from ..io.runs import name_runs, parse_any_run, read_run
 from ..io.source import read_raw
-from ..measures import Measure
-from ..measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
-from ..measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
+from ..measures import Measure, families_of
+from ..measures.family import Family
 from . import cache
 from .memory import release_free_memory
 
@@ -155,46 +154,31 @@ def load_runs(
 
 @dataclass
 class _Population:
-    """One pseudo-population of a query: its relevant documents and its place in each
-    family.  ``rpp``/``strpp``: the weight p(lambda) or p(t) (weighted RPP);
-    ``rpp_n``/``strpp_n``: how many populations of the family it stands for (the
-    integer form of uniform RPP, where eq. 5 and 6 reduce to a sum of signs over all
-    populations divided by the sum of their sizes)."""
+    """One pseudo-population of a query: its relevant documents and, per family it
+    belongs to, [weight, count]: its weight (p(lambda), p(t), ...; summed over the
+    family's populations it stands for) and how many of them it stands for (a query's
+    populations with all its relevant documents are one)."""
 
     query: int
     docs: np.ndarray
-    rpp: float = 0.0
-    strpp: float = 0.0
-    rpp_n: int = 0
-    strpp_n: int = 0
-    lexi: bool = False  # the binary population, where lexicographic measures are read
+    shares: dict[str, list] = field(default_factory=dict)
 
 
 def query_populations(
-    relevant: RelevantSet, k: int, binary: bool, want: set[str]
-) -> list[tuple[str, str, np.ndarray, float]]:
-    """The pseudo-populations of query ``k`` for the RPP families in ``want``:
-    (family, label, mask over the query's relevant documents, weight).  ``rpp``: the
-    binary population (label ``""``, weight 1) with ``binary``, else one per grade
-    lambda (label lambda, p(lambda), eq. 5); ``strpp``: one per subtopic t (label its
-    id, p(t)) and the background (label ``*``), eq. 6."""
-    lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
-    out = []
-    if "rpp" in want:
-        if binary:
-            out.append(("rpp", "", np.ones(hi - lo, dtype=bool), 1.0))
-        else:
-            for lam, mask, weight in graded_populations(relevant.grade[lo:hi]):
-                out.append(("rpp", f"{lam:g}", mask, weight))
-    if "strpp" in want and relevant.has_subtopics:
-        ids = relevant.subtopic_ids[k]
-        for t, mask, weight in subtopic_populations(relevant.subtopics[k]):
-            out.append(("strpp", "*" if t is None else str(ids[t]), mask, weight))
-    return out
+    relevant: RelevantSet, k: int, binary: bool, families: Sequence[Family]
+) -> list[tuple[Family, str, np.ndarray, float]]:
+    """The pseudo-populations of query ``k`` of each of ``families``, in their order:
+    (family, label, mask over the query's relevant documents or None for all of them,
+    weight) (:meth:`~prefeval.measures.family.Family.populations`)."""
+    return [
+        (family, label, mask, weight)
+        for family in families
+        for label, mask, weight in family.populations(relevant, k, binary)
+    ]
 
 
 def _populations(
-    relevant: RelevantSet, binary: bool, want: set[str], queries: range | None = None
+    relevant: RelevantSet, binary: bool, families: Sequence[Family], queries: range | None = None
 ) -> list[_Population]:
     """Every query's populations (:func:`query_populations`; of the query indices
     ``queries``, numbered from 0 in that range), those of all its relevant documents
@@ -205,14 +189,15 @@ def _populations(
         lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
         docs = np.arange(lo, hi)
         at = k - queries.start
-        base = _Population(at, docs, lexi="lexi" in want)
+        base = _Population(at, docs)
         pops.append(base)
-        for family, _label, mask, weight in query_populations(relevant, k, binary, want):
-            if mask.all():
-                setattr(base, family, getattr(base, family) + weight)
-                setattr(base, f"{family}_n", getattr(base, f"{family}_n") + 1)
+        for family, _label, mask, weight in query_populations(relevant, k, binary, families):
+            if mask is None or mask.all():
+                share = base.shares.setdefault(family.name, [0.0, 0])
+                share[0] += weight
+                share[1] += 1
             else:
-                pops.append(_Population(at, docs[mask], **{family: weight, f"{family}_n": 1}))
+                pops.append(_Population(at, docs[mask], {family.name: [weight, 1]}))
     return pops
 
 
@@ -254,19 +239,17 @@ def cube_from_matrix(
     chosen = run_pairs(n_runs, pairs)
     ia, ja = chosen[:, 0], chosen[:, 1]
     n_p = len(ia)
-    want = {m.family for m in measures}
-    families = [f for f in ("rpp", "strpp") if f in want]
-    # uniform RPP exactly: integer sums of signs and, per query, the sum of population
-    # sizes; weighted RPP (DCG, inverse) in floating point, summed in a fixed order
-    signs = {f: np.zeros((n_q, n_p), dtype=np.int64) for f in families}
-    sizes = {f: np.zeros(n_q, dtype=np.int64) for f in families}
-    weighted = {f: np.zeros((n_q, n_p, 2)) for f in families}
-    lexi_acc = np.zeros((n_q, n_p, 3)) if "lexi" in want else None
+    asked = families_of(measures)
+    families = [family for family, _ in asked]
+    # per family its sums (the family's kernel's contributions added per query, in a
+    # fixed order) and per query the sum of its populations' sizes (count x m)
+    sums = {f.name: f.sums(mine, n_q, n_p) for f, mine in asked}
+    sizes = {f.name: np.zeros(n_q, dtype=np.int64) for f in families}
 
-    pops = [p for p in _populations(relevant, binary, want, part) if p.rpp_n or p.strpp_n or p.lexi]
+    pops = [p for p in _populations(relevant, binary, families, part) if p.shares]
     for pop in pops:
-        for family in families:
-            sizes[family][pop.query] += getattr(pop, f"{family}_n") * len(pop.docs)
+        for name, (_weight, count) in pop.shares.items():
+            sizes[name][pop.query] += count * len(pop.docs)
     by_size: dict[int, list[_Population]] = {}
     for pop in pops:
         by_size.setdefault(len(pop.docs), []).append(pop)
@@ -288,7 +271,7 @@ def cube_from_matrix(
         # large array operations); accumulate in this thread, in block order
 
         def work(block):
-            return _compare_block(block, matrix, ia, ja, want)
+            return _compare_block(block, matrix, ia, ja, asked)
 
         with ThreadPoolExecutor(max(1, min(len(blocks), os.cpu_count() or 1))) as pool:
             results = pool.map(work, blocks)
@@ -300,28 +283,16 @@ def cube_from_matrix(
                 total=len(seen),
                 count=lambda item: item[0],
             ):
-                for family, queries, contribution in parts:
-                    if family == "lexi":
-                        lexi_acc[queries] = contribution
-                    else:
-                        count, weighted_part = contribution
-                        _accumulate(signs[family], queries, count)
-                        _accumulate(weighted[family], queries, weighted_part)
+                for name, queries, contribution in parts:
+                    for acc, part_sum in zip(sums[name], contribution):
+                        _accumulate(acc, queries, part_sum)
 
     values = np.full((len(measures), n_p, n_q), np.nan)
-    for k, measure in enumerate(measures):
-        if measure.family in families:
-            family = measure.family
-            defined = sizes[family] > 0
-            if measure.weighting == "uniform":
-                value = signs[family][defined] / sizes[family][defined, None]
-            else:
-                column = WEIGHTINGS.index(measure.weighting) - 1
-                value = ties.snap_zero(weighted[family][defined, :, column])
-            values[k][:, defined] = value.T
-        elif measure.family == "lexi":
-            column = ["lexirecall", "lexiprecision", "rrlexiprecision"].index(measure.name)
-            values[k] = lexi_acc[:, :, column].T
+    where = {m.name: k for k, m in enumerate(measures)}
+    for family, mine in asked:
+        finished = family.finish(mine, sums[family.name], sizes[family.name])
+        for measure, value in zip(mine, finished):
+            values[where[measure.name]] = value.T
     return PreferenceCube(
         measures=[m.name for m in measures],
         runs=list(run_names),
@@ -393,13 +364,12 @@ def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) 
         np.add.at(acc, queries, contribution)
 
 
-def _compare_block(block, matrix, ia, ja, want: set[str]) -> list[tuple]:
+def _compare_block(block, matrix, ia, ja, asked) -> list[tuple]:
     """Compare all run pairs on a block of equal-size populations.
 
-    Returns (family, queries, values) contributions: for ``rpp``/``strpp`` per
-    population the integer sum of signs times its multiplicity (pairs) and the weighted
-    DCG and inverse RPP times p(lambda) (pairs x 2); for ``lexi`` the three
-    lexicographic measures of the binary populations.
+    Returns (family name, queries, contributions) for each family of ``asked``
+    (:func:`prefeval.measures.families_of`) with populations in the block: its
+    kernel's (:meth:`~prefeval.measures.family.Family.compare`) on them.
     """
     queries = np.array([p.query for p in block])
     docs = np.stack([p.docs for p in block])  # (B, m)
@@ -409,17 +379,14 @@ def _compare_block(block, matrix, ia, ja, want: set[str]) -> list[tuple]:
     pos_b = positions[:, ja, :]
     sign_diff = np.sign(pos_b - pos_a).astype(np.int8)  # sgn(f'_i - f_i): + when a is earlier
     out = []
-    for family in ("rpp", "strpp"):
-        count = np.array([getattr(p, f"{family}_n") for p in block])
-        if family in want and count.any():
+    for family, mine in asked:
+        share = [p.shares.get(family.name, (0.0, 0)) for p in block]
+        count = np.array([c for _, c in share])
+        if count.any():
             sel = count > 0
-            d = sign_diff[sel]
-            weight = np.array([getattr(p, family) for p in block])[sel]
-            uniform = d.sum(axis=-1, dtype=np.int64) * count[sel, None]
-            out.append((family, queries[sel], (uniform, rpp_values(d) * weight[:, None, None])))
-    sel = np.array([p.lexi for p in block])
-    if "lexi" in want and sel.any():
-        d, a, b = sign_diff[sel], pos_a[sel], pos_b[sel]
-        columns = [lexirecall(d), lexiprecision(d), rr_lexiprecision(d, a, b)]
-        out.append(("lexi", queries[sel], np.stack(columns, axis=-1)))
+            weight = np.array([w for w, _ in share])[sel]
+            contribution = family.compare(
+                mine, sign_diff[sel], pos_a[sel], pos_b[sel], weight, count[sel]
+            )
+            out.append((family.name, queries[sel], contribution))
     return out

@@ -1,44 +1,77 @@
-"""Recall-paired preference (Diaz & Ferraro, SIGIR 2022).
+"""Recall-paired preference (Diaz & Ferraro, SIGIR 2022): the RPP families.
 
 RPP(pi, pi') = sum_i p(i) sgn(f'_i - f_i)                       (eq. 3-4)
 graded:    sum_lambda p(lambda) RPP_lambda, p(lambda) ~ m_lambda     (eq. 5, section 5.3)
 subtopic:  sum_t p(t) RPP_t over subtopics and background t*, p(t) ~ m_t   (eq. 6)
+
+A measure of a family is one weighting p(i) of :data:`WEIGHTINGS` (its ``variant``);
+adding a weighting is one entry there and one measure in the registry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import lazy_loader
 
+from ..core import ties
+from .family import Family, Render
+
 np = lazy_loader.load("numpy")
 
-WEIGHTINGS = ("uniform", "dcg", "inverse")
+#: the recall-level distributions p(i): name -> p(i) up to a constant, of the recall
+#: levels i = 1..m (floats); normalized over i by :func:`recall_weights`
+WEIGHTINGS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "uniform": lambda i: np.ones_like(i),
+    "dcg": lambda i: 1.0 / np.log2(i + 1.0),
+    "inverse": lambda i: 1.0 / i,
+}
+#: the weighting computed exactly, from integer sums: with p(i) = 1/m, eq. 5 and 6
+#: reduce to the sum of the signs over the family's populations over the sum of their m
+EXACT = "uniform"
+
+
+def recall_weights(m: int) -> np.ndarray:
+    """(m, W) matrix: p(i) for i = 1..m under each of :data:`WEIGHTINGS`, in its order
+    (uniform, DCG 1/log2(i+1), inverse 1/i, then any added)."""
+    return _recall_weights(m, tuple(WEIGHTINGS.items()))
 
 
 @lru_cache(maxsize=4096)
-def recall_weights(m: int) -> np.ndarray:
-    """(m, 3) matrix: p(i) for i = 1..m under uniform, DCG (1/log2(i+1)) and inverse (1/i)."""
+def _recall_weights(m: int, weightings: tuple) -> np.ndarray:
     i = np.arange(1, m + 1, dtype=float)
-    raw = np.stack([np.ones(m), 1.0 / np.log2(i + 1.0), 1.0 / i], axis=1)
+    raw = np.stack([p(i) for _, p in weightings], axis=1)
     weights = raw / raw.sum(axis=0)
     weights.setflags(write=False)
     return weights
 
 
-def rpp_values(sign_diff: np.ndarray) -> np.ndarray:
+def weighted_columns(weightings: Sequence[str] | None = None) -> list[int]:
+    """The columns of :func:`recall_weights` of ``weightings`` (default: every one but
+    :data:`EXACT`)."""
+    names = list(WEIGHTINGS)
+    if weightings is None:
+        weightings = [w for w in names if w != EXACT]
+    return [names.index(w) for w in weightings]
+
+
+def rpp_values(sign_diff: np.ndarray, columns: Sequence[int] | None = None) -> np.ndarray:
     """Weighted RPP (eq. 4) for every population and pair: ``sign_diff`` is (..., m) with
-    entries sgn(f'_i - f_i); returns (..., 2), DCG-like and inverse p(i).
+    entries sgn(f'_i - f_i); returns (..., len(columns)), one value per column of
+    :func:`recall_weights` (default :func:`weighted_columns`: DCG-like and inverse p(i)).
 
     Each value is an elementwise product summed along the recall levels, so it depends
     only on its own sign vector (a matrix product could round differently with the
     shape of the batch, i.e. with which other runs are compared).  Uniform RPP is
-    computed exactly from the integer sum of signs by the engine.
+    computed exactly from the integer sum of signs (:meth:`RPPFamily.finish`).
     """
     m = sign_diff.shape[-1]
     weights = recall_weights(m)
+    columns = weighted_columns() if columns is None else columns
     d = sign_diff.astype(np.float64)
-    return np.stack([(d * weights[:, 1]).sum(axis=-1), (d * weights[:, 2]).sum(axis=-1)], -1)
+    values = [(d * weights[:, j]).sum(axis=-1) for j in columns]
+    return np.stack(values, -1) if values else np.zeros((*d.shape[:-1], 0))
 
 
 def graded_populations(grades: np.ndarray):
@@ -70,3 +103,160 @@ def subtopic_populations(members: np.ndarray):
     sizes = np.array([mask.sum() for mask in masks], dtype=float)
     for t, mask, size in zip([*columns, None], masks, sizes):
         yield t, mask, size / sizes.sum()
+
+
+class RPPFamily(Family):
+    """An RPP family: its measures are the weightings p(i) of :data:`WEIGHTINGS`.
+
+    Sums per query and pair: the integer sum over populations of their signs times
+    their count (uniform RPP, exact), and per weighting asked the sum of p(lambda)
+    (or p(t)) x RPP of each population, in floating point (snapped to 0 when it ties
+    with 0, :func:`prefeval.core.ties.snap_zero`)."""
+
+    @property
+    def level_columns(self):
+        return tuple(f"p_{w}" for w in WEIGHTINGS)
+
+    @property
+    def population_columns(self):
+        return tuple(f"rpp_{w}" for w in WEIGHTINGS)
+
+    #: explain's text: the title of its populations' block, the name of their weight
+    title = ""
+    weight_name = ""
+    #: explain's text when the query has none of its populations but one of its
+    #: measures was asked (None: nothing)
+    undefined_note: str | None = None
+
+    def sums(self, measures, n_queries, n_pairs):
+        n_weighted = len(self._weighted(measures))
+        return (
+            np.zeros((n_queries, n_pairs), dtype=np.int64),
+            np.zeros((n_queries, n_pairs, n_weighted)),
+        )
+
+    @staticmethod
+    def _weighted(measures) -> list[str]:
+        return list(dict.fromkeys(m.variant for m in measures if m.variant != EXACT))
+
+    def compare(self, measures, sign_diff, pos_a, pos_b, weight, count):
+        uniform = sign_diff.sum(axis=-1, dtype=np.int64) * count[:, None]
+        columns = weighted_columns(self._weighted(measures))
+        return uniform, rpp_values(sign_diff, columns) * weight[:, None, None]
+
+    def finish(self, measures, sums, sizes):
+        signs, weighted = sums
+        defined = sizes > 0
+        columns = self._weighted(measures)
+        out = []
+        for measure in measures:
+            value = np.full(signs.shape, np.nan)
+            if measure.variant == EXACT:
+                value[defined] = signs[defined] / sizes[defined, None]
+            else:
+                column = columns.index(measure.variant)
+                value[defined] = ties.snap_zero(weighted[defined, :, column])
+            out.append(value)
+        return out
+
+    def explain_fields(self, sign_diff, pos_a, pos_b, binary):
+        m = len(sign_diff)
+        p = recall_weights(m)
+        weighted = iter(float(x) for x in rpp_values(sign_diff[None, :])[0])
+        total = int(sign_diff.sum(dtype=np.int64))
+        population = {f"rpp_{w}": total / m if w == EXACT else next(weighted) for w in WEIGHTINGS}
+        levels = [{f"p_{w}": float(p[i, j]) for j, w in enumerate(WEIGHTINGS)} for i in range(m)]
+        return population, levels
+
+    def binary_note(self, m):
+        return f"p(i) {EXACT} = 1/{m}"
+
+    def level_text(self):
+        return [(f"p(i) {w}", f"p_{w}") for w in WEIGHTINGS if w != EXACT], []
+
+    def blocks(self, pops, binary_pop, values, kinds, asked, members, render: Render):
+        names = [m.name for m in members]
+        lines: list[str] = []
+        if any(kinds.get(name) == "binary" for name in names):
+            sgn, m = int(binary_pop["sgn"]), int(binary_pop["size"])
+            how = {
+                mm.name: f"sum sgn / m = {sgn}/{m}"
+                if mm.variant == EXACT
+                else f"sum sgn x p(i) {mm.variant}"
+                for mm in members
+            }
+            lines.append("  binary RPP (eq. 4):")
+            lines += render.values(values, names, how)
+        mine = pops[pops["family"] == self.kind(False)]
+        if not len(mine):
+            if self.undefined_note and set(names) & set(asked):
+                lines += ["", self.undefined_note]
+            return lines
+        sgn, size = int(mine["sgn"].sum()), int(mine["size"].sum())
+        how = {
+            mm.name: f"sum sgn / sum m = {sgn}/{size}"
+            if mm.variant == EXACT
+            else f"sum {self.weight_name} x RPP {mm.variant}"
+            for mm in members
+        }
+        lines += ["", self.title]
+        lines += self._population_table(mine, render)
+        lines += render.values(values, names, how)
+        return lines
+
+    def _population_table(self, pops, render: Render) -> list[str]:
+        total = int(pops["size"].sum())
+        texts = [render.numbers(pops[f"rpp_{w}"]) for w in WEIGHTINGS]
+        rows = [
+            [label, str(int(m)), f"{int(m)}/{total}", str(int(s)), *cells]
+            for label, m, s, *cells in zip(pops["population"], pops["size"], pops["sgn"], *texts)
+        ]
+        header = ["population", "m", self.weight_name, "sum sgn"]
+        header += [f"RPP {w}" for w in WEIGHTINGS]
+        return render.table(header, rows, [False, True, True, True] + [False] * len(WEIGHTINGS))
+
+
+class GradedRPP(RPPFamily):
+    """RPP over the graded populations of eq. 5 (one population, grade >= level, eq. 4,
+    with --binary)."""
+
+    name = "rpp"
+    summary = "graded RPP, eq. 5; binary RPP, eq. 4, with --binary"
+    title = "graded RPP (eq. 5), p(lambda) = m_lambda / sum m"
+    weight_name = "p(lambda)"
+
+    def kind(self, binary):
+        return "binary" if binary else "graded"
+
+    def populations(self, relevant, k, binary):
+        if binary:
+            yield "", None, 1.0
+            return
+        lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
+        for lam, mask, weight in graded_populations(relevant.grade[lo:hi]):
+            yield f"grade>={lam:g}", mask, weight
+
+
+class SubtopicRPP(RPPFamily):
+    """RPP over the subtopic populations of eq. 6 and their background t*."""
+
+    name = "strpp"
+    summary = "subtopic RPP, eq. 6, over subtopics and their background"
+    needs_subtopics = True
+    title = "subtopic RPP (eq. 6), p(t) = m_t / sum m"
+    weight_name = "p(t)"
+    undefined_note = "subtopic RPP: no subtopic-relevant document, undefined here"
+
+    def kind(self, binary):
+        return "subtopic"
+
+    def populations(self, relevant, k, binary):
+        if not relevant.has_subtopics:
+            return
+        ids = relevant.subtopic_ids[k]
+        for t, mask, weight in subtopic_populations(relevant.subtopics[k]):
+            yield "subtopic=*" if t is None else f"subtopic={ids[t]}", mask, weight
+
+
+GRADED = GradedRPP()
+SUBTOPIC = SubtopicRPP()

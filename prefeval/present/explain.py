@@ -11,6 +11,10 @@ The populations are the engine's own (:func:`prefeval.engine.local.query_populat
 compared on the engine's position matrix with the measures' own functions; the
 measure values are the engine's (:func:`prefeval.engine.local.cube_from_matrix`).
 
+The columns, each population's and level's fields and the text beyond the
+aligned levels come from the measures' families
+(:class:`prefeval.measures.family.Family`); below, those of the registered measures.
+
 Rows (:data:`COLUMNS`), per query: ``measure`` rows (the values, as compare -q writes
 them), then per population a ``population`` row followed by its ``level`` rows.
 
@@ -57,14 +61,13 @@ from ..core.qrels import Qrels, RelevantSet
 from ..engine.local import cube_from_matrix, load_runs, query_populations, relevant_with_notice
 from ..io.runs import name_runs, read_qrels
 from ..io.writers import fixed_text, float_text
-from ..measures import Measure, parse_measures
-from ..measures.lexicographic import first_difference, last_difference, rr_lexiprecision
-from ..measures.rpp import recall_weights, rpp_values
+from ..measures import FAMILIES, Measure, families_of, members, parse_measures
+from ..measures.family import Family, Render
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
-COLUMNS = [
+_COMMON = [
     "query_id",
     "run_a",
     "run_b",
@@ -80,20 +83,31 @@ COLUMNS = [
     "retrieved_a",
     "retrieved_b",
     "sgn",
-    "p_uniform",
-    "p_dcg",
-    "p_inverse",
-    "lexiprecision_decides",
-    "lexirecall_decides",
-    "rr_term",
-    "rpp_uniform",
-    "rpp_dcg",
-    "rpp_inverse",
-    "value",
 ]
+
+
+def _explainers() -> list[Family]:
+    """The families with explain columns, each set of columns once (the RPP families
+    share theirs), in :data:`~prefeval.measures.FAMILIES` order."""
+    out: dict[tuple, Family] = {}
+    for family in FAMILIES.values():
+        out.setdefault((family.level_columns, family.population_columns), family)
+    return list(out.values())
+
+
+def columns() -> list[str]:
+    """The columns of the explanation table: the common ones, then the families' on
+    level rows, then theirs on population rows, then ``value``."""
+    families = _explainers()
+    levels = [c for f in families for c in f.level_columns]
+    populations = [c for f in families for c in f.population_columns]
+    return [*_COMMON, *levels, *populations, "value"]
+
+
+#: the columns of the explanation table of the registered measures (:func:`columns`)
+COLUMNS = columns()
 _INTS = ("size", "level", "pos_a", "pos_b", "sgn")
 _BOOLS = ("retrieved_a", "retrieved_b")
-_FLAGS = ("lexiprecision_decides", "lexirecall_decides")
 _STRINGS = ("query_id", "run_a", "run_b", "row", "measure", "family", "population")
 DEFAULT_TOP = 5
 
@@ -136,37 +150,21 @@ def select_queries(
 
 
 def _population_rows(
-    base: dict, family: str, label: str, weight: float, positions: np.ndarray, lexi: bool
+    base: dict, kind: str, label: str, weight: float, positions: np.ndarray, binary: bool
 ) -> list[dict]:
     """The population row and its level rows; ``positions`` (2, m) are the unsorted
-    positions of its documents in A and B."""
+    positions of its documents in A and B; ``binary``: it is the binary population."""
     pos = np.sort(positions, axis=-1)  # f_i and f'_i, as the engine sorts them
     pos_a, pos_b = pos[0], pos[1]
     sign_diff = np.sign(pos_b - pos_a).astype(np.int8)  # the engine's sgn(f'_i - f_i)
     m = len(sign_diff)
-    p = recall_weights(m)
-    rpp_dcg, rpp_inverse = (float(x) for x in rpp_values(sign_diff[None, :])[0])
     total = int(sign_diff.sum(dtype=np.int64))
-    common = {**base, "family": family, "population": label, "weight": weight, "size": m}
-    rows = [
-        {
-            **common,
-            "row": "population",
-            "sgn": total,
-            "rpp_uniform": total / m,
-            "rpp_dcg": rpp_dcg,
-            "rpp_inverse": rpp_inverse,
-        }
-    ]
-    first = last = -1
-    rr = np.nan
-    if lexi and sign_diff.any():
-        first = int(first_difference(sign_diff))
-        last = int(last_difference(sign_diff))
-        rr = float(rr_lexiprecision(sign_diff[None], pos_a[None], pos_b[None])[0])
+    common = {**base, "family": kind, "population": label, "weight": weight, "size": m}
+    population = {**common, "row": "population", "sgn": total}
+    levels = []
     for i in range(m):
         a, b = int(pos_a[i]), int(pos_b[i])
-        rows.append(
+        levels.append(
             {
                 **common,
                 "row": "level",
@@ -176,15 +174,14 @@ def _population_rows(
                 "retrieved_a": a != UNRETRIEVED,
                 "retrieved_b": b != UNRETRIEVED,
                 "sgn": int(sign_diff[i]),
-                "p_uniform": float(p[i, 0]),
-                "p_dcg": float(p[i, 1]),
-                "p_inverse": float(p[i, 2]),
-                "lexiprecision_decides": i == first,
-                "lexirecall_decides": i == last,
-                "rr_term": rr if i == first else np.nan,
             }
         )
-    return rows
+    for family in _explainers():
+        fields, level_fields = family.explain_fields(sign_diff, pos_a, pos_b, binary)
+        population.update(fields)
+        for row, extra in zip(levels, level_fields):
+            row.update(extra)
+    return [population, *levels]
 
 
 def explain_positions(
@@ -207,47 +204,45 @@ def explain_positions(
     matrix = position_matrix(list(positions), relevant)
     cube = cube_from_matrix(matrix, names, relevant, measures, binary=binary)
     chosen = select_queries(relevant, cube.values[0, 0], queries, top, all_queries)
-    want = {m.family for m in measures}
-    family_of = {"rpp": "binary" if binary else "graded", "strpp": "subtopic", "lexi": "binary"}
-    population_family = {"rpp": "graded", "strpp": "subtopic"}
+    families = [family for family, _ in families_of(measures)]
     rows: list[dict] = []
     for k in chosen:
         base = {"query_id": relevant.query_ids[k], "run_a": names[0], "run_b": names[1]}
         for j, measure in enumerate(measures):
             value = float(cube.values[j, 0, k])
             if not np.isnan(value):
-                family = family_of[measure.family]
+                kind = FAMILIES[measure.family].kind(binary)
                 rows.append(
-                    {**base, "row": "measure", "measure": measure.name, "family": family}
+                    {**base, "row": "measure", "measure": measure.name, "family": kind}
                     | {"value": value}
                 )
         lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
         docs = np.arange(lo, hi)
         rows += _population_rows(
-            base, "binary", _grade_text(relevant.level), 1.0, matrix[:, docs], lexi=True
+            base, "binary", _grade_text(relevant.level), 1.0, matrix[:, docs], binary=True
         )
-        # the engine's populations; with --binary the rpp one is the binary population
-        for family, label, mask, weight in query_populations(relevant, k, binary, want):
-            if family == "rpp" and binary:
-                continue
-            text = f"grade>={label}" if family == "rpp" else f"subtopic={label}"
-            rows += _population_rows(
-                base, population_family[family], text, weight, matrix[:, docs[mask]], False
-            )
+        # the engine's populations, but for those that are the binary population
+        for family, label, mask, weight in query_populations(relevant, k, binary, families):
+            kind = family.kind(binary)
+            if kind != "binary":
+                mine = docs if mask is None else docs[mask]
+                rows += _population_rows(base, kind, label, weight, matrix[:, mine], binary=False)
     return _frame(rows)
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    names = columns()
+    flags = {c for f in _explainers() for c in f.flag_columns}
+    frame = pd.DataFrame(rows, columns=names)
     for name in _STRINGS:
         frame[name] = frame[name].fillna("").astype(str)
     for name in _INTS:
         frame[name] = frame[name].astype("Int64")
     for name in _BOOLS:
         frame[name] = frame[name].astype("boolean")
-    for name in _FLAGS:
+    for name in flags:
         frame[name] = frame[name].fillna(False).astype(bool)
-    floats = [c for c in COLUMNS if c not in (*_STRINGS, *_INTS, *_BOOLS, *_FLAGS)]
+    floats = [c for c in names if c not in (*_STRINGS, *_INTS, *_BOOLS, *flags)]
     for name in floats:
         frame[name] = frame[name].astype(np.float64)
     return frame
@@ -322,9 +317,13 @@ def _int(value) -> str:
 
 
 def _level_lines(levels: pd.DataFrame, precision: int | None) -> list[str]:
-    """The aligned recall levels; a run of levels both runs missed is one line."""
-    p_dcg = _texts(levels["p_dcg"], precision)
-    p_inv = _texts(levels["p_inverse"], precision)
+    """The aligned recall levels, with the families' columns and marks
+    (:meth:`~prefeval.measures.family.Family.level_text`); a run of levels both runs
+    missed is one line."""
+    parts = [family.level_text() for family in _explainers()]
+    extra = [column for shown, _ in parts for column in shown]
+    marks = [mark for _, shown in parts for mark in shown]
+    texts = [_texts(levels[column], precision) for _, column in extra]
     rows = []
     both_missed = (~levels["retrieved_a"] & ~levels["retrieved_b"]).to_numpy(dtype=bool)
     i, n = 0, len(levels)
@@ -334,47 +333,26 @@ def _level_lines(levels: pd.DataFrame, precision: int | None) -> list[str]:
             j += 1
         if j - i >= 2:
             first, last = int(levels["level"].iloc[i]), int(levels["level"].iloc[j - 1])
-            rows.append([f"{first}-{last}", "-", "-", "0", "", "", "(both unretrieved)"])
+            rows.append(
+                [f"{first}-{last}", "-", "-", "0", *[""] * len(extra), "(both unretrieved)"]
+            )
             i = j
             continue
         row = levels.iloc[i]
-        marks = [
-            name
-            for name, flag in (
-                ("lexiprecision", row["lexiprecision_decides"]),
-                ("lexirecall", row["lexirecall_decides"]),
-            )
-            if flag
-        ]
+        marked = [name for name, flag in marks if row[flag]]
         rows.append(
             [
                 str(int(row["level"])),
                 _int(row["pos_a"]),
                 _int(row["pos_b"]),
                 f"{int(row['sgn']):+d}" if row["sgn"] else "0",
-                p_dcg[i],
-                p_inv[i],
-                "<- " + ", ".join(marks) if marks else "",
+                *[column[i] for column in texts],
+                "<- " + ", ".join(marked) if marked else "",
             ]
         )
         i += 1
-    header = ["level", "pos A", "pos B", "sgn", "p(i) dcg", "p(i) inverse", ""]
-    return _table(header, rows, [True, True, True, True, False, False, False])
-
-
-def _population_table(pops: pd.DataFrame, what: str, precision: int | None) -> list[str]:
-    total = int(pops["size"].sum())
-    uniform = _texts(pops["rpp_uniform"], precision)
-    dcg = _texts(pops["rpp_dcg"], precision)
-    inverse = _texts(pops["rpp_inverse"], precision)
-    rows = [
-        [label, str(int(m)), f"{int(m)}/{total}", str(int(s)), u, d, v]
-        for label, m, s, u, d, v in zip(
-            pops["population"], pops["size"], pops["sgn"], uniform, dcg, inverse
-        )
-    ]
-    header = ["population", "m", what, "sum sgn", "RPP uniform", "RPP dcg", "RPP inverse"]
-    return _table(header, rows, [False, True, True, True, False, False, False])
+    header = ["level", "pos A", "pos B", "sgn", *[title for title, _ in extra], ""]
+    return _table(header, rows, [True] * 4 + [False] * (len(extra) + 1))
 
 
 def _value_lines(values: dict, names: Sequence[str], how: dict, precision: int | None):
@@ -384,17 +362,16 @@ def _value_lines(values: dict, names: Sequence[str], how: dict, precision: int |
     return [f"  {n.ljust(width)} = {how[n]} = {t}" for n, t in zip(present, texts)]
 
 
-def _rr_text(row) -> str:
-    def inverse(pos):
-        return "0" if pd.isna(pos) else f"1/{int(pos)}"
-
-    return f"{inverse(row['pos_a'])} - {inverse(row['pos_b'])}"
-
-
 def _query_text(query: pd.DataFrame, precision: int | None, asked: Sequence[str]) -> list[str]:
     first = query.iloc[0]
     measures = query[query["row"] == "measure"]
     values = dict(zip(measures["measure"], measures["value"]))
+    kinds = dict(zip(measures["measure"], measures["family"]))
+    render = Render(
+        numbers=lambda numbers: _texts(numbers, precision),
+        table=_table,
+        values=lambda found, names, how: _value_lines(found, names, how, precision),
+    )
     lines = [
         f"query {first['query_id']}: A = {first['run_a']}, B = {first['run_b']} "
         "(Delta > 0: A preferred)"
@@ -405,54 +382,21 @@ def _query_text(query: pd.DataFrame, precision: int | None, asked: Sequence[str]
     pops = query[query["row"] == "population"]
     levels = query[query["row"] == "level"]
     binary = pops[pops["family"] == "binary"].iloc[0]
+    binary_levels = levels[levels["family"] == "binary"]
     m = int(binary["size"])
     lines.append("")
+    notes = [note for f in _explainers() if (note := f.binary_note(m))]
     lines.append(
-        f"binary population ({binary['population']}): m = {m}, p(i) uniform = 1/{m}, "
-        f"sum sgn = {int(binary['sgn'])}"
+        f"binary population ({binary['population']}): m = {m}, "
+        + "".join(f"{note}, " for note in notes)
+        + f"sum sgn = {int(binary['sgn'])}"
     )
-    lines += _level_lines(levels[levels["family"] == "binary"], precision)
-    decided = levels[(levels["family"] == "binary") & levels["lexiprecision_decides"]]
-    if len(decided):
-        row = decided.iloc[0]
-        rr = _texts([row["rr_term"]], precision)[0]
-        lines.append(
-            f"  lexiprecision: level {int(row['level'])} decides, sgn {int(row['sgn']):+d}; "
-            f"rrLP = {_rr_text(row)} = {rr}"
-        )
-        row = levels[(levels["family"] == "binary") & levels["lexirecall_decides"]].iloc[0]
-        lines.append(f"  lexirecall: level {int(row['level'])} decides, sgn {int(row['sgn']):+d}")
-    else:
-        lines.append("  lexiprecision, lexirecall: every level ties (0)")
-    binary_rpp = measures[measures["measure"].isin(["rpp", "dcgrpp", "invrpp"])]
-    if binary_rpp["family"].eq("binary").any():
-        how = {
-            "rpp": f"sum sgn / m = {int(binary['sgn'])}/{m}",
-            "dcgrpp": "sum sgn x p(i) dcg",
-            "invrpp": "sum sgn x p(i) inverse",
-        }
-        lines.append("  binary RPP (eq. 4):")
-        lines += _value_lines(values, ["rpp", "dcgrpp", "invrpp"], how, precision)
-    blocks = [
-        ("graded", "graded RPP (eq. 5), p(lambda) = m_lambda / sum m", "p(lambda)", "rpp"),
-        ("subtopic", "subtopic RPP (eq. 6), p(t) = m_t / sum m", "p(t)", "strpp"),
-    ]
-    for family, title, what, prefix in blocks:
-        fam = pops[pops["family"] == family]
-        names = [prefix, prefix.replace("rpp", "dcgrpp"), prefix.replace("rpp", "invrpp")]
-        if not len(fam):
-            if family == "subtopic" and set(names) & set(asked):
-                lines += ["", "subtopic RPP: no subtopic-relevant document, undefined here"]
-            continue
-        sgn, size = int(fam["sgn"].sum()), int(fam["size"].sum())
-        how = {
-            names[0]: f"sum sgn / sum m = {sgn}/{size}",
-            names[1]: f"sum {what} x RPP dcg",
-            names[2]: f"sum {what} x RPP inverse",
-        }
-        lines += ["", title]
-        lines += _population_table(fam, what, precision)
-        lines += _value_lines(values, names, how, precision)
+    lines += _level_lines(binary_levels, precision)
+    for family in _explainers():
+        lines += family.level_notes(binary_levels, render)
+    for family in FAMILIES.values():
+        mine = members(family)
+        lines += family.blocks(pops, binary, values, kinds, asked, mine, render)
     return lines
 
 
