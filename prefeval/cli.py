@@ -41,7 +41,7 @@ from .io.writers import (
     write_stdout,
     write_table,
 )
-from .measures import parse_measures
+from .measures import describe, measure_help, measure_table, parse_measures
 from .present import plots as plotting
 from .present.explain import explain as explain_table
 from .present.explain import to_text
@@ -187,10 +187,7 @@ def engine_options(func):
             "measures",
             multiple=True,
             metavar="NAME[,NAME...]",
-            help="Preference measure(s); repeatable, comma lists allowed. Default: every "
-            "measure the qrels support (rpp dcgrpp invrpp [strpp stdcgrpp stinvrpp] "
-            "lexirecall lexiprecision rrlexiprecision). Case-insensitive; aliases RPP, "
-            "dcgRPP, invRPP, ST-RPP, LR, sgnLP, rrLP.",
+            help=measure_help(),
         ),
         click.option(
             "-l",
@@ -1331,6 +1328,52 @@ def report(
         samples=samples,
         digits=precision,
     )
+
+
+@cli.command("measures")
+@click.argument("names", nargs=-1)
+@click.option(
+    "-m",
+    "--measure",
+    "more",
+    multiple=True,
+    metavar="NAME[,NAME...]",
+    help="Describe this measure, as NAME does; repeatable, comma lists allowed.",
+)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=FORMAT_CHOICE,
+    default="tsv",
+    show_default=True,
+    help=FORMAT_HELP,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the listing to FILE atomically (default: stdout).",
+)
+def measures(names, more, fmt, output):
+    """The preference measures: name, family, aliases, paper and equation.
+
+    With NAME (or -m NAME), that measure's description instead, as trec_eval -h -m NAME.
+
+    \b
+    Example:
+      prefeval measures
+      prefeval measures dcgRPP
+    """
+    if not names and not more:
+        write_table(measure_table(), output, fmt)
+        return
+    if output is not None or fmt != "tsv":
+        raise click.UsageError("-f/-o write the listing; a measure's description is text")
+    with usage_errors():
+        chosen = parse_measures([*names, *more], has_subtopics=True)
+    write_stdout(["\n".join(describe(m) for m in chosen).encode()])
 
 
 def _require_matplotlib(what: str) -> None:
