@@ -404,8 +404,9 @@ def test_every_command_with_an_engine_is_compared_here():
         if any("--engine" in p.opts for p in command.params)
     }
     assert with_engine == {"compare", "report", *ANALYSES}
-    # the commands without it: baselines only (ir-measures), and two runs on a few queries
-    assert set(cli.commands) - with_engine == {"metrics", "explain"}
+    # the commands without it: baselines only (ir-measures), two runs on a few queries,
+    # and the measure registry's listing
+    assert set(cli.commands) - with_engine == {"metrics", "explain", "measures"}
 
 
 @pytest.mark.parametrize(

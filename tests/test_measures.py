@@ -5,6 +5,9 @@ module plus one registry entry, and compare (local and the Dask kernel), explain
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import click
 import numpy as np
@@ -209,3 +212,22 @@ def test_measures_command():
     assert result.exit_code == 0
     assert result.stdout.splitlines()[0].startswith('{"measure": "rpp", "family": "rpp"')
     assert isinstance(cli.commands["measures"], click.Command)
+
+
+def test_measures_output_file(tmp_path):
+    listing = invoke("measures").stdout
+    out = tmp_path / "measures.tsv"
+    result = invoke("measures", "-o", out)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert out.read_text() == listing
+    result = invoke("measures", "-o", tmp_path / "missing" / "out.tsv")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    if os.path.exists("/dev/full"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "prefeval", "measures", "-o", "/dev/full"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr == "prefeval: cannot write /dev/full: No space left on device\n"
