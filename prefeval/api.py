@@ -43,7 +43,7 @@ from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
 from .analysis.evidence import gather_inputs
 from .analysis.orderings import order as order_table
 from .analysis.robustness import robustness as run_robustness
-from .analysis.significance import TESTS, discriminative_power, pair_summary, pair_tests
+from .analysis.significance import discriminative_power, pair_summary, pair_tests
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
@@ -661,25 +661,13 @@ def report(
     reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
     options = _judged("report", locals())
-    tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h
     got = _checked_inputs(
         qrels, runs, prefs, metrics, options, notify, positions=options.robustness
     )
     if not got.evidence.preference_measures:
         raise ValueError("no preference measure to report")
-    document = reports.build(
-        got,
-        sources={"prefs": _source_name(prefs), "metrics": _source_name(metrics)},
-        tests=tests,
-        correction=options.correction,
-        alpha=options.alpha,
-        trials=options.trials,
-        seed=options.seed,
-        robustness=options.robustness,
-        samples=options.samples,
-        digits=options.digits,
-        progress=progress,
-    )
+    sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
+    document = reports.build(got, options, sources=sources)
     return reports.write(document, output)
 
 
