@@ -591,14 +591,9 @@ def explain(
     table = explain_table(
         read_qrels(qrels_input(qrels)),
         sources,
-        list(options.measures) or None,
+        options,
         queries=list(text_list(queries, "queries")) or None,
-        top=options.top,
-        relevance_level=options.relevance_level,
-        max_docs=options.max_docs,
-        binary=options.binary,
         notify=notify,
-        progress=progress,
     )
     return _plain(table)
 

@@ -1123,16 +1123,7 @@ def explain(
     measure_list = _parse_measures(settings.measures, judged.has_subtopics)
     # a wrong query id is reported before the runs are read
     with usage_errors(), api.engine_cache(settings.cache):
-        frame = explain_table(
-            judged,
-            list(runs),
-            [m.name for m in measure_list],
-            queries=list(query_ids) or None,
-            top=settings.top,
-            relevance_level=settings.relevance_level,
-            max_docs=settings.max_docs,
-            binary=settings.binary,
-        )
+        frame = explain_table(judged, list(runs), settings, queries=list(query_ids) or None)
     if frame.empty:
         stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
     fmt = fmt.lower()
