@@ -19,6 +19,12 @@ without keeping it: ``no_baselines`` (the CLI's ``--no-baselines``; the API says
 
 The click layer still parses text into numbers (click's job) and shows the ranges
 declared here in ``--help`` (:data:`RANGES`, :data:`CHOICES`); the judging is done here.
+Rules about inputs rather than settings stay with the inputs (two runs at least; that
+``agree`` needs baselines is still checked by both ``api.agree`` and ``cli.agree``,
+which name the inputs differently: ``qrels and runs``, ``QRELS RUN...``), and the CLI's
+rules about flags the API does not have (``--plot-log`` needs ``--plot``, ``-q/--query``
+or ``--top`` in ``explain``, ``--against`` refused by the commands that need every
+pair) are written once, in the CLI.
 """
 
 from __future__ import annotations
@@ -118,7 +124,7 @@ class OptionError(ValueError):
         None)``; by default as the API's keywords (``{value}`` as ``field=value``)."""
 
         class Names(dict):
-            def __missing__(_, key):
+            def __missing__(self, key):
                 keyword, equals, text = key.partition("=")
                 if name is not None:
                     return name(keyword, text if text else None)
