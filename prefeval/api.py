@@ -17,46 +17,44 @@ categoricals), so ``table[table.query_id == "151"]`` selects query 151.  Notices
 not evaluated, runs without results for some queries) are issued as
 :class:`~prefeval.core.errors.PrefevalWarning` (``notify=`` may redirect them, e.g. to
 ``logging``, or ``None`` drops them); ``progress=True`` shows tqdm bars (``tqdm.auto``,
-so widgets in Jupyter).  Bad input raises :class:`~prefeval.core.errors.InputError` (a
-``ValueError``), ``ValueError`` or ``TypeError`` with a message saying what is wrong.
+so widgets in Jupyter); ``cache=False`` neither reads nor writes the cache of reduced runs
+(default: the environment variable ``PREFEVAL_CACHE``).  The keywords are judged into one
+:class:`~prefeval.options.Options` (:func:`prefeval.options.judge`, the commands' rules);
+a broken rule raises :class:`~prefeval.options.OptionError` (a ``ValueError``; a
+``TypeError`` for a value of the wrong type).  Bad input raises
+:class:`~prefeval.core.errors.InputError` (a ``ValueError``), ``ValueError`` or
+``TypeError`` with a message saying what is wrong.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-import numbers
 import os
 import sys
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import replace
 
 import lazy_loader
 
 from .analysis.agreement import agreement_table, tau_table, ties_table
 from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
 from .analysis.evidence import gather_inputs
-from .analysis.orderings import METHODS
 from .analysis.orderings import order as order_table
-from .analysis.robustness import POLICIES
 from .analysis.robustness import robustness as run_robustness
-from .analysis.significance import (
-    CORRECTIONS,
-    TESTS,
-    discriminative_power,
-    pair_summary,
-    pair_tests,
-)
+from .analysis.significance import discriminative_power, pair_summary, pair_tests
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
-from .core.positions import MAX_RANK
+from .engine import cache as cache_switch
 from .engine.dask import dask_evidence
 from .engine.local import compute_cube, load_runs, relevant_with_notice
 from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
 from .io.source import one_command
 from .measures import parse_measures
+from .options import KEYWORDS, Options, check, judge, text_list
 from .present import plots as plotting
 from .present import report as reports
 from .present.explain import explain as explain_table
@@ -94,69 +92,6 @@ Notify = Callable[[str], None] | None
 # --------------------------------------------------------------------------- arguments
 
 
-def _text_list(value, name: str) -> list[str]:
-    """A str or an iterable of str as a list (None: empty)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    try:
-        values = list(value)
-    except TypeError:
-        raise TypeError(f"{name}: expected a string or a list of strings") from None
-    if not all(isinstance(v, str) for v in values):
-        raise TypeError(f"{name}: expected a string or a list of strings")
-    return values
-
-
-def _choice(value, choices, name: str) -> str:
-    if value not in choices:
-        raise ValueError(f"{name}={value!r}: use one of {', '.join(choices)}")
-    return value
-
-
-def _number(value, name: str, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
-    """``value`` checked as the command's option type checks it."""
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise TypeError(f"{name}={value!r}: expected {'an integer' if integer else 'a number'}")
-    value = int(value) if integer else float(value)
-    if not integer and not math.isfinite(value):
-        raise ValueError(f"{name}={value!r}: not a finite number")
-    if (lo is not None and (value <= lo if lo_open else value < lo)) or (
-        hi is not None and (value >= hi if hi_open else value > hi)
-    ):
-        low = "" if lo is None else f"{lo} {'<' if lo_open else '<='} "
-        high = "" if hi is None else f" {'<' if hi_open else '<='} {hi}"
-        raise ValueError(f"{name}={value!r}: must be {low}{name}{high}")
-    return value
-
-
-def _engine_options(relevance_level, max_docs):
-
-    if relevance_level is not None:
-        # relevant means grade >= level: a level > 0, as -l (prefeval.core.qrels.check_level)
-        relevance_level = _number(relevance_level, "relevance_level", lo=0, lo_open=True)
-    if max_docs is not None:
-        max_docs = min(_number(max_docs, "max_docs", lo=1, integer=True), MAX_RANK)
-    return relevance_level, max_docs
-
-
-def _list_of(value, kind, name: str) -> list:
-    """A comma-separated string or an iterable of numbers (``queries``, ``labels``)."""
-    if isinstance(value, str):
-        try:
-            value = [kind(x) for x in value.split(",") if x.strip()]
-        except ValueError:
-            raise ValueError(f"{name}={value!r}: expected comma-separated numbers") from None
-    elif isinstance(value, numbers.Real):
-        value = [value]
-    values = [_number(v, name, integer=kind is int) for v in value]
-    if not values:
-        raise ValueError(f"{name}: empty list")
-    return values
-
-
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     """Categorical (and object) text columns as pandas' plain string columns."""
     for column in frame.columns:
@@ -168,43 +103,48 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _command(func):
     """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
-    command shows one on a terminal; a pipe or FIFO read once in the call."""
+    command shows one on a terminal; a pipe or FIFO read once in the call; the cache as
+    ``cache`` says (default: the environment variable ``PREFEVAL_CACHE``)."""
 
     @functools.wraps(func)
-    def call(*args, progress: bool | None = False, **kwargs):
+    def call(*args, progress: bool | None = False, cache: bool | None = None, **kwargs):
 
-        if progress is None:  # the caller's bar (the command's, on a terminal)
-            with one_command():
-                return func(*args, progress=None, **kwargs)
-        with bars.command(bool(progress)), one_command():
-            return func(*args, progress=bool(progress), **kwargs)
+        cache = check("cache", cache)
+        with engine_cache(cache):
+            if progress is None:  # the caller's bar (the command's, on a terminal)
+                with one_command():
+                    return func(*args, progress=None, cache=cache, **kwargs)
+            with bars.command(bool(progress)), one_command():
+                return func(*args, progress=bool(progress), cache=cache, **kwargs)
 
     return call
 
 
-def _baselines(value) -> list[str]:
+@contextmanager
+def engine_cache(on: bool):
+    """The engine's cache on or off for the call (``Options.cache``).
+
+    BRIDGE until the engine reads ``Options.cache`` itself (issue 23, step 3): the
+    engine's process-wide switch is set for the call and put back after it."""
+    was = cache_switch.enabled()
+    cache_switch.set_enabled(on)
+    try:
+        yield
+    finally:
+        cache_switch.set_enabled(was)
+
+
+def _judged(command: str, given: dict) -> Options:
+    """The :class:`~prefeval.options.Options` of an API function's call, judged from its
+    arguments ``given`` (its ``locals()``): those the judge takes."""
+    return judge(command=command, **{k: v for k, v in given.items() if k in KEYWORDS})
+
+
+def _baselines(names) -> list[str]:
     """Baseline names as the commands' -B takes them (ir-measures strings, trec_eval
     names, comma or blank lists), canonical and each once."""
 
-    return [b.name for b in parse_baselines(_text_list(value, "baselines"))]
-
-
-def _significance(tests, default, correction, alpha, trials, seed) -> list[str]:
-    """The tests (``default`` when none given), after checking them and the options of
-    :func:`discpower` and :func:`report`: correction, alpha, HSD trials and seed."""
-
-    tests = _text_list(tests, "tests") or default
-    for test in tests:
-        _choice(test, TESTS, "tests")
-    _choice(correction, CORRECTIONS, "correction")
-    _number(alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
-    _number(trials, "trials", lo=1, integer=True)
-    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
-    return tests
-
-
-def _against(against) -> list[str]:
-    return _text_list(against, "against")
+    return [b.name for b in parse_baselines(list(names or ()))]
 
 
 def _runs(runs):
@@ -232,6 +172,7 @@ def compare(
     both_directions: bool = False,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -253,10 +194,7 @@ def compare(
     >>> prefs[prefs.query_id == "301"]  # doctest: +SKIP
     """
 
-    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
-    engine = _engine(engine, scheduler)
-    if not per_query and not summary:
-        raise ValueError("summary=False without per_query=True leaves no rows")
+    options = _judged("compare", locals())
     sources = _runs(runs)
     if len(sources) < 2:
         raise ValueError(
@@ -264,23 +202,25 @@ def compare(
             "'run' or 'name' column)"
         )
     judged = read_qrels(qrels_input(qrels))
-    measure_list = parse_measures(_text_list(measures, "measures"), judged.has_subtopics)
-    pairs = against_pairs(list(sources), _against(against)) if against else None
-    if engine == "dask":  # the whole cube put together from the partitions
+    measure_list = parse_measures(list(options.measures), judged.has_subtopics)
+    pairs = against_pairs(list(sources), options.against) if options.against else None
+    if options.engine == "dask":  # the whole cube put together from the partitions
         cube = dask_evidence(
-            judged, sources, [m.name for m in measure_list], relevance_level=relevance_level,
-            max_docs=max_docs, binary=binary, pairs=pairs, scheduler=scheduler,
+            judged, sources, [m.name for m in measure_list],
+            relevance_level=options.relevance_level, max_docs=options.max_docs,
+            binary=options.binary, pairs=pairs, scheduler=options.scheduler,
             notify=notify, progress=progress,
         ).cube  # fmt: skip
     else:
-        relevant = relevant_with_notice(judged, relevance_level, notify)
-        positions = load_runs(sources, relevant, max_docs, notify=notify, progress=progress)
+        relevant = relevant_with_notice(judged, options.relevance_level, notify)
+        positions = load_runs(sources, relevant, options.max_docs, notify=notify, progress=progress)
         cube = compute_cube(
-            positions, relevant, measure_list, binary=binary, progress=progress, pairs=pairs
-        )
-    if both_directions:
+            positions, relevant, measure_list, binary=options.binary, progress=progress,
+            pairs=pairs,
+        )  # fmt: skip
+    if options.both_directions:
         cube = cube.both_directions()
-    return _plain(cube.to_frame(per_query=per_query, summary=summary))
+    return _plain(cube.to_frame(per_query=options.per_query, summary=options.summary))
 
 
 @_command
@@ -293,6 +233,7 @@ def metrics(
     max_docs: int | None = None,
     per_query: bool = False,
     summary: bool = True,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -314,22 +255,12 @@ def metrics(
     >>> table[table.query_id == "all"]  # doctest: +SKIP
     """
 
-    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
-    if not per_query and not summary:
-        raise ValueError("summary=False without per_query=True leaves no rows")
-    names = _baselines(baselines)
+    options = _judged("metrics", locals())
+    names = _baselines(options.baselines)
     sources = _runs(runs)
     judged = read_qrels(qrels_input(qrels))
     table = metrics_rows(
-        judged,
-        sources,
-        names or default_baselines(judged.has_subtopics),
-        relevance_level=relevance_level,
-        max_docs=max_docs,
-        per_query=per_query,
-        summary=summary,
-        progress=progress,
-        notify=notify,
+        judged, sources, names or default_baselines(judged.has_subtopics), options, notify=notify
     )
     return _plain(table)
 
@@ -343,72 +274,25 @@ def _evidence_only(*args, **kw):
     return evidence
 
 
-def _checked_inputs(
-    qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-    engine="local", scheduler=None, positions=False, **kw,
-):  # fmt: skip
-    """The evidence of an analysis function, with the command's checks of its inputs."""
+def _checked_inputs(qrels, runs, prefs, metrics, options: Options, notify, **kw):
+    """The evidence of an analysis function, with the checks of its inputs."""
 
-    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
-    engine = _engine(engine, scheduler)
-    if prefs is not None and engine == "dask":
-        raise ValueError(
-            "engine='dask' computes preferences from runs; they are read from prefs= here"
-        )
-    no_baselines = baselines is not None and not isinstance(baselines, str) and not baselines
-    if no_baselines and metrics is not None:
-        raise ValueError("metrics= and baselines=[] (no baselines) contradict each other")
-    if prefs is not None:
-        given = [
-            name
-            for name, value in (
-                ("binary", binary),
-                ("relevance_level", relevance_level is not None and qrels is None),
-                ("max_docs", max_docs is not None),
-            )
-            if value
-        ]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)} cannot change preferences read from prefs= (they were "
-                "computed when the table was written)"
-            )
     if runs is not None and qrels is None:
         raise ValueError("runs= needs qrels (to compute preferences or baselines)")
     sources = _runs(runs) if runs is not None else {}
     if prefs is None and (qrels is None or len(sources) < 2):
         raise ValueError("give qrels and at least two runs, or prefs=")
+    if options.baselines:  # canonical names, each once
+        options = replace(options, baselines=tuple(_baselines(options.baselines)))
     return gather_inputs(
         qrels_input(qrels) if qrels is not None else None,
         sources,
         prefs=prefs,
         metrics=metrics,
-        measures=_text_list(measures, "measures"),
-        baselines=_baselines(baselines),
-        no_baselines=no_baselines,
-        relevance_level=relevance_level,
-        max_docs=max_docs,
-        binary=binary,
-        engine=engine,
-        scheduler=scheduler,
-        positions=positions,
+        options=options,
+        notify=notify,
         **kw,
     )
-
-
-def _engine(engine, scheduler) -> str:
-    """``engine`` checked (``local`` or ``dask``, any case) and lowercased; a
-    ``scheduler`` needs ``dask``, and ``dask`` needs the extra installed."""
-    engine = _choice(str(engine).lower(), ("local", "dask"), "engine")
-    if scheduler is not None and engine != "dask":
-        raise ValueError("scheduler= needs engine='dask'")
-    if engine == "dask":
-        try:
-            import dask  # noqa: F401
-            import distributed  # noqa: F401
-        except ImportError:
-            raise ValueError("engine='dask' needs Dask: pip install 'prefeval[dask]'") from None
-    return engine
 
 
 @_command
@@ -427,6 +311,7 @@ def order(
     teleport: float = 0.05,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -444,14 +329,11 @@ def order(
     ...                baselines=["AP"], method="borda")  # doctest: +SKIP
     """
 
-    _choice(method, METHODS, "method")
-    _number(teleport, "teleport", lo=0, hi=1, lo_open=True)
+    options = _judged("order", locals())
     evidence = _evidence_only(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler, stream=True,
-        win_rates=False,
-    )  # fmt: skip
-    return _plain(order_table(evidence, method=method, teleport=teleport))
+        qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
+    )
+    return _plain(order_table(evidence, method=options.method, teleport=options.teleport))
 
 
 @_command
@@ -475,6 +357,7 @@ def discpower(
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -493,19 +376,16 @@ def discpower(
     ...                    tests="sign", baselines=["AP"])  # doctest: +SKIP
     """
 
-    against = _against(against)
-    if against and "hsd" in _text_list(tests, "tests"):
-        raise ValueError("tests='hsd' with against=: the HSD needs every pair; drop one")
-    tests = _significance(
-        tests, ["ttest", "sign"] if against else list(TESTS), correction, alpha, trials, seed
-    )
+    options = _judged("discpower", locals())
     evidence = _evidence_only(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-        against=against, stream=True, win_rates="hsd" in tests,
+        qrels, runs, prefs, metrics, options, notify, stream=True,
+        win_rates="hsd" in options.tests,
     )  # fmt: skip
-    table = pair_tests(evidence, tests, correction, trials, seed, progress=progress)
-    return _plain(table if pairs else discriminative_power(table, alpha))
+    table = pair_tests(
+        evidence, list(options.tests), options.correction, options.trials, options.seed,
+        progress=progress,
+    )  # fmt: skip
+    return _plain(table if options.pairs else discriminative_power(table, options.alpha))
 
 
 @_command
@@ -523,6 +403,7 @@ def tau(
     method: str = "mc4",
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -536,12 +417,9 @@ def tau(
     ...              measures="rpp", baselines=["AP", "nDCG"])  # doctest: +SKIP
     """
 
-    _choice(method, METHODS, "method")
-    evidence = _evidence_only(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-    )  # fmt: skip
-    return _plain(tau_table(evidence, method=method))
+    options = _judged("tau", locals())
+    evidence = _evidence_only(qrels, runs, prefs, metrics, options, notify)
+    return _plain(tau_table(evidence, method=options.method))
 
 
 @_command
@@ -560,6 +438,7 @@ def agree(
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -574,18 +453,15 @@ def agree(
     ...                baselines=["AP"])  # doctest: +SKIP
     """
 
-    none = baselines is not None and not isinstance(baselines, str) and not baselines
+    options = _judged("agree", locals())
+    none = options.baselines == ()
     if not ties and metrics is None and (none or qrels is None or runs is None):
         raise ValueError(
             "agree compares preferences with baselines: give qrels and runs, or metrics= "
             "(or ties=True, which needs none)"
         )
-    evidence = _evidence_only(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-        against=_against(against),
-    )  # fmt: skip
-    return _plain(ties_table(evidence) if ties else agreement_table(evidence))
+    evidence = _evidence_only(qrels, runs, prefs, metrics, options, notify)
+    return _plain(ties_table(evidence) if options.ties else agreement_table(evidence))
 
 
 @_command
@@ -607,6 +483,7 @@ def robustness(
     seed: int = 0,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -622,25 +499,17 @@ def robustness(
     ...                     queries=[5, 10], samples=3, baselines=[])  # doctest: +SKIP
     """
 
-    if queries is None and labels is None:
-        raise ValueError("give queries= and/or labels=")
-    sizes = _list_of(queries, int, "queries") if queries is not None else ()
-    fractions = _list_of(labels, float, "labels") if labels is not None else ()
-    _choice(policy, POLICIES, "policy")
-    _number(samples, "samples", lo=1, hi=10**6, integer=True)
-    _number(seed, "seed", lo=0, hi=2**63 - 1, integer=True)
+    options = _judged("robustness", locals())
     got = _checked_inputs(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-        positions=bool(fractions),
-    )  # fmt: skip
+        qrels, runs, prefs, metrics, options, notify, positions=bool(options.labels)
+    )
     table = run_robustness(
         got,
-        queries=sizes,
-        labels=fractions,
-        samples=samples,
-        seed=seed,
-        policy=policy,
+        queries=list(options.queries),
+        labels=list(options.labels),
+        samples=options.samples,
+        seed=options.seed,
+        policy=options.policy,
         progress=progress,
     )
     return _plain(table)
@@ -662,6 +531,7 @@ def pairs(
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -676,13 +546,9 @@ def pairs(
     ...                against="sys01", baselines=["AP"])  # doctest: +SKIP
     """
 
-    _number(ci, "ci", lo=0, hi=1, lo_open=True, hi_open=True)
-    evidence = _evidence_only(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-        against=_against(against),
-    )  # fmt: skip
-    return _plain(pair_summary(evidence, ci))
+    options = _judged("pairs", locals())
+    evidence = _evidence_only(qrels, runs, prefs, metrics, options, notify)
+    return _plain(pair_summary(evidence, options.ci))
 
 
 @_command
@@ -696,6 +562,7 @@ def explain(
     relevance_level: float | None = None,
     max_docs: int | None = None,
     binary: bool = False,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -714,23 +581,19 @@ def explain(
     >>> rows[rows.row == "level"]  # doctest: +SKIP
     """
 
-    relevance_level, max_docs = _engine_options(relevance_level, max_docs)
-    if top is not None:
-        _number(top, "top", lo=1, integer=True)
+    options = judge(
+        command="explain", measures=measures, top=top, relevance_level=relevance_level,
+        max_docs=max_docs, binary=binary, cache=cache, progress=progress,
+    )  # fmt: skip
     sources = _runs(runs)
     if len(sources) != 2:
         raise ValueError(f"explain compares two runs, not {len(sources)}")
     table = explain_table(
         read_qrels(qrels_input(qrels)),
         sources,
-        _text_list(measures, "measures") or None,
-        queries=_text_list(queries, "queries") or None,
-        top=top,
-        relevance_level=relevance_level,
-        max_docs=max_docs,
-        binary=binary,
+        options,
+        queries=list(text_list(queries, "queries")) or None,
         notify=notify,
-        progress=progress,
     )
     return _plain(table)
 
@@ -758,6 +621,7 @@ def report(
     digits: int = 3,
     engine: str = "local",
     scheduler: str | None = None,
+    cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> list[str]:
@@ -791,30 +655,14 @@ def report(
         paths += [r for r in runs.values() if isinstance(r, (str, os.PathLike))]
     reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
-    tests = _significance(tests, list(TESTS), correction, alpha, trials, seed)
-    tests = [t for t in TESTS if t in tests]  # one order of the marks: t, s, h
-    _number(samples, "samples", lo=1, hi=10**6, integer=True)
-    _number(digits, "digits", lo=0, hi=15, integer=True)
+    options = _judged("report", locals())
     got = _checked_inputs(
-        qrels, runs, prefs, metrics, measures, baselines, relevance_level, max_docs, binary,
-        notify=notify, progress=progress, engine=engine, scheduler=scheduler,
-        positions=bool(robustness),
-    )  # fmt: skip
+        qrels, runs, prefs, metrics, options, notify, positions=options.robustness
+    )
     if not got.evidence.preference_measures:
         raise ValueError("no preference measure to report")
-    document = reports.build(
-        got,
-        sources={"prefs": _source_name(prefs), "metrics": _source_name(metrics)},
-        tests=tests,
-        correction=correction,
-        alpha=alpha,
-        trials=trials,
-        seed=seed,
-        robustness=robustness,
-        samples=samples,
-        digits=digits,
-        progress=progress,
-    )
+    sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
+    document = reports.build(got, options, sources=sources)
     return reports.write(document, output)
 
 

@@ -6,7 +6,7 @@ the commands, so ``prefeval --help`` starts fast.
 
 from __future__ import annotations
 
-import math
+import inspect
 import os
 import signal
 import sys
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import click
 
-from . import api
+from . import api, options
 from ._version import __version__
 from .analysis.agreement import tau_matrix_text
 from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
@@ -23,7 +23,6 @@ from .analysis.significance import discriminative_power
 from .core import limits, progress
 from .core.cube import SummaryAccumulator, against_pairs
 from .core.errors import InputError, SystemLimitError
-from .core.positions import MAX_RANK
 from .core.progress import stderr_notice
 from .engine import cache
 from .engine.cache import CacheSettingError
@@ -42,6 +41,7 @@ from .io.writers import (
     write_table,
 )
 from .measures import describe, measure_help, measure_table, parse_measures
+from .options import OptionError, Options
 from .present import plots as plotting
 from .present.explain import explain as explain_table
 from .present.explain import to_text
@@ -56,41 +56,95 @@ FORMAT_HELP = (
     "Output format: tsv (header line), csv (header line), jsonl, or parquet (binary: "
     "-o FILE or a redirected stdout)."
 )
-SEED = click.IntRange(0, 2**63 - 1)
 
 
-class RankCut(click.IntRange):
-    """-M K: a positive integer; K beyond the largest possible rank cuts nothing."""
+class _JudgedRange:
+    """A numeric option's click type: click parses the text (its job) and shows the range
+    of :data:`prefeval.options.RANGES` in ``--help``; the value is judged by
+    :func:`prefeval.options.check` (the one rule), a broken rule worded with the flag."""
 
-    def __init__(self):
-        super().__init__(min=1)
+    def __init__(self, field: str):
+        bounds = options.RANGES[field]
+        super().__init__(bounds.lo, bounds.hi, bounds.lo_open, bounds.hi_open)
+        self.field = field
 
     def convert(self, value, param, ctx):
-        return min(super().convert(value, param, ctx), MAX_RANK)
+        # click's parsing of the number, without its range check: the rule is judged below
+        number = super(click.types._NumberRangeBase, self).convert(value, param, ctx)
+        try:
+            return options.check(self.field, number)
+        except OptionError as error:
+            self.fail(error.worded(_namer(ctx)), param, ctx)
 
 
-class FiniteFloat(click.FloatRange):
-    """A float range that also rejects NaN and infinities (click's range lets NaN through)."""
+class JudgedInt(_JudgedRange, click.IntRange):
+    """An integer option judged by :mod:`prefeval.options`."""
+
+
+class JudgedFloat(_JudgedRange, click.FloatRange):
+    """A number option judged by :mod:`prefeval.options` (finite)."""
 
     name = "float"
 
-    def _describe_range(self) -> str:
-        # no bounds (-l): say nothing rather than click's "x<=None"
-        if self.min is None and self.max is None:
-            return ""
-        return super()._describe_range()
 
-    def convert(self, value, param, ctx):
-
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
+def judged(field: str) -> click.ParamType:
+    """The click type of the numeric option ``field`` (:class:`JudgedInt` or
+    :class:`JudgedFloat`)."""
+    return (JudgedInt if options.RANGES[field].integer else JudgedFloat)(field)
 
 
-#: -l/--relevance-level of every command: relevant means grade >= L, a finite L > 0
-#: (prefeval.core.qrels.check_level)
-LEVEL = FiniteFloat(min=0, min_open=True)
+def _param(ctx, keyword: str):
+    """The command's click parameter of the judge's ``keyword``: named so, or with the
+    flag ``--KEYWORD`` (``-`` for ``_``)."""
+    flag = "--" + keyword.replace("_", "-")
+    for param in ctx.command.params:
+        if param.name == keyword or flag in param.opts:
+            return param
+    return None
+
+
+def _namer(ctx):
+    """How the CLI words an option in an :class:`OptionError`: by its flags, taken from
+    the click parameter (``-l/--relevance-level``; ``--engine dask`` with a value)."""
+
+    def name(keyword: str, value: str | None) -> str:
+        param = _param(ctx, keyword)
+        flag = keyword if param is None else "/".join(param.opts)
+        if value is None or getattr(param, "is_flag", False):
+            return flag
+        return f"{flag} {value.strip(chr(39))}"
+
+    return name
+
+
+def usage_error(error: OptionError, ctx=None) -> click.UsageError:
+    """An :class:`OptionError` as the usage error of the flag it names (exit status 2)."""
+    ctx = ctx or click.get_current_context()
+    param = _param(ctx, error.field) if error.about_value else None
+    if param is not None:
+        return click.BadParameter(error.worded(_namer(ctx)), ctx=ctx, param=param)
+    return click.UsageError(error.worded(_namer(ctx)), ctx=ctx)
+
+
+DEFAULTS = Options()
+
+
+def judged_options(**given) -> Options:
+    """The command's :class:`~prefeval.options.Options`, judged from its parameters (those
+    named as the judge's keywords; ``--engine``, ``--scheduler`` and ``--no-cache`` kept
+    in the context, :func:`_keep`) and ``given``; the command's bar on a terminal."""
+    ctx = click.get_current_context()
+    kept = {
+        k.removeprefix("prefeval."): v for k, v in ctx.meta.items() if k.startswith("prefeval.")
+    }
+    values = {**kept, **ctx.params, "progress": None, **given}
+    if not values.get("baselines"):
+        values["baselines"] = None  # no -B: the default set (--no-baselines: none)
+    values = {k: v for k, v in values.items() if k in options.KEYWORDS}
+    try:
+        return options.judge(command=ctx.command.name, **values)
+    except OptionError as error:
+        raise usage_error(error, ctx) from None
 
 
 _INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
@@ -139,7 +193,6 @@ class PrefevalGroup(click.Group):
 
     def invoke(self, ctx):
 
-        was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
             # one bar for the command, on a terminal only; a pipe or FIFO read once
             with progress.command(), one_command():
@@ -159,8 +212,6 @@ class PrefevalGroup(click.Group):
         except MemoryError:
             click.echo(limits.out_of_memory_message(), err=True)
             ctx.exit(2)
-        finally:
-            cache.set_enabled(was_enabled)
 
 
 @click.group(cls=PrefevalGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -173,14 +224,9 @@ def cli():
     """
 
 
-def _no_cache(ctx, param, value):
-    if value:
-        cache.set_enabled(False)
-
-
 def engine_options(func):
     """Options shared by every command that computes preferences from runs."""
-    options = [
+    decorators = [
         click.option(
             "-m",
             "--measure",
@@ -192,7 +238,7 @@ def engine_options(func):
         click.option(
             "-l",
             "--relevance-level",
-            type=LEVEL,
+            type=judged("relevance_level"),
             default=None,
             metavar="L",
             help="Relevant means grade >= L (default: grade > 0).",
@@ -200,16 +246,19 @@ def engine_options(func):
         click.option(
             "-M",
             "--max-docs",
-            type=RankCut(),
+            type=judged("max_docs"),
             default=None,
             metavar="K",
             help="Keep each ranking's top K documents (after sorting), as trec_eval -M.",
         ),
         click.option(
             "--no-cache",
+            "cache",
             is_flag=True,
+            flag_value=False,
+            default=None,
             expose_value=False,
-            callback=_no_cache,
+            callback=_keep,
             help="Do not read or write the cache of reduced runs (also PREFEVAL_CACHE=0).",
         ),
         click.option(
@@ -219,21 +268,21 @@ def engine_options(func):
             "RPP (eq. 5).",
         ),
     ]
-    for option in reversed(options):
+    for option in reversed(decorators):
         func = option(func)
     return func
 
 
 def _keep(ctx, param, value):
-    """Callback of the options an analysis command passes on unseen: kept in the
-    context for :func:`_analysis`."""
+    """Callback of the options a command does not take as arguments: kept in the
+    context for :func:`judged_options`."""
     ctx.meta[f"prefeval.{param.name}"] = value
     return value
 
 
 def dask_options(func=None, *, expose=True):
     """--engine and --scheduler; ``expose=False``: kept in the click context for
-    :func:`_analysis` instead of passed to the command's function."""
+    :func:`judged_options` instead of passed to the command's function."""
     if func is None:
         return lambda f: dask_options(f, expose=expose)
     hidden = {} if expose else {"expose_value": False, "callback": _keep}
@@ -247,30 +296,13 @@ def dask_options(func=None, *, expose=True):
     )(func)
     return click.option(
         "--engine",
-        type=click.Choice(["local", "dask"], case_sensitive=False),
+        type=click.Choice(options.ENGINES, case_sensitive=False),
         default="local",
         show_default=True,
         help="local: this process, by query partitions; dask: the same partitions as tasks "
         "on a Dask cluster (needs prefeval[dask]).",
         **hidden,
     )(func)
-
-
-def _check_engine(engine: str, scheduler: str | None) -> str:
-    """The engine, lowercased; usage errors for --scheduler without --engine dask and
-    for --engine dask without the extra."""
-    engine = engine.lower()
-    if scheduler is not None and engine != "dask":
-        raise click.UsageError("--scheduler needs --engine dask")
-    if engine == "dask":
-        try:
-            import dask  # noqa: F401
-            import distributed  # noqa: F401
-        except ImportError:
-            raise click.UsageError(
-                "--engine dask needs Dask: pip install 'prefeval[dask]'"
-            ) from None
-    return engine
 
 
 PRECISION = click.IntRange(0, 17)
@@ -306,6 +338,8 @@ def usage_errors():
         yield
     except InputError:
         raise
+    except OptionError as error:
+        raise usage_error(error) from None
     except ValueError as error:
         raise click.UsageError(str(error)) from None
 
@@ -321,7 +355,15 @@ def _parse_measures(measures, has_subtopics):
 @click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @engine_options
 @click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
-@click.option("-n", "--no-summary", is_flag=True, help="Drop the summary rows (query_id all).")
+@click.option(
+    "-n",
+    "--no-summary",
+    "summary",
+    is_flag=True,
+    flag_value=False,
+    default=True,
+    help="Drop the summary rows (query_id all).",
+)
 @against_option
 @click.option(
     "--both-directions",
@@ -354,7 +396,7 @@ def compare(
     max_docs,
     binary,
     per_query,
-    no_summary,
+    summary,
     against,
     both_directions,
     engine,
@@ -380,47 +422,47 @@ def compare(
     names = run_names(runs)  # a Parquet table of many runs stands for its runs
     if len(names) < 2:
         raise click.UsageError("need at least two runs to compare")
-    if no_summary and not per_query:
-        raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
-    engine = _check_engine(engine, scheduler)
-    if engine == "dask":  # the client's memory: before anything is read
+    settings = judged_options()
+    if settings.engine == "dask":  # the client's memory: before anything is read
         map_large_allocations()
     judged = read_qrels(qrels)
-    measure_list = _parse_measures(measures, judged.has_subtopics)
+    measure_list = _parse_measures(settings.measures, judged.has_subtopics)
     pairs = None
-    if against:
+    if settings.against:
         with usage_errors():
-            pairs = against_pairs(names, against)
-    if engine == "dask":
+            pairs = against_pairs(names, settings.against)
+    if settings.engine == "dask":
         with usage_errors():
             frames = dask_compare(
                 judged,
                 list(runs),
                 [m.name for m in measure_list],
-                relevance_level=relevance_level,
-                max_docs=max_docs,
-                binary=binary,
+                relevance_level=settings.relevance_level,
+                max_docs=settings.max_docs,
+                binary=settings.binary,
                 pairs=pairs,
-                per_query=per_query,
-                both_directions=both_directions,
-                summary=not no_summary,
-                scheduler=scheduler,
+                per_query=settings.per_query,
+                both_directions=settings.both_directions,
+                summary=settings.summary,
+                scheduler=settings.scheduler,
                 notify=stderr_notice,
             )
         del judged  # the tasks carry their judgments: 0.25 GB less at a million users
         write_frames(frames, output, fmt.lower(), precision)
         return
-    relevant = relevant_with_notice(judged, relevance_level)
-    positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
+    relevant = relevant_with_notice(judged, settings.relevance_level)
+    with api.engine_cache(settings.cache):
+        positions = load_runs(list(runs), relevant, settings.max_docs, notify=stderr_notice)
     total = SummaryAccumulator()
 
     def frames():  # one query partition at a time: memory bounded by a partition
-        for cube in partitioned_cubes(positions, relevant, measure_list, binary, pairs=pairs):
-            cube = cube.both_directions() if both_directions else cube
+        cubes = partitioned_cubes(positions, relevant, measure_list, settings.binary, pairs=pairs)
+        for cube in cubes:
+            cube = cube.both_directions() if settings.both_directions else cube
             total.add(cube)
-            if per_query:
+            if settings.per_query:
                 yield cube.to_frame(per_query=True, summary=False)
-        if not no_summary:
+        if settings.summary:
             yield total.frame()
 
     write_frames(frames(), output, fmt.lower(), precision)
@@ -440,7 +482,7 @@ def analysis_options(func=None, *, against=True, outputs=True):
     ``outputs=False``: without the table options -f, -o, -p."""
     if func is None:
         return lambda f: analysis_options(f, against=against, outputs=outputs)
-    options = [
+    decorators = [
         click.argument(
             "inputs", nargs=-1, type=click.Path(dir_okay=False), metavar="[QRELS RUN...]"
         ),
@@ -470,11 +512,11 @@ def analysis_options(func=None, *, against=True, outputs=True):
         click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
     ]
     if against:
-        options.append(against_option)
+        decorators.append(against_option)
     else:  # the command needs every pair: --against is refused with a reason
-        options.append(click.option("--against", multiple=True, hidden=True))
+        decorators.append(click.option("--against", multiple=True, hidden=True))
     func = dask_options(engine_options(func), expose=False)
-    for option in reversed(options):
+    for option in reversed(decorators):
         func = option(func)
     return output_options(func) if outputs else func
 
@@ -513,103 +555,51 @@ def _baseline_names(baselines):
         return [b.name for b in parse_baselines(baselines)]
 
 
-def _analysis(
-    command,
-    inputs,
-    prefs,
-    metrics_file,
-    baselines,
-    no_baselines,
-    measures,
-    relevance_level,
-    max_docs,
-    binary,
-    against=(),
-    **options,
-):
+def _analysis(command, inputs, prefs, metrics_file, **given):
     """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
-    point), after the checks that name the command's options."""
+    point) with the command's :class:`~prefeval.options.Options` (``given``: settings
+    that differ from the command's parameters), after the checks that name its options."""
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
-    meta = click.get_current_context().meta
-    engine = _check_engine(meta.get("prefeval.engine", "local"), meta.get("prefeval.scheduler"))
-    if no_baselines and baselines:
-        raise click.UsageError("-B/--baseline and --no-baselines contradict each other")
-    if no_baselines and metrics_file is not None:
-        raise click.UsageError("--metrics and --no-baselines contradict each other")
-    if prefs is not None:
-        given = [
-            name
-            for name, value in (
-                ("--binary", binary),
-                ("-l/--relevance-level", relevance_level is not None and qrels is None),
-                ("-M/--max-docs", max_docs is not None),
-                ("--engine dask", engine == "dask"),
-            )
-            if value
-        ]
-        if given:
-            raise click.UsageError(
-                f"{', '.join(given)} cannot change preferences read with --prefs (they "
-                "were computed when the table was written); drop "
-                + ("them" if len(given) > 1 else "it")
-            )
+    settings = judged_options(qrels=qrels, metrics=metrics_file, **given)
     if prefs is None:
         names = run_names(runs)  # a Parquet table of many runs stands for its runs
         if len(names) < 2:
             raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
-    baselines = _baseline_names(baselines) if baselines else None
-    if against:
-        options["against"] = list(against)
-        if prefs is None:  # unknown names before any run is read
-            with usage_errors():
-                against_pairs(names, against)
+    _baseline_names(settings.baselines or ())  # a usage error before any computing
+    if settings.against and prefs is None:  # unknown names before any run is read
+        with usage_errors():
+            against_pairs(names, settings.against)
+    function = getattr(api, command)
+    keywords = inspect.signature(function).parameters
     with usage_errors():
-        return getattr(api, command)(
+        return function(
             qrels,
             runs or None,
             prefs=prefs,
             metrics=metrics_file,
-            measures=list(measures) or None,
-            baselines=[] if no_baselines else baselines,
-            relevance_level=relevance_level,
-            max_docs=max_docs,
-            binary=binary,
             notify=stderr_notice,
-            progress=None,  # the command's bar, on a terminal
-            engine=engine,
-            scheduler=meta.get("prefeval.scheduler"),
-            **options,
+            **{  # the settings that differ from the defaults (unset lists stay unset)
+                k: getattr(settings, k)
+                for k in options.FIELDS
+                if k in keywords and getattr(settings, k) != getattr(DEFAULTS, k)
+            },
+            **{k: v for k, v in given.items() if k not in options.FIELDS},
         )
-
-
-def _float_list(text, kind=float, option="--labels"):
-
-    try:
-        values = [kind(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise click.BadParameter(
-            f"expected a comma-separated list of numbers: {text}", param_hint=option
-        ) from None
-    if not values:
-        raise click.BadParameter(f"empty list {text!r}", param_hint=option)
-    if any(not math.isfinite(v) for v in values):
-        raise click.BadParameter(f"{text!r}: not a finite number", param_hint=option)
-    return values
 
 
 @cli.command()
 @analysis_options(against=False)
 @click.option(
     "--method",
-    type=click.Choice(["mc4", "borda", "winrate", "copeland"]),
+    type=click.Choice(options.METHODS),
     default="mc4",
     show_default=True,
     help="Aggregation of per-query rankings.",
 )
 @click.option(
     "--teleport",
-    type=FiniteFloat(0, 1, min_open=True),
+    type=judged("teleport"),
     default=0.05,
     show_default=True,
     help="MC4 uniform teleport weight (keeps the chain ergodic).",
@@ -644,20 +634,7 @@ def order(
     """
 
     _no_against(against, "order", "ranks all runs")
-    table = _analysis(
-        "order",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        method=method,
-        teleport=teleport,
-    )
+    table = _analysis("order", inputs, prefs, metrics_file)
     write_table(table, output, fmt, precision)
 
 
@@ -681,39 +658,43 @@ class PlotFile(click.Path):
 
 def significance_options(func):
     """--test, --correction, --alpha, --trials, --seed: the tests of discpower and report."""
-    options = [
+    decorators = [
         click.option(
             "--test",
             "tests",
-            type=click.Choice(["ttest", "sign", "hsd"]),
+            type=click.Choice(options.TESTS),
             multiple=True,
             help="Significance test(s); repeatable. Default: all three.",
         ),
         click.option(
             "--correction",
-            type=click.Choice(["bonferroni", "holm", "none"]),
+            type=click.Choice(options.CORRECTIONS),
             default="bonferroni",
             show_default=True,
             help="Multiple-comparison correction of ttest and sign p-values.",
         ),
         click.option(
             "--alpha",
-            type=FiniteFloat(0, 1, min_open=True, max_open=True),
+            type=judged("alpha"),
             default=0.05,
             show_default=True,
         ),
         click.option(
             "--trials",
-            type=click.IntRange(min=1),
+            type=judged("trials"),
             default=10000,
             show_default=True,
             help="Randomized HSD trials.",
         ),
         click.option(
-            "--seed", type=SEED, default=0, show_default=True, help="Seed of the HSD trials."
+            "--seed",
+            type=judged("seed"),
+            default=0,
+            show_default=True,
+            help="Seed of the HSD trials.",
         ),
     ]
-    for option in reversed(options):
+    for option in reversed(decorators):
         func = option(func)
     return func
 
@@ -770,32 +751,11 @@ def discpower(
       prefeval discpower --test ttest --test sign qrels.txt runs/input.*
     """
 
-    if against and "hsd" in tests:
-        raise click.UsageError(
-            "--test hsd with --against: the HSD ranks every run by its win rate over all "
-            "pairs; drop one of them"
-        )
     if plot_log and not plot:
         raise click.UsageError("--plot-log needs --plot")
     plotting = _plotting(plot)
-    table = _analysis(  # one row per pair: the curves need it, the summary counts it
-        "discpower",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        against,
-        tests=list(tests) or None,
-        correction=correction,
-        trials=trials,
-        seed=seed,
-        pairs=True,
-    )
+    # one row per pair: the curves need it, the summary counts it
+    table = _analysis("discpower", inputs, prefs, metrics_file, pairs=True)
     if plot:
         plotting.discpower_curves(table, plot, alpha=alpha, log=plot_log)
     result = table if per_pair else discriminative_power(table, alpha)
@@ -806,7 +766,7 @@ def discpower(
 @analysis_options(against=False)
 @click.option(
     "--method",
-    type=click.Choice(["mc4", "borda", "winrate", "copeland"]),
+    type=click.Choice(options.METHODS),
     default="mc4",
     show_default=True,
     help="How preferences order the runs.",
@@ -838,19 +798,7 @@ def tau(
     """
 
     _no_against(against, "tau", "correlates orderings of all runs")
-    table = _analysis(
-        "tau",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        method=method,
-    )
+    table = _analysis("tau", inputs, prefs, metrics_file)
     if fmt == "tsv" and sys.stderr.isatty():
         digits = 3 if precision is None else precision
         click.echo(tau_matrix_text(table, digits), err=True, nl=False)
@@ -895,20 +843,7 @@ def agree(
             "agree compares preferences with baselines: give QRELS RUN... or --metrics FILE "
             "(or --ties, which needs none)"
         )
-    table = _analysis(
-        "agree",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        against,
-        ties=ties,
-    )
+    table = _analysis("agree", inputs, prefs, metrics_file)
     write_table(table, output, fmt, precision)
 
 
@@ -928,13 +863,13 @@ def agree(
 )
 @click.option(
     "--policy",
-    type=click.Choice(["uniform", "pool"]),
+    type=click.Choice(options.POLICIES),
     default="uniform",
     show_default=True,
     help="Which labels to remove: at random, or the documents retrieved by the most runs first.",
 )
-@click.option("--samples", type=click.IntRange(1, 10**6), default=10, show_default=True)
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--samples", type=judged("samples"), default=10, show_default=True)
+@click.option("--seed", type=judged("seed"), default=0, show_default=True)
 @click.option(
     "--plot",
     type=PlotFile(),
@@ -975,28 +910,8 @@ def robustness(
     """
 
     _no_against(against, "robustness", "correlates orderings of all runs")
-    if queries is None and labels is None:
-        raise click.UsageError("give --queries and/or --labels")
-    query_sizes = _float_list(queries, int, "--queries") if queries is not None else None
-    label_fractions = _float_list(labels, float, "--labels") if labels is not None else None
     plotting = _plotting(plot)
-    table = _analysis(
-        "robustness",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        queries=query_sizes,
-        labels=label_fractions,
-        samples=samples,
-        seed=seed,
-        policy=policy,
-    )
+    table = _analysis("robustness", inputs, prefs, metrics_file)
     if plot:
         plotting.robustness_plot(table, plot)
     write_table(table, output, fmt, precision)
@@ -1018,7 +933,7 @@ def robustness(
 @click.option(
     "-l",
     "--relevance-level",
-    type=LEVEL,
+    type=judged("relevance_level"),
     default=None,
     metavar="L",
     help="Relevant means grade >= L (default: grade > 0).",
@@ -1026,21 +941,32 @@ def robustness(
 @click.option(
     "-M",
     "--max-docs",
-    type=RankCut(),
+    type=judged("max_docs"),
     default=None,
     metavar="K",
     help="Keep each ranking's top K documents, as trec_eval -M.",
 )
 @click.option(
     "--no-cache",
+    "cache",
     is_flag=True,
+    flag_value=False,
+    default=None,
     expose_value=False,
-    callback=_no_cache,
+    callback=_keep,
     help="Accepted like the other commands; metrics reads the runs itself and "
     "neither reads nor writes the cache.",
 )
 @click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
-@click.option("-n", "--no-summary", is_flag=True, help="Drop the summary rows (query_id all).")
+@click.option(
+    "-n",
+    "--no-summary",
+    "summary",
+    is_flag=True,
+    flag_value=False,
+    default=True,
+    help="Drop the summary rows (query_id all).",
+)
 @output_options
 def metrics(
     qrels,
@@ -1049,7 +975,7 @@ def metrics(
     relevance_level,
     max_docs,
     per_query,
-    no_summary,
+    summary,
     precision,
     fmt,
     output,
@@ -1072,19 +998,15 @@ def metrics(
       prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
     """
 
-    if no_summary and not per_query:
-        raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
-    names = _baseline_names(baselines) if baselines else None
+    settings = judged_options()
+    names = _baseline_names(settings.baselines) if settings.baselines else None
     judged = read_qrels(qrels)
     with usage_errors():
         table = metrics_rows(
             judged,
             list(runs),
             names or default_baselines(judged.has_subtopics),
-            relevance_level=relevance_level,
-            max_docs=max_docs,
-            per_query=per_query,
-            summary=not no_summary,
+            settings,
             notify=stderr_notice,
         )
     write_table(table, output, fmt, precision)
@@ -1094,8 +1016,8 @@ def metrics(
 @analysis_options
 @click.option(
     "--ci",
-    "confidence",
-    type=FiniteFloat(0, 1, min_open=True, max_open=True),
+    "ci",
+    type=judged("ci"),
     default=0.95,
     show_default=True,
     help="Confidence level of the t interval of the mean difference.",
@@ -1110,7 +1032,7 @@ def pairs(
     relevance_level,
     max_docs,
     binary,
-    confidence,
+    ci,
     against,
     precision,
     fmt,
@@ -1127,20 +1049,7 @@ def pairs(
       prefeval pairs --against sys01 qrels.txt runs/input.*
     """
 
-    table = _analysis(
-        "pairs",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        against,
-        ci=confidence,
-    )
+    table = _analysis("pairs", inputs, prefs, metrics_file)
     write_table(table, output, fmt, precision)
 
 
@@ -1153,14 +1062,14 @@ def pairs(
 @click.option(
     "-q",
     "--query",
-    "queries",
+    "query_ids",
     multiple=True,
     metavar="QUERY",
     help="Explain this query (repeatable, in the order given). Default: the --top queries.",
 )
 @click.option(
     "--top",
-    type=click.IntRange(min=1),
+    type=judged("top"),
     default=None,
     metavar="N",
     help="The N queries (default 5) with the largest |Delta| under the first measure, "
@@ -1185,7 +1094,7 @@ def pairs(
     help="Write to FILE atomically (default: stdout).",
 )
 def explain(
-    qrels, runs, measures, relevance_level, max_docs, binary, queries, top, precision, fmt, output
+    qrels, runs, measures, relevance_level, max_docs, binary, query_ids, top, precision, fmt, output
 ):
     """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
 
@@ -1204,21 +1113,14 @@ def explain(
     count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
-    if queries and top is not None:
+    if query_ids and top is not None:
         raise click.UsageError("give -q/--query or --top, not both")
+    settings = judged_options()
     judged = read_qrels(qrels)
-    measure_list = _parse_measures(measures, judged.has_subtopics)
-    with usage_errors():  # a wrong query id is reported before the runs are read
-        frame = explain_table(
-            judged,
-            list(runs),
-            [m.name for m in measure_list],
-            queries=list(queries) or None,
-            top=top,
-            relevance_level=relevance_level,
-            max_docs=max_docs,
-            binary=binary,
-        )
+    measure_list = _parse_measures(settings.measures, judged.has_subtopics)
+    # a wrong query id is reported before the runs are read
+    with usage_errors(), api.engine_cache(settings.cache):
+        frame = explain_table(judged, list(runs), settings, queries=list(query_ids) or None)
     if frame.empty:
         stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
     fmt = fmt.lower()
@@ -1252,7 +1154,7 @@ def explain(
 )
 @click.option(
     "--samples",
-    type=click.IntRange(1, 10**6),
+    type=judged("samples"),
     default=10,
     show_default=True,
     help="Samples per level of --robustness.",
@@ -1260,7 +1162,8 @@ def explain(
 @click.option(
     "-p",
     "--precision",
-    type=click.IntRange(0, 15),
+    "digits",
+    type=judged("digits"),
     default=3,
     show_default=True,
     help="Decimals of the preferences and taus in the tables.",
@@ -1284,7 +1187,7 @@ def report(
     seed,
     robustness,
     samples,
-    precision,
+    digits,
 ):
     """The whole study in one document: HTML, Markdown or LaTeX.
 
@@ -1307,27 +1210,7 @@ def report(
 
     for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
         check_output(path)
-    _analysis(
-        "report",
-        inputs,
-        prefs,
-        metrics_file,
-        baselines,
-        no_baselines,
-        measures,
-        relevance_level,
-        max_docs,
-        binary,
-        output=output,
-        tests=list(tests) or None,
-        correction=correction,
-        alpha=alpha,
-        trials=trials,
-        seed=seed,
-        robustness=robustness,
-        samples=samples,
-        digits=precision,
-    )
+    _analysis("report", inputs, prefs, metrics_file, output=output)
 
 
 @cli.command("measures")

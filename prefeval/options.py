@@ -1,37 +1,164 @@
 """One frozen value with every setting of a call, judged once (trec_eval's ``EPI``).
 
-Built by :func:`judge` from the CLI's options or the API's keywords; every rule about an
-option is written here once, and a broken one raises :class:`OptionError` naming the
-option by its field, which the CLI words with its flag (``-l/--relevance-level``) and the
-API with its keyword (``relevance_level=``).  The engine, the analysis and the
-presentation read their settings from this value instead of loose parameters.
+:func:`judge` builds the :class:`Options` of a call from the API's keywords or the
+CLI's parameters (the click parameters are named as the keywords) and is the only place
+where a rule about an option is written: its type, range or choices, and the rules
+between options (``-n`` without ``-q``, ``--scheduler`` without ``--engine dask``,
+``--no-baselines`` with ``-B``, ``--prefs`` with ``--binary``...).  A broken rule raises
+:class:`OptionError`, which the API raises as it is (a ``ValueError``, worded with the
+keyword: ``relevance_level=nan is not a finite number.``) and the CLI words with the
+option's flag (``Invalid value for '-l' / '--relevance-level': nan is not a finite
+number.``), taken from the click parameter itself (:meth:`OptionError.worded`).
 
-SKELETON (issue 23 step 2 in progress): the fields below are the shared settings; the
-judging rules and the command-specific settings are being added.
+Every setting of every command is a field of the one :class:`Options` (the shared ones
+and the command-specific ones alike, as ``EPI`` holds them all): each has one rule and
+one default, the command's; a command reads the fields it has and leaves the others at
+their defaults.  The judge takes, besides the fields, what some rules need to know
+without keeping it: ``no_baselines`` (the CLI's ``--no-baselines``; the API says
+``baselines=[]``) and whether ``prefs``, ``metrics`` and ``qrels`` were given.
+
+The click layer still parses text into numbers (click's job) and shows the ranges
+declared here in ``--help`` (:data:`RANGES`, :data:`CHOICES`); the judging is done here.
+Rules about inputs rather than settings stay with the inputs (two runs at least; that
+``agree`` needs baselines is still checked by both ``api.agree`` and ``cli.agree``,
+which name the inputs differently: ``qrels and runs``, ``QRELS RUN...``), and the CLI's
+rules about flags the API does not have (``--plot-log`` needs ``--plot``, ``-q/--query``
+or ``--top`` in ``explain``, ``--against`` refused by the commands that need every
+pair) are written once, in the CLI.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import numbers
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+
+from .core.positions import MAX_RANK
 
 #: query partitions hold at most this many cube cells (queries x pairs x measures)
 PARTITION_CELLS = 1 << 22
 
+ENGINES = ("local", "dask")
+METHODS = ("mc4", "borda", "winrate", "copeland")
+TESTS = ("ttest", "sign", "hsd")
+CORRECTIONS = ("bonferroni", "holm", "none")
+POLICIES = ("uniform", "pool")
+
+#: the options with a fixed set of values
+CHOICES = {
+    "engine": ENGINES,
+    "method": METHODS,
+    "tests": TESTS,
+    "correction": CORRECTIONS,
+    "policy": POLICIES,
+}
+
+
+@dataclass(frozen=True)
+class Range:
+    """The numbers an option takes: ``lo``..``hi`` (None: unbounded), ends open or not;
+    floats are finite."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    integer: bool = False
+
+    def __contains__(self, value) -> bool:
+        return not (
+            (self.lo is not None and (value <= self.lo if self.lo_open else value < self.lo))
+            or (self.hi is not None and (value >= self.hi if self.hi_open else value > self.hi))
+        )
+
+    def describe(self) -> str:
+        """The range as click's ``--help`` shows it (``0<x<=1``, ``x>=1``)."""
+        low = "" if self.lo is None else f"{self.lo}{'<' if self.lo_open else '<='}"
+        high = "" if self.hi is None else f"{'<' if self.hi_open else '<='}{self.hi}"
+        if self.lo is not None and self.hi is None:
+            return f"x{'>' if self.lo_open else '>='}{self.lo}"
+        return f"{low}x{high}"
+
+
+SEED = Range(0, 2**63 - 1, integer=True)
+#: the numbers of the numeric options
+RANGES = {
+    "relevance_level": Range(0, lo_open=True),  # relevant means grade >= L: L > 0
+    "max_docs": Range(1, integer=True),  # beyond the largest rank: cuts nothing
+    "teleport": Range(0, 1, lo_open=True),
+    "alpha": Range(0, 1, lo_open=True, hi_open=True),
+    "ci": Range(0, 1, lo_open=True, hi_open=True),
+    "trials": Range(1, integer=True),
+    "seed": SEED,
+    "samples": Range(1, 10**6, integer=True),
+    "digits": Range(0, 15, integer=True),
+    "top": Range(1, integer=True),
+    "partition_cells": Range(1, integer=True),
+}
+
+_NOT_GIVEN = object()
+
 
 class OptionError(ValueError):
-    """An option's value breaks one of its rules; ``field`` is the API keyword."""
+    """An option's value breaks one of its rules; ``field`` is the API keyword.
 
-    def __init__(self, field: str, message: str):
+    ``message`` names options by ``{key}`` fields: ``{name}``, ``{name=}`` or
+    ``{name=VALUE}``; ``{value}`` is the value judged (``value``, when the rule is about
+    one value).  :meth:`worded` fills them in, the API's way by default (``str``)."""
+
+    def __init__(self, field: str, message: str, value=_NOT_GIVEN):
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}")
+        self.value = value
+        super().__init__(self.worded())
+
+    @property
+    def about_value(self) -> bool:
+        """Whether the rule is about the value of ``field`` alone."""
+        return self.value is not _NOT_GIVEN
+
+    def worded(self, name: Callable[[str, str | None], str] | None = None) -> str:
+        """The message with each ``{key}`` worded by ``name(keyword, value text or
+        None)``; by default as the API's keywords (``{value}`` as ``field=value``)."""
+
+        class Names(dict):
+            def __missing__(self, key):
+                keyword, equals, text = key.partition("=")
+                if name is not None:
+                    return name(keyword, text if text else None)
+                return _KEYWORDS.get(keyword, keyword) + equals + text
+
+        names = Names()
+        if self.about_value:
+            shown = repr(self.value)
+            names["value"] = shown if name is not None else f"{self.field}={shown}"
+        return self.message.format_map(names)
+
+
+class OptionTypeError(OptionError, TypeError):
+    """An option's value is of the wrong type (the API's; the CLI parses text)."""
+
+
+#: the API's wording of a judge keyword that is no API keyword
+_KEYWORDS = {"no_baselines": "baselines=[] (no baselines)"}
+
+
+def cache_default() -> bool:
+    """The cache's setting when none is given: on unless the environment variable
+    ``PREFEVAL_CACHE`` is ``0``, ``no``, ``off`` or ``false`` (any case)."""
+    return os.environ.get("PREFEVAL_CACHE", "1").lower() not in ("0", "no", "off", "false")
 
 
 @dataclass(frozen=True)
 class Options:
-    """The settings of one call (defaults: the commands' defaults)."""
+    """The settings of one call (defaults: the commands' defaults); build it with
+    :func:`judge`."""
 
+    command: str | None = None  # the command (API function) the settings are for
     measures: tuple[str, ...] = ()  # preference measure names as given (-m)
+    baselines: tuple[str, ...] | None = None  # as given (-B); None: the default set; (): none
     relevance_level: float | None = None  # relevant means grade >= level (-l)
     max_docs: int | None = None  # each ranking's top K (-M)
     binary: bool = False  # binary RPP (--binary)
@@ -41,6 +168,225 @@ class Options:
     both_directions: bool = False  # each pair then its reverse
     engine: str = "local"  # local or dask (--engine)
     scheduler: str | None = None  # Dask scheduler address (--scheduler)
-    cache: bool = True  # read and write the cache of reduced runs (not --no-cache)
+    cache: bool = True  # read and write the cache of reduced runs (not --no-cache);
+    #                     judged: default the environment's PREFEVAL_CACHE (cache_default)
     progress: bool | None = False  # tqdm bars; None: the command's bar on a terminal
     partition_cells: int = PARTITION_CELLS  # largest query partition, in cube cells
+    method: str = "mc4"  # aggregation of per-query rankings (order, tau)
+    teleport: float = 0.05  # MC4's teleport weight
+    tests: tuple[str, ...] = TESTS  # significance tests (discpower, report; judged: the
+    #                                 command's default, ttest and sign with --against)
+    correction: str = "bonferroni"  # multiple-comparison correction of ttest and sign
+    alpha: float = 0.05  # significance level
+    trials: int = 10000  # randomized HSD trials
+    seed: int = 0  # seed of the HSD trials and of robustness' samples
+    pairs: bool = False  # discpower: one row per run pair
+    ties: bool = False  # agree: the share of ties instead
+    queries: tuple[int, ...] = ()  # robustness: numbers of queries to draw
+    labels: tuple[float, ...] = ()  # robustness: fractions of relevant labels to keep
+    policy: str = "uniform"  # robustness: which labels go first
+    samples: int = 10  # robustness: samples per level
+    ci: float = 0.95  # pairs: confidence level of the t interval
+    robustness: bool = False  # report: with the robustness curves
+    digits: int = 3  # report: decimals in the tables
+    top: int | None = None  # explain: the N queries with the largest |Delta|
+
+
+FIELDS = tuple(f.name for f in fields(Options))
+#: the keywords :func:`judge` takes: the fields, and what some rules need to know
+KEYWORDS = (*FIELDS, "no_baselines", "prefs", "metrics", "qrels")
+
+
+# ----------------------------------------------------------------------- rules of values
+
+
+def text_list(value, field: str) -> tuple[str, ...]:
+    """A str or an iterable of str as a tuple (None: empty)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    try:
+        values = tuple(value)
+    except TypeError:
+        raise OptionTypeError(
+            field, "{value} is not a string or a list of strings.", value
+        ) from None
+    if not all(isinstance(v, str) for v in values):
+        raise OptionTypeError(field, "{value} is not a string or a list of strings.", value)
+    return values
+
+
+def _number(field: str, value, integer: bool = False, check_range: bool = True):
+    """``value`` as an int (``integer``) or a finite float, in the field's range."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        what = "an integer" if integer else "a number"
+        raise OptionTypeError(field, f"{{value}} is not {what}.", value)
+    value = int(value) if integer else float(value)
+    if not integer and not math.isfinite(value):
+        raise OptionError(field, "{value} is not a finite number.", value)
+    bounds = RANGES.get(field) if check_range else None
+    if bounds is not None and value not in bounds:
+        raise OptionError(field, f"{{value}} is not in the range {bounds.describe()}.", value)
+    return value
+
+
+def _choice(field: str, value) -> str:
+    choices = CHOICES[field]
+    if value not in choices:
+        raise OptionError(field, f"{{value}} is not one of {', '.join(choices)}.", value)
+    return value
+
+
+def _numbers(field: str, value, integer: bool) -> tuple:
+    """A comma-separated string or an iterable of numbers (``queries``, ``labels``)."""
+    if isinstance(value, str):
+        try:
+            parsed = [(int if integer else float)(x) for x in value.split(",") if x.strip()]
+        except ValueError:
+            raise OptionError(
+                field, "{value} is not a comma-separated list of numbers.", value
+            ) from None
+        if not parsed:
+            raise OptionError(field, "{value} is an empty list.", value)
+        return tuple(_number(field, v, integer) for v in parsed)
+    items = [value] if isinstance(value, numbers.Real) else value
+    try:
+        items = list(items)
+    except TypeError:
+        raise OptionTypeError(field, "{value} is not a list of numbers.", value) from None
+    if not items:
+        raise OptionError(field, "{value} is an empty list.", value)
+    return tuple(_number(field, v, integer) for v in items)
+
+
+def _engine(value) -> str:
+    return _choice("engine", str(value).lower())
+
+
+def _max_docs(value) -> int | None:
+    return None if value is None else min(_number("max_docs", value, integer=True), MAX_RANK)
+
+
+def _cache(value) -> bool:
+    return cache_default() if value is None else bool(value)
+
+
+def _tests(value) -> tuple[str, ...] | None:
+    tests = text_list(value, "tests")
+    for test in tests:
+        _choice("tests", test)
+    return tests or None  # None: the command's default
+
+
+def _optional(rule):
+    return lambda field, value: None if value is None else rule(field, value)
+
+
+#: field -> its rule: the value given -> the value kept (None for a field: kept as given)
+_RULES: dict[str, Callable] = {
+    "measures": lambda f, v: text_list(v, f),
+    "baselines": lambda f, v: None if v is None else text_list(v, f),
+    "against": lambda f, v: text_list(v, f),
+    "relevance_level": _optional(_number),
+    "max_docs": lambda f, v: _max_docs(v),
+    "engine": lambda f, v: _engine(v),
+    "cache": lambda f, v: _cache(v),
+    "method": _choice,
+    "correction": _choice,
+    "policy": _choice,
+    "tests": lambda f, v: _tests(v),
+    "teleport": _number,
+    "alpha": _number,
+    "ci": _number,
+    "trials": lambda f, v: _number(f, v, integer=True),
+    "seed": lambda f, v: _number(f, v, integer=True),
+    "samples": lambda f, v: _number(f, v, integer=True),
+    "digits": lambda f, v: _number(f, v, integer=True),
+    "partition_cells": lambda f, v: _number(f, v, integer=True),
+    "top": _optional(lambda f, v: _number(f, v, integer=True)),
+    "queries": lambda f, v: () if v is None else _numbers(f, v, integer=True),
+    "labels": lambda f, v: () if v is None else _numbers(f, v, integer=False),
+}
+_FLAGS = ("binary", "per_query", "summary", "both_directions", "pairs", "ties", "robustness")
+
+
+def check(field: str, value):
+    """The value of one option after its own rule (the value kept); :class:`OptionError`
+    if it breaks it.  The CLI's option types call this on the number they parsed."""
+    rule = _RULES.get(field)
+    if rule is not None:
+        return rule(field, value)
+    return bool(value) if field in _FLAGS else value
+
+
+# ------------------------------------------------------------------------------ the judge
+
+
+def judge(**given) -> Options:
+    """The :class:`Options` of a call from the keywords given (the fields of
+    :class:`Options`, and ``no_baselines``, ``prefs``, ``metrics``, ``qrels``: see the
+    module docstring), each judged by its rule, then the rules between them;
+    :class:`OptionError` for the first rule broken."""
+
+    unknown = sorted(set(given) - set(KEYWORDS))
+    if unknown:
+        raise TypeError(f"judge() got unexpected keywords: {', '.join(unknown)}")
+    no_baselines = bool(given.pop("no_baselines", False))
+    prefs = given.pop("prefs", None) is not None
+    metrics = given.pop("metrics", None) is not None
+    qrels = given.pop("qrels", None) is not None
+    given.setdefault("cache", None)  # not given: the environment's (cache_default)
+    values = {name: check(name, value) for name, value in given.items()}
+    options = Options(**{"tests": None, **values})  # tests=None: the command's, below
+
+    if not options.summary and not options.per_query:
+        raise OptionError("summary", "{summary=False} without {per_query=True} leaves no rows")
+    if options.scheduler is not None and options.engine != "dask":
+        raise OptionError("scheduler", "{scheduler=} needs {engine='dask'}")
+    if options.engine == "dask":
+        try:
+            import dask  # noqa: F401
+            import distributed  # noqa: F401
+        except ImportError:
+            raise OptionError(
+                "engine", "{engine='dask'} needs Dask: pip install 'prefeval[dask]'"
+            ) from None
+    if no_baselines:
+        if options.baselines:
+            raise OptionError("baselines", "{baselines} and {no_baselines} contradict each other")
+        if metrics:
+            raise OptionError("metrics", "{metrics=} and {no_baselines} contradict each other")
+        options = replace(options, baselines=())
+    elif options.baselines == () and metrics:
+        raise OptionError("metrics", "{metrics=} and {no_baselines} contradict each other")
+    if prefs:
+        changing = [
+            key
+            for key, value in (
+                ("binary", options.binary),
+                ("relevance_level", options.relevance_level is not None and not qrels),
+                ("max_docs", options.max_docs is not None),
+                ("engine='dask'", options.engine == "dask"),
+            )
+            if value
+        ]
+        if changing:
+            raise OptionError(
+                changing[0].partition("=")[0],
+                ", ".join(f"{{{key}}}" for key in changing)
+                + " cannot change preferences read with {prefs=} (they were computed when "
+                "the table was written); drop " + ("them" if len(changing) > 1 else "it"),
+            )
+    if options.against and options.tests is not None and "hsd" in options.tests:
+        raise OptionError(
+            "tests",
+            "{tests='hsd'} with {against=}: the HSD ranks every run by its win rate over all "
+            "pairs; drop one of them",
+        )
+    if options.command == "robustness" and not (options.queries or options.labels):
+        raise OptionError("queries", "give {queries=} and/or {labels=}")
+    if options.tests is None:  # the command's default: the HSD needs every pair
+        options = replace(options, tests=("ttest", "sign") if options.against else TESTS)
+    return options

@@ -43,10 +43,13 @@ from prefeval.analysis.significance import (
 from prefeval.core.cube import PreferenceCube, borda, win_rates
 from prefeval.core.errors import InputError
 from prefeval.io.tables import PREF_COLUMNS, cube_from_table, read_table
+from prefeval.options import Options
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"
 SAMPLE_RUNS = sorted(str(p) for p in (SAMPLE / "runs").iterdir())
+
+NO_BASELINES = Options(baselines=())  # gather_inputs without baselines
 
 
 # --------------------------------------------------------------------------- helpers
@@ -554,7 +557,7 @@ def test_pair_tests_and_discriminative_power():
 def test_table_round_trip(tmp_path, qrels, fmt):
     path = tmp_path / f"prefs.{fmt}"
     ok(invoke("compare", "-q", "-f", fmt, "-o", path, SAMPLE / qrels, *SAMPLE_RUNS))
-    engine = gather_inputs(str(SAMPLE / qrels), SAMPLE_RUNS, no_baselines=True, notify=None)
+    engine = gather_inputs(str(SAMPLE / qrels), SAMPLE_RUNS, options=NO_BASELINES, notify=None)
     cube = engine.evidence.cube
     table = read_table(str(path), PREF_COLUMNS)
     assert (table["query_id"] == "all").any()  # summary rows present, and ignored:
@@ -564,7 +567,7 @@ def test_table_round_trip(tmp_path, qrels, fmt):
     assert back.query_ids == cube.query_ids
     np.testing.assert_array_equal(back.pairs, cube.pairs)
     np.testing.assert_array_equal(back.values, cube.values)  # NaN where undefined, too
-    from_file = gather_inputs(prefs=str(path), no_baselines=True, notify=None).evidence.cube
+    from_file = gather_inputs(prefs=str(path), options=NO_BASELINES, notify=None).evidence.cube
     np.testing.assert_array_equal(from_file.values, cube.values)
 
 

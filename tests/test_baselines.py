@@ -26,6 +26,7 @@ from prefeval.analysis.baselines import (
 from prefeval.core.errors import InputError
 from prefeval.io.runs import read_qrels
 from prefeval.io.source import run_name
+from prefeval.options import Options
 
 WEB2012 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "web2012"
 STANDARD = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
@@ -377,7 +378,7 @@ def test_relevance_levels_must_be_positive(level):
         with pytest.raises(ValueError, match="relevance level"):
             compute_metrics(qrels, RUNS, names, relevance_level=level)
     with pytest.raises(ValueError, match="relevance level"):
-        metrics_rows(qrels, RUNS, ["AP"], relevance_level=level)
+        metrics_rows(qrels, RUNS, ["AP"], Options(relevance_level=level))
 
 
 # --------------------------------------------------------------------------- subtopic qrels

@@ -14,6 +14,7 @@ import pytest
 from helpers import invoke, read_tsv, tsv_to_dict, write_qrels, write_run
 
 from prefeval.core.qrels import query_sort_key
+from prefeval.options import Options
 from prefeval.present.explain import COLUMNS, explain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -216,9 +217,8 @@ def check_against_compare(qrels, runs, compare_values, *options, binary=False, *
     checked = 0
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
-            frame = explain(
-                qrels, [runs[i], runs[j]], queries=queries, binary=binary, notify=None, **kwargs
-            )
+            settings = Options(binary=binary, **kwargs)
+            frame = explain(qrels, [runs[i], runs[j]], settings, queries=queries, notify=None)
             expected = {
                 (q, m): v
                 for (m, a, b, q), v in compare_values.items()
@@ -423,7 +423,7 @@ def test_subtopic_measure_undefined_on_a_query(tmp_path):
     )
     a = write_run(tmp_path / "a", [("1", "d1", 2.0), ("1", "d2", 1.0), ("2", "d3", 1.0)])
     b = write_run(tmp_path / "b", [("1", "d2", 2.0), ("2", "d4", 2.0), ("2", "d3", 1.0)])
-    frame = explain(qrels, [a, b], "strpp,rpp", queries=["2"], notify=None)
+    frame = explain(qrels, [a, b], Options(measures=("strpp,rpp",)), queries=["2"], notify=None)
     assert list(frame.loc[frame["row"] == "measure", "measure"]) == ["rpp"]
     assert "subtopic" not in set(frame["family"])
     result = invoke("explain", "-m", "strpp,rpp", "-q", "2", qrels, a, b)
@@ -431,7 +431,7 @@ def test_subtopic_measure_undefined_on_a_query(tmp_path):
     top = invoke("explain", "-m", "strpp", qrels, a, b)
     assert _explained_queries(top.stdout) == ["1"]
     # query 1: subtopics 1 and 2 ({d1}, {d2}) and the background {d1, d2}, p(t) = 1/4, 1/4, 2/4
-    q1 = explain(qrels, [a, b], "strpp", queries=["1"], notify=None)
+    q1 = explain(qrels, [a, b], Options(measures=("strpp",)), queries=["1"], notify=None)
     pops = q1[(q1["row"] == "population") & (q1["family"] == "subtopic")]
     assert list(pops["population"]) == ["subtopic=1", "subtopic=2", "subtopic=*"]
     assert list(pops["weight"]) == [0.25, 0.25, 0.5]

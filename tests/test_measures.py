@@ -19,6 +19,7 @@ import prefeval.measures as registry
 from prefeval.cli import cli
 from prefeval.engine.dask import compare_partition
 from prefeval.measures import Measure, lexicographic, measure_help, parse_measure, register, rpp
+from prefeval.options import Options
 from prefeval.present.explain import COLUMNS, explain, to_text
 
 # today's -m help, word for word
@@ -152,7 +153,7 @@ def test_new_measures_dask_kernel(new_measures):
 
 def test_new_measures_explain(new_measures, data):
     qrels, x, y = data
-    frame = explain(qrels, [x, y], "sqrtrpp,ilexiprecision", notify=None)
+    frame = explain(qrels, [x, y], Options(measures=("sqrtrpp", "ilexiprecision")), notify=None)
     assert list(frame.columns) != COLUMNS  # the new weighting's columns
     assert {"p_sqrt", "rpp_sqrt"} <= set(frame.columns)
     values = frame[frame["row"] == "measure"].set_index("measure")["value"]

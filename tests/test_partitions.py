@@ -12,7 +12,6 @@ from helpers import invoke, read_tsv
 
 from prefeval.core import ties
 from prefeval.core.cube import SummaryAccumulator
-from prefeval.engine import cache
 from prefeval.engine import local as engine
 from prefeval.io.runs import read_qrels
 from prefeval.measures import parse_measures
@@ -148,7 +147,7 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     import prefeval
     from prefeval.analysis import evidence as pipeline
 
-    monkeypatch.setattr(cache, "_ENABLED", False)  # no cached cube: computed both times
+    options = {**options, "cache": False}  # no cached cube: computed both times
     monkeypatch.setattr(engine, "PARTITION_CELLS", 1 << 40)
     whole = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
     monkeypatch.setattr(engine, "PARTITION_CELLS", parts_cells)

@@ -26,12 +26,15 @@ from prefeval.io.tables import (
     read_table,
 )
 from prefeval.io.writers import iter_chunks
+from prefeval.options import Options
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"
 SAMPLE_RUNS = sorted(str(p) for p in (SAMPLE / "runs").iterdir())
 BOM = b"\xef\xbb\xbf"
 SUBTOPIC_MEASURES = {"strpp", "stdcgrpp", "stinvrpp"}
+
+NO_BASELINES = Options(baselines=())  # gather_inputs without baselines
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -96,7 +99,7 @@ def subtopic_prefs(one_plain, tmp_path_factory) -> dict:
     path = folder / "prefs.tsv"
     ok(invoke("compare", "-q", "-o", path, one_plain, *SAMPLE_RUNS))
     engine = gather_inputs(
-        str(one_plain), SAMPLE_RUNS, no_baselines=True, notify=None
+        str(one_plain), SAMPLE_RUNS, options=NO_BASELINES, notify=None
     ).evidence.cube
     return {"path": path, "table": read_table(str(path), PREF_COLUMNS), "engine": engine}
 
@@ -196,7 +199,7 @@ def test_complete_table_from_compare_is_accepted(subtopic_prefs, one_plain):
     np.testing.assert_array_equal(only.values[0], engine.values[engine.measures.index("strpp")])
     # with the qrels, and from the command line: the same as from the runs
     path = subtopic_prefs["path"]
-    with_qrels = gather_inputs(str(one_plain), prefs=str(path), no_baselines=True, notify=None)
+    with_qrels = gather_inputs(str(one_plain), prefs=str(path), options=NO_BASELINES, notify=None)
     np.testing.assert_array_equal(with_qrels.evidence.cube.values, engine.values)
     from_runs = ok(invoke("order", "--no-baselines", one_plain, *SAMPLE_RUNS))
     assert ok(invoke("order", "--no-baselines", "--prefs", path)) == from_runs
@@ -451,7 +454,7 @@ def test_quotes_commas_and_hashes_round_trip(odd_names, fmt):
     assert set(table["query_id"]) == {*ODD_QUERIES, "all"}
     cube = cube_from_table(table, str(path))
     engine = gather_inputs(
-        str(qrels), [str(r) for r in runs], no_baselines=True, notify=None
+        str(qrels), [str(r) for r in runs], options=NO_BASELINES, notify=None
     ).evidence.cube
     assert cube.runs == engine.runs == ODD_RUNS
     assert cube.query_ids == engine.query_ids == ["1", '"5"', "'6'", "2,3", 'q"2', "q#4"]

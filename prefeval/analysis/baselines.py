@@ -67,6 +67,7 @@ from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, is_relevant
 from ..io.columns import RunColumns
 from ..io.runs import name_runs, read_qrels, read_run
+from ..options import Options
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
@@ -990,12 +991,8 @@ def metrics_rows(
     qrels: Qrels,
     runs,
     baselines,
+    options: Options | None = None,
     *,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    per_query: bool = False,
-    summary: bool = True,
-    progress: bool | None = None,
     notify: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """The table of ``prefeval metrics``: per-query rows (``per_query``) of the queries
@@ -1005,8 +1002,11 @@ def metrics_rows(
     query with no relevant document at the level counts with its values (0 for AP,
     1 for NumQ, ...), a query a run did not answer with the empty ranking's.  The native
     TSE and ASL are undefined on a query with no relevant document and average over the
-    others."""
-    relevance_level = check_level(relevance_level)
+    others.  The settings are ``options``' ``relevance_level``, ``max_docs``,
+    ``per_query``, ``summary`` and ``progress``."""
+    options = options or Options()
+    relevance_level, max_docs = check_level(options.relevance_level), options.max_docs
+    per_query, summary, progress = options.per_query, options.summary, options.progress
     judged = qrels.query_ids()
     if not judged:
         raise InputError(qrels.name, None, "no query is judged")

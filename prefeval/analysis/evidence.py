@@ -39,6 +39,7 @@ from ..io.tables import (
     table_input,
 )
 from ..measures import parse_measures
+from ..options import Options
 from .baselines import compute_metrics, default_baselines, higher_is_better
 from .orderings import Evidence
 
@@ -67,19 +68,10 @@ def gather_inputs(
     *,
     prefs=None,
     metrics=None,
-    measures=(),
-    baselines=(),
-    no_baselines: bool = False,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
+    options: Options | None = None,
     notify: Callable[[str], None] | None = stderr_notice,
-    progress: bool | None = None,
-    against=(),
     stream: bool = False,
     win_rates: bool = True,
-    engine: str = "local",
-    scheduler: str | None = None,
     positions: bool = True,
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
@@ -97,8 +89,16 @@ def gather_inputs(
     :func:`prefeval.engine.dask.dask_evidence` on the Dask ``scheduler`` (default a
     local cluster), the same values; the reduced runs (``Inputs.positions``: label
     sampling needs them) are then gathered only with ``positions``, and the cache is
-    not used.  Baselines are computed here either way.
+    not used.  Baselines are computed here either way.  The settings are ``options``'
+    (:class:`~prefeval.options.Options`, judged): ``measures``, ``baselines`` (canonical
+    names; None: the default set; (): none), ``relevance_level``, ``max_docs``,
+    ``binary``, ``against``, ``engine``, ``scheduler`` and ``progress``.
     """
+    options = options or Options()
+    measures, against, progress = list(options.measures), options.against, options.progress
+    baselines, no_baselines = options.baselines or (), options.baselines == ()
+    relevance_level, max_docs, binary = options.relevance_level, options.max_docs, options.binary
+    engine, scheduler = options.engine, options.scheduler
     judged = read_qrels(qrels) if qrels is not None else None
     sources = dict(name_runs(runs)) if len(runs) else {}
     inputs = Inputs(

@@ -23,11 +23,11 @@ from ..core.cube import (
     win_rates,
 )
 from ..core.moments import PairMoments
+from ..options import METHODS
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
-METHODS = ("mc4", "borda", "winrate", "copeland")
 DEFAULT_METHOD = "mc4"
 DEFAULT_TELEPORT = 0.05
 

@@ -19,6 +19,7 @@ from ..core.progress import progress_bar
 from ..core.qrels import KEY_SEP, Qrels
 from ..engine.local import cube_from_matrix
 from ..io.tables import metrics_table_to_matrices
+from ..options import POLICIES
 from .agreement import kendall_tau
 from .baselines import compute_metrics
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
@@ -26,7 +27,6 @@ from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
-POLICIES = ("uniform", "pool")
 COLUMNS = ["measure", "kind", "level", "samples", "tau_mean", "tau_std", "ties", "agreement"]
 
 

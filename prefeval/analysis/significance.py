@@ -23,13 +23,12 @@ import lazy_loader
 
 from ..core import ties
 from ..core.progress import progress_bar
+from ..options import CORRECTIONS, TESTS
 from .orderings import Evidence
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
-TESTS = ("ttest", "sign", "hsd")
-CORRECTIONS = ("bonferroni", "holm", "none")
 DEFAULT_TRIALS = 10000
 
 

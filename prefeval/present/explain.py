@@ -63,6 +63,7 @@ from ..io.runs import name_runs, read_qrels
 from ..io.writers import fixed_text, float_text
 from ..measures import FAMILIES, Measure, families_of, members, parse_measures
 from ..measures.family import Family, Render
+from ..options import Options
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
@@ -251,23 +252,20 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
 def explain(
     qrels,
     runs,
-    measures=None,
+    options: Options | None = None,
     *,
     queries: Sequence[str] | None = None,
-    top: int | None = None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
     notify: Callable[[str], None] | None = stderr_notice,
-    progress: bool | None = None,
 ) -> pd.DataFrame:
     """Explain the preferences between two ``runs`` (paths, DataFrames or a mapping
     name -> source; A first) on ``qrels``: the table of :data:`COLUMNS` for the chosen
-    ``queries``, else the ``top`` N (default 5) by |Delta| under the first measure."""
+    ``queries``, else the ``top`` N (default 5) by |Delta| under the first measure.  The
+    settings are ``options``' ``measures``, ``top``, ``relevance_level``, ``max_docs``,
+    ``binary`` and ``progress``."""
+    options = options or Options()
+    top, relevance_level, binary = options.top, options.relevance_level, options.binary
     qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
-    measure_list = parse_measures(
-        [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
-    )
+    measure_list = parse_measures(list(options.measures), qrels.has_subtopics)
 
     runs = dict(name_runs(runs))  # a many-run (Parquet) table stands for its runs
     if len(runs) != 2:
@@ -276,7 +274,9 @@ def explain(
     if queries:
         select_queries(qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries)
     relevant = relevant_with_notice(qrels, relevance_level, notify)
-    positions = load_runs(runs, relevant, max_docs, notify=notify, progress=progress)
+    positions = load_runs(
+        runs, relevant, options.max_docs, notify=notify, progress=options.progress
+    )
     return explain_positions(
         positions,
         relevant,

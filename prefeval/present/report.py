@@ -32,6 +32,7 @@ from ..analysis.significance import discriminative_power, pair_summary, pair_tes
 from ..core import ties
 from ..core.qrels import query_sort_key
 from ..io.writers import atomic_output, output_target
+from ..options import TESTS, Options
 from .plots import discpower_figure, figure_bytes, robustness_figure, svg_text, tau_heatmap_figure
 
 np = lazy_loader.load("numpy")
@@ -239,26 +240,23 @@ def _legend(tests, correction, alpha, trials) -> str:
     )
 
 
-def build(
-    inputs,
-    *,
-    sources: dict | None = None,
-    tests=("ttest", "sign", "hsd"),
-    correction: str = "bonferroni",
-    alpha: float = 0.05,
-    trials: int = 10000,
-    seed: int = 0,
-    robustness: bool = False,
-    samples: int = 10,
-    digits: int = 3,
-    progress: bool | None = None,
-) -> Report:
-    """The report of ``inputs`` (a :class:`prefeval.analysis.evidence.Inputs`); ``sources``: the
-    table paths it was read from (``prefs``, ``metrics``), for the data section."""
+def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
+    """The report of ``inputs`` (a :class:`prefeval.analysis.evidence.Inputs`) with the
+    settings of ``options`` (``tests``, ``correction``, ``alpha``, ``trials``, ``seed``,
+    ``robustness``, ``samples``, ``digits``, ``progress``); ``sources``: the table paths
+    it was read from (``prefs``, ``metrics``), for the data section."""
 
+    tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h
+    correction, alpha, trials, seed = (
+        options.correction,
+        options.alpha,
+        options.trials,
+        options.seed,
+    )
+    robustness, samples, digits = options.robustness, options.samples, options.digits
+    progress = options.progress
     ev = inputs.evidence
     sources = sources or {}
-    tests = list(tests)
     orders = order(ev)
     taus_frame = tau_table(ev)
     taus = {}
