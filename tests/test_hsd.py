@@ -46,17 +46,20 @@ def entropy(seed: int = 0):
 
 def test_digit_groups_cover_every_fisher_yates_step():
     assert _digit_groups(21) == [
-        (21 * 20 * 19 * 18 * 17 * 16 * 15, list(range(20, 13, -1))),
-        (math.factorial(14) // math.factorial(4), list(range(13, 3, -1))),
-        (4 * 3 * 2, [3, 2, 1]),
+        (math.factorial(21) // math.factorial(9), list(range(20, 8, -1))),
+        (math.factorial(9), list(range(8, 0, -1))),
     ]
+    assert _digit_groups(10) == [(math.factorial(10), list(range(9, 0, -1)))]
     assert _digit_groups(2) == [(2, [1])]
     assert _digit_groups(1) == []
-    for n in (3, 13, 14, 110):
+    for n in (3, 13, 14, 21, 40, 110):
         groups = _digit_groups(n)
         assert [k for _, steps in groups for k in steps] == list(range(n - 1, 0, -1))
         assert math.prod(product for product, _ in groups) == math.factorial(n)
-        assert all(product <= 1 << 32 for product, _ in groups)
+        assert all(product <= 1 << 48 for product, _ in groups)
+        # a group takes every step whose radix still fits
+        assert all(p * steps[-1] > 1 << 48 for p, steps in groups[:-1])
+    assert len(_digit_groups(110)) == 14  # 21 draws of 32 bits before issue 24
 
 
 # halves: the column sums and the observed differences tie exactly in many combinations
@@ -85,7 +88,7 @@ def test_randomized_pvalues_estimate_the_exact_permutation_pvalue(name):
 
 
 def test_every_order_of_a_row_is_equally_likely():
-    """n = 21 (three digit groups, two near the uint32 limit): the value that meets
+    """n = 21 (two digit groups, the first near half the 2**48 limit): the value that meets
     query 0's 1 is uniform.
 
     Query 0 has a 1 in one column, 0 elsewhere; query 1 has the values 0, 0.001, ...,
@@ -164,7 +167,7 @@ def fisher_yates_sums(columns, codes, groups) -> np.ndarray:
     return sums
 
 
-@pytest.mark.parametrize("n", [2, 3, 13, 21])
+@pytest.mark.parametrize("n", [2, 3, 13, 21, 40])
 def test_the_kernel_decodes_every_digit_exactly(n):
     """The compiled kernel's float64 digits equal integer division's, on uniform codes
     and on the extremes of each group (0, product - 1, multiples of its radices)."""
@@ -173,9 +176,9 @@ def test_the_kernel_decodes_every_digit_exactly(n):
     groups = _digit_groups(n)
     rng = np.random.default_rng(n)
     trials, q = 7, 40
-    codes = np.empty((len(groups), trials, q), dtype=np.uint32)
+    codes = np.empty((len(groups), trials, q), dtype=np.uint64)
     for g, (product, steps) in enumerate(groups):
-        codes[g] = rng.integers(0, product, size=(trials, q), dtype=np.uint32)
+        codes[g] = rng.integers(0, product, size=(trials, q), dtype=np.uint64)
         edges = [0, 1, product - 1, product - 2, product // 2, product // (steps[0] + 1)]
         edges += [product - product // (steps[0] + 1), (steps[0] + 1) * steps[0] - 1]
         codes[g, 0, : len(edges)] = np.array(edges) % product
@@ -184,7 +187,7 @@ def test_the_kernel_decodes_every_digit_exactly(n):
     sums = np.zeros((trials, n))
     _kernel()(columns, codes, steps, _batch_queries(n), sums)
     np.testing.assert_array_equal(sums, fisher_yates_sums(columns, codes, groups))
-    assert codes.max() > (1 << 31) or n < 13  # codes near the uint32 limit
+    assert codes.max() > (1 << 46) or n < 21  # codes near the 2**48 limit
 
 
 def test_pvalues_do_not_depend_on_threads_or_chunk_size():
@@ -306,7 +309,7 @@ def test_a_read_only_install_without_a_home_still_compiles_the_kernel(monkeypatc
     assert type(kernel._cache).__name__ == "NullCache"
     rng = np.random.default_rng(2)
     columns = np.ascontiguousarray(rng.random((4, 9)))
-    codes = rng.integers(0, 24, size=(1, 3, 9), dtype=np.uint32)
+    codes = rng.integers(0, 24, size=(1, 3, 9), dtype=np.uint64)
     steps = np.array([3], dtype=np.intp)
     sums = [np.zeros((3, 4)), np.zeros((3, 4))]
     kernel(columns, codes, steps, 4, sums[0])

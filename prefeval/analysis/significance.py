@@ -91,6 +91,8 @@ def _usable_cpus() -> int:
 
 _THREADED_SIZE = 1 << 17  # scores per trial from which threads pay off
 _STREAM_ROWS = 8192  # (trial, query) rows of one random stream
+#: digit codes are uniform below at most 2**48: :func:`_shuffle_sums` divides them exactly
+_CODE_LIMIT = 1 << 48
 
 
 def _in_order(pool: ThreadPoolExecutor, fn, items, ahead: int):
@@ -106,11 +108,12 @@ def _in_order(pool: ThreadPoolExecutor, fn, items, ahead: int):
 
 def _digit_groups(n: int) -> list[tuple[int, list[int]]]:
     """The Fisher-Yates steps k = n-1, ..., 1 (a uniform j in 0..k each, radix k+1) in
-    groups whose radix product fits one uint32 draw: ``(product, steps)``."""
+    groups whose radix product is at most :data:`_CODE_LIMIT`, one uint64 draw each:
+    ``(product, steps)``."""
     groups: list[tuple[int, list[int]]] = []
     product, steps = 1, []
     for k in range(n - 1, 0, -1):
-        if product * (k + 1) > 1 << 32:
+        if product * (k + 1) > _CODE_LIMIT:
             groups.append((product, steps))
             product, steps = 1, []
         product *= k + 1
@@ -135,20 +138,20 @@ def _trial_ranges(
     Every query's row is shuffled by Fisher-Yates (:func:`_shuffle_sums`): for k = n-1
     .. 1 a uniform j in 0..k picks the value that lands in column k and the value at k
     takes its place, so every one of the n! orders is equally likely.  The j of a row
-    are the mixed-radix digits of uniform integers below (k+1) k (k-1) ... < 2**32
+    are the mixed-radix digits of uniform integers below (k+1) k (k-1) ... <= 2**48
     (:func:`_digit_groups`; ``Generator.integers``, exact), several per draw.
     """
     columns = np.ascontiguousarray(columns, dtype=np.float64)
     n, q = columns.shape
     trials = stop - first
     groups = _digit_groups(n)
-    codes = np.empty((len(groups), trials, q), dtype=np.uint32)
+    codes = np.empty((len(groups), trials, q), dtype=np.uint64)
     for start in range(first, stop, per_stream):
         seeds = np.random.SeedSequence(entropy, spawn_key=(start // per_stream,))
         rng = np.random.Generator(np.random.PCG64(seeds))
         rows = slice(start - first, min(stop, start + per_stream) - first)
         for g, (product, _) in enumerate(groups):
-            codes[g, rows] = rng.integers(0, product, size=codes[g, rows].shape, dtype=np.uint32)
+            codes[g, rows] = rng.integers(0, product, size=codes[g, rows].shape, dtype=np.uint64)
     steps = np.array([len(steps) for _, steps in groups], dtype=np.intp)
     sums = np.zeros((trials, n))
     _kernel()(columns, codes, steps, _batch_queries(n), sums)
@@ -173,8 +176,8 @@ def _shuffle_sums(columns, codes, steps, batch, sums):
     ``codes[g, t, i]`` holds the digits of trial t and query i for the Fisher-Yates
     steps of digit group g (:func:`_digit_groups`; ``steps[g]`` of them): step k takes
     the digit j = code mod (k+1), then code = code // (k+1), in float64, exactly: for
-    an integer code < 2**32, (code + 1/2) / (k+1) lies at least 1/(2(k+1)) from an
-    integer and its product by the rounded 1/(k+1) errs by under 2**-20/(k+1), so
+    an integer code < 2**48, (code + 1/2) / (k+1) lies at least 1/(2(k+1)) from an
+    integer and its product by the rounded 1/(k+1) errs by under 2**-4/(k+1), so
     ``floor`` gives the quotient.  ``batch`` queries are shuffled at a time, step by
     step across them (no dependency from one query to the next); the sum of column k
     adds the queries' values in query order whatever ``batch``, so the result does
@@ -222,7 +225,7 @@ _compiling = threading.Lock()
 def _compiled():
     import numba
 
-    signature = "void(float64[:, ::1], uint32[:, :, ::1], intp[::1], intp, float64[:, ::1])"
+    signature = "void(float64[:, ::1], uint64[:, :, ::1], intp[::1], intp, float64[:, ::1])"
     try:  # machine code cached on disk (next to this file, else the user's cache)
         return numba.njit(signature, nogil=True, cache=True)(_shuffle_sums)
     except RuntimeError:  # no writable cache directory (a read-only install, no home)
@@ -283,8 +286,8 @@ def hsd_pvalues(
     columns = np.ascontiguousarray(scores.T)
     # one stream per block of trials: few streams to seed when the trials are small
     per_stream = max(1, _STREAM_ROWS // q)
-    if chunk_rows is None:  # about 2 MB of scores per chunk, at least 8192 rows a step
-        chunk_rows = max(_STREAM_ROWS, (2 << 20) // (8 * n))
+    if chunk_rows is None:  # about 4 MB of digit codes per chunk, at least 8192 rows
+        chunk_rows = max(_STREAM_ROWS, (4 << 20) // (8 * len(_digit_groups(n))))
     chunk = per_stream * max(1, min(-(-trials // per_stream), chunk_rows // (per_stream * q)))
     starts = range(0, trials, chunk)
     if threads is None:
