@@ -5,11 +5,13 @@ smallest denominator up to 1000), so ties are decided exactly."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
 import subprocess
 import sys
+import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -292,6 +294,40 @@ def test_the_kernel_compiles_once_and_is_cached_on_disk(tmp_path):
     _, overloads, hits, misses = map(int, second.stdout.splitlines()[0].split())
     assert overloads == 1 and (hits, misses) == (1, 0)  # loaded, not compiled
     assert first.stdout.splitlines()[1] == second.stdout.splitlines()[1]
+
+
+def test_the_bar_ticks_while_the_kernel_compiles(monkeypatch):
+    """On a terminal, the HSD stage's bar advances by 0 every 0.1 s while numba compiles
+    (here a stand-in that takes 0.45 s), so the wait shows as a bar, not a stall."""
+    import tqdm.auto
+
+    from prefeval.analysis import significance
+    from prefeval.core import progress
+
+    kernel = significance._kernel()
+
+    @functools.cache
+    def slow():
+        time.sleep(0.45)
+        return kernel
+
+    updates = []
+
+    class Recorder(tqdm.auto.tqdm):
+        def update(self, n=1):
+            updates.append(n)
+            return super().update(n)
+
+    monkeypatch.setattr(significance, "_compiled", slow)
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    monkeypatch.setattr(progress, "_terminal", lambda: True)
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    scores = np.random.default_rng(0).random((30, 4))
+    p = significance.hsd_pvalues(scores, all_pairs(4), 500, seed=2)
+    assert updates[:3] == [0, 0, 0] and sum(updates) == 500
+    updates.clear()  # compiled: no more ticks
+    np.testing.assert_array_equal(significance.hsd_pvalues(scores, all_pairs(4), 500, seed=2), p)
+    assert 0 not in updates and sum(updates) == 500
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")

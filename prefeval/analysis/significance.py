@@ -243,6 +243,8 @@ def _kernel():
 def _kernel_ticks():
     """Empty arrays of trial ranges, one each 0.1 s, while :func:`_kernel` compiles (or
     loads) in a thread: a progress bar shows the wait on a terminal, not a stall."""
+    if _compiled.cache_info().currsize:  # compiled already in this process
+        return
     with ThreadPoolExecutor(max_workers=1) as pool:
         ready = pool.submit(_kernel)
         while not wait([ready], timeout=0.1).done:
