@@ -5,12 +5,19 @@ smallest denominator up to 1000), so ties are decided exactly."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import os
+import subprocess
+import sys
+import time
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import as_other_user
 from scipy import stats
 
 from prefeval.analysis.orderings import Evidence
@@ -41,17 +48,20 @@ def entropy(seed: int = 0):
 
 def test_digit_groups_cover_every_fisher_yates_step():
     assert _digit_groups(21) == [
-        (21 * 20 * 19 * 18 * 17 * 16 * 15, list(range(20, 13, -1))),
-        (math.factorial(14) // math.factorial(4), list(range(13, 3, -1))),
-        (4 * 3 * 2, [3, 2, 1]),
+        (math.factorial(21) // math.factorial(9), list(range(20, 8, -1))),
+        (math.factorial(9), list(range(8, 0, -1))),
     ]
+    assert _digit_groups(10) == [(math.factorial(10), list(range(9, 0, -1)))]
     assert _digit_groups(2) == [(2, [1])]
     assert _digit_groups(1) == []
-    for n in (3, 13, 14, 110):
+    for n in (3, 13, 14, 21, 40, 110):
         groups = _digit_groups(n)
         assert [k for _, steps in groups for k in steps] == list(range(n - 1, 0, -1))
         assert math.prod(product for product, _ in groups) == math.factorial(n)
-        assert all(product <= 1 << 32 for product, _ in groups)
+        assert all(product <= 1 << 48 for product, _ in groups)
+        # a group takes every step whose radix still fits
+        assert all(p * steps[-1] > 1 << 48 for p, steps in groups[:-1])
+    assert len(_digit_groups(110)) == 14  # 21 draws of 32 bits before issue 24
 
 
 # halves: the column sums and the observed differences tie exactly in many combinations
@@ -80,7 +90,7 @@ def test_randomized_pvalues_estimate_the_exact_permutation_pvalue(name):
 
 
 def test_every_order_of_a_row_is_equally_likely():
-    """n = 21 (three digit groups, two near the uint32 limit): the value that meets
+    """n = 21 (two digit groups, the first near half the 2**48 limit): the value that meets
     query 0's 1 is uniform.
 
     Query 0 has a 1 in one column, 0 elsewhere; query 1 has the values 0, 0.001, ...,
@@ -118,27 +128,68 @@ def test_trial_streams_do_not_depend_on_chunks():
 
 
 @pytest.mark.parametrize("size", [1, 2, 4, 10])
-def test_segments_of_queries_give_the_same_trials(monkeypatch, size):
-    """A trial shuffled in segments of queries (large matrices) sees the same draws as
-    one shuffled whole: the same ranges, up to the order of the additions."""
+def test_batches_of_queries_give_the_same_trials(monkeypatch, size):
+    """The kernel shuffles queries in batches (a level-2 cache's worth): a trial sees the
+    same draws and adds its columns' values in the same order whatever the batch, so
+    its range is the same float."""
     from prefeval.analysis import significance as statistics
 
     rng = np.random.default_rng(6)
     columns = np.ascontiguousarray(rng.random((5, 11)))
     whole = _trial_ranges(columns, 0, 50, entropy(6), per_stream=3)
     assert len(np.unique(whole)) > 40
-    monkeypatch.setattr(statistics, "_segment_queries", lambda n, q: size)
-    segmented = _trial_ranges(columns, 0, 50, entropy(6), per_stream=3)
-    np.testing.assert_allclose(segmented, whole, rtol=1e-13, atol=1e-15)
+    monkeypatch.setattr(statistics, "_batch_queries", lambda n: size)
+    batched = _trial_ranges(columns, 0, 50, entropy(6), per_stream=3)
+    np.testing.assert_array_equal(batched, whole)
 
 
-def test_segment_sizes():
-    from prefeval.analysis.significance import _segment_queries
+def test_batch_sizes():
+    from prefeval.analysis.significance import _batch_queries
 
-    assert _segment_queries(10, 10**6) == 104857  # 2**20 scores
-    assert _segment_queries(10, 100_000) == 100_000  # one segment: at most twice that
-    assert _segment_queries(21, 17_564) == 17_564
-    assert _segment_queries(300, 10**6) == 4096
+    assert _batch_queries(110) == 297  # 2**15 scores
+    assert _batch_queries(300) == 109
+    assert _batch_queries(10) == _batch_queries(1) == 512  # at most 512 queries
+    assert _batch_queries(1000) == 64  # at least 64
+
+
+def fisher_yates_sums(columns, codes, groups) -> np.ndarray:
+    """The kernel's column sums, in Python integers: j, code = divmod(code, k + 1)."""
+    n, q = columns.shape
+    sums = np.zeros((codes.shape[1], n))
+    for t in range(codes.shape[1]):
+        for i in range(q):
+            row = list(columns[:, i])
+            for g, (_, steps) in enumerate(groups):
+                code = int(codes[g, t, i])
+                for k in steps:
+                    code, j = divmod(code, k + 1)
+                    sums[t, k] += row[j]
+                    row[j] = row[k]
+            sums[t, 0] += row[0]
+    return sums
+
+
+@pytest.mark.parametrize("n", [2, 3, 13, 21, 40])
+def test_the_kernel_decodes_every_digit_exactly(n):
+    """The compiled kernel's float64 digits equal integer division's, on uniform codes
+    and on the extremes of each group (0, product - 1, multiples of its radices)."""
+    from prefeval.analysis.significance import _batch_queries, _kernel
+
+    groups = _digit_groups(n)
+    rng = np.random.default_rng(n)
+    trials, q = 7, 40
+    codes = np.empty((len(groups), trials, q), dtype=np.uint64)
+    for g, (product, steps) in enumerate(groups):
+        codes[g] = rng.integers(0, product, size=(trials, q), dtype=np.uint64)
+        edges = [0, 1, product - 1, product - 2, product // 2, product // (steps[0] + 1)]
+        edges += [product - product // (steps[0] + 1), (steps[0] + 1) * steps[0] - 1]
+        codes[g, 0, : len(edges)] = np.array(edges) % product
+    columns = np.ascontiguousarray(rng.random((n, q)) + np.arange(n)[:, None] * 1000)
+    steps = np.array([len(s) for _, s in groups], dtype=np.intp)
+    sums = np.zeros((trials, n))
+    _kernel()(columns, codes, steps, _batch_queries(n), sums)
+    np.testing.assert_array_equal(sums, fisher_yates_sums(columns, codes, groups))
+    assert codes.max() > (1 << 46) or n < 21  # codes near the 2**48 limit
 
 
 def test_pvalues_do_not_depend_on_threads_or_chunk_size():
@@ -191,3 +242,113 @@ def test_degenerate_matrices():
     # no queries or a single run: nothing to test
     np.testing.assert_array_equal(hsd_pvalues(np.empty((0, 3)), all_pairs(3), 10), 1.0)
     assert hsd_pvalues(np.ones((4, 1)), all_pairs(1), 10).shape == (0,)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def python(code: str, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **kwargs.pop("env", {})}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, **kwargs
+    )
+
+
+def test_start_up_does_not_import_numba():
+    """``prefeval --help`` and importing the module leave numba (a second or more to
+    import) to the first HSD."""
+    code = (
+        "import sys; sys.argv = ['prefeval', '--help']\n"
+        "import prefeval.analysis.significance\n"
+        "from prefeval.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('numba' in sys.modules, 'llvmlite' in sys.modules)"
+    )
+    result = python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "False False"
+
+
+def test_the_kernel_compiles_once_and_is_cached_on_disk(tmp_path):
+    """A fresh process compiles the kernel while :func:`_kernel_ticks` keeps a progress
+    bar alive, and writes it to numba's cache; the next process loads it from there.
+    Nothing reaches stdout or stderr but the p-values."""
+    code = (
+        "import numpy as np\n"
+        "from prefeval.analysis.significance import _kernel, _kernel_ticks, hsd_pvalues\n"
+        "ticks = sum(1 for _ in _kernel_ticks())\n"
+        "scores = np.random.default_rng(0).random((300, 5))\n"
+        "pairs = np.array([[0, 1], [2, 4]])\n"
+        "p = [hsd_pvalues(scores[:q], pairs, 500, progress=False, threads=2) for q in (30, 300)]\n"
+        "stats = _kernel().stats\n"
+        "print(ticks, len(_kernel().overloads), len(stats.cache_hits), len(stats.cache_misses))\n"
+        "print(repr(p))"
+    )
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    first, second = python(code, env=env), python(code, env=env)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert first.stderr == second.stderr == ""
+    ticks, overloads, hits, misses = map(int, first.stdout.splitlines()[0].split())
+    assert ticks > 0 and overloads == 1 and (hits, misses) == (0, 1)  # compiled here
+    assert list(tmp_path.rglob("*.nbi")) and list(tmp_path.rglob("*.nbc"))
+    _, overloads, hits, misses = map(int, second.stdout.splitlines()[0].split())
+    assert overloads == 1 and (hits, misses) == (1, 0)  # loaded, not compiled
+    assert first.stdout.splitlines()[1] == second.stdout.splitlines()[1]
+
+
+def test_the_bar_ticks_while_the_kernel_compiles(monkeypatch):
+    """On a terminal, the HSD stage's bar advances by 0 every 0.1 s while numba compiles
+    (here a stand-in that takes 0.45 s), so the wait shows as a bar, not a stall."""
+    import tqdm.auto
+
+    from prefeval.analysis import significance
+    from prefeval.core import progress
+
+    kernel = significance._kernel()
+
+    @functools.cache
+    def slow():
+        time.sleep(0.45)
+        return kernel
+
+    updates = []
+
+    class Recorder(tqdm.auto.tqdm):
+        def update(self, n=1):
+            updates.append(n)
+            return super().update(n)
+
+    monkeypatch.setattr(significance, "_compiled", slow)
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
+    monkeypatch.setattr(progress, "_terminal", lambda: True)
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    scores = np.random.default_rng(0).random((30, 4))
+    p = significance.hsd_pvalues(scores, all_pairs(4), 500, seed=2)
+    assert updates[:3] == [0, 0, 0] and sum(updates) == 500
+    updates.clear()  # compiled: no more ticks
+    np.testing.assert_array_equal(significance.hsd_pvalues(scores, all_pairs(4), 500, seed=2), p)
+    assert 0 not in updates and sum(updates) == 500
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root")
+def test_a_read_only_install_without_a_home_still_compiles_the_kernel(monkeypatch):
+    """As user nobody, whose home does not exist, next to a package directory it cannot
+    write (root's): numba has nowhere to cache, so the kernel compiles in memory, and
+    computes what the cached one does."""
+    numba = pytest.importorskip("numba")
+    from prefeval.analysis import significance
+
+    monkeypatch.setenv("HOME", "/nonexistent")
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "")
+    with as_other_user():
+        kernel = significance._compiled.__wrapped__()
+    assert type(kernel._cache).__name__ == "NullCache"
+    rng = np.random.default_rng(2)
+    columns = np.ascontiguousarray(rng.random((4, 9)))
+    codes = rng.integers(0, 24, size=(1, 3, 9), dtype=np.uint64)
+    steps = np.array([3], dtype=np.intp)
+    sums = [np.zeros((3, 4)), np.zeros((3, 4))]
+    kernel(columns, codes, steps, 4, sums[0])
+    significance._kernel()(columns, codes, steps, 4, sums[1])
+    np.testing.assert_array_equal(sums[0], sums[1])
+    np.testing.assert_array_equal(sums[0], fisher_yates_sums(columns, codes, _digit_groups(4)))

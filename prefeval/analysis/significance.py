@@ -15,9 +15,12 @@ already control the family-wise error (correction reported as ``tukey``).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
+import threading
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import lazy_loader
 
@@ -87,6 +90,8 @@ def _usable_cpus() -> int:
 
 _THREADED_SIZE = 1 << 17  # scores per trial from which threads pay off
 _STREAM_ROWS = 8192  # (trial, query) rows of one random stream
+#: digit codes are uniform below at most 2**48: :func:`_shuffle_sums` divides them exactly
+_CODE_LIMIT = 1 << 48
 
 
 def _in_order(pool: ThreadPoolExecutor, fn, items, ahead: int):
@@ -102,11 +107,12 @@ def _in_order(pool: ThreadPoolExecutor, fn, items, ahead: int):
 
 def _digit_groups(n: int) -> list[tuple[int, list[int]]]:
     """The Fisher-Yates steps k = n-1, ..., 1 (a uniform j in 0..k each, radix k+1) in
-    groups whose radix product fits one uint32 draw: ``(product, steps)``."""
+    groups whose radix product is at most :data:`_CODE_LIMIT`, one uint64 draw each:
+    ``(product, steps)``."""
     groups: list[tuple[int, list[int]]] = []
     product, steps = 1, []
     for k in range(n - 1, 0, -1):
-        if product * (k + 1) > 1 << 32:
+        if product * (k + 1) > _CODE_LIMIT:
             groups.append((product, steps))
             product, steps = 1, []
         product *= k + 1
@@ -125,72 +131,124 @@ def _trial_ranges(
     ``per_stream`` (``first`` a multiple of it, ``stop`` one too or the last trial):
     block b draws from its own stream, PCG64 seeded by ``SeedSequence(entropy,
     spawn_key=(b,))`` (the b-th child of ``SeedSequence(seed).spawn``), and each
-    trial's column sums are reduced on their own, so a trial's range is the same float
-    whatever blocks share its chunk or thread.
+    trial's column sums are added up on their own, query after query, so a trial's
+    range is the same float whatever blocks share its chunk or thread.
 
-    Every query's row is shuffled by Fisher-Yates, vectorized over the (trial, query)
-    rows: for k = n-1 .. 1 a uniform j in 0..k picks the value that lands in column k
-    (summed there and then) and the value at k takes its place, so every one of the n!
-    orders is equally likely.  The j of a row are the mixed-radix digits of uniform
-    integers below (k+1) k (k-1) ... (``Generator.integers``, exact), several per draw.
-    The queries are shuffled in segments of :func:`_segment_queries` (a number that
-    depends only on the matrix's shape), whose column sums are added in order: a
-    segment's working copy stays in the CPU's caches however many queries there are.
+    Every query's row is shuffled by Fisher-Yates (:func:`_shuffle_sums`): for k = n-1
+    .. 1 a uniform j in 0..k picks the value that lands in column k and the value at k
+    takes its place, so every one of the n! orders is equally likely.  The j of a row
+    are the mixed-radix digits of uniform integers below (k+1) k (k-1) ... <= 2**48
+    (:func:`_digit_groups`; ``Generator.integers``, exact), several per draw.
     """
+    columns = np.ascontiguousarray(columns, dtype=np.float64)
     n, q = columns.shape
     trials = stop - first
     groups = _digit_groups(n)
-    draws = []
+    codes = np.empty((len(groups), trials, q), dtype=np.uint64)
     for start in range(first, stop, per_stream):
         seeds = np.random.SeedSequence(entropy, spawn_key=(start // per_stream,))
         rng = np.random.Generator(np.random.PCG64(seeds))
-        size = min(per_stream, stop - start) * q
-        draws.append(
-            [rng.integers(0, product, size=size, dtype=np.uint32) for product, _ in groups]
-        )
-    codes = [np.concatenate([d[g] for d in draws]).reshape(trials, q) for g in range(len(groups))]
+        rows = slice(start - first, min(stop, start + per_stream) - first)
+        for g, (product, _) in enumerate(groups):
+            codes[g, rows] = rng.integers(0, product, size=codes[g, rows].shape, dtype=np.uint64)
+    steps = np.array([len(steps) for _, steps in groups], dtype=np.intp)
     sums = np.zeros((trials, n))
-    size = _segment_queries(n, q)
-    for lo in range(0, q, size):
-        hi = min(q, lo + size)
-        sums += _segment_sums(columns[:, lo:hi], [c[:, lo:hi] for c in codes], groups)
+    _kernel()(columns, codes, steps, _batch_queries(n), sums)
     means = sums / q
     return means.max(axis=1) - means.min(axis=1)
 
 
-#: scores of one trial's segment of queries (:func:`_segment_queries`): 8 MB
-_SEGMENT_SCORES = 1 << 20
+#: scores in one batch of queries that :func:`_shuffle_sums` shuffles at a time: 256 KB
+_BATCH_SCORES = 1 << 15
 
 
-def _segment_queries(n: int, q: int) -> int:
-    """Queries per segment of a trial's shuffle: :data:`_SEGMENT_SCORES` scores, at least
-    4096 queries; all ``q`` when that is at most twice as many."""
-    size = max(4096, _SEGMENT_SCORES // max(1, n))
-    return q if q <= 2 * size else size
+def _batch_queries(n: int) -> int:
+    """Queries shuffled together by :func:`_shuffle_sums`: :data:`_BATCH_SCORES` scores
+    (a level-2 cache), 64 to 512 queries (the loops over a batch are long enough)."""
+    return max(64, min(512, _BATCH_SCORES // max(1, n)))
 
 
-def _segment_sums(columns: np.ndarray, codes: list, groups) -> np.ndarray:
-    """(trials x runs) column sums of one segment of queries shuffled by the digits
-    ``codes`` (per digit group a trials x queries array; see :func:`_trial_ranges`)."""
+def _shuffle_sums(columns, codes, steps, batch, sums):
+    """Add to ``sums`` (trials x runs) the column sums of every trial's shuffle of the
+    runs x queries matrix ``columns``.
+
+    ``codes[g, t, i]`` holds the digits of trial t and query i for the Fisher-Yates
+    steps of digit group g (:func:`_digit_groups`; ``steps[g]`` of them): step k takes
+    the digit j = code mod (k+1), then code = code // (k+1), in float64, exactly: for
+    an integer code < 2**48, (code + 1/2) / (k+1) lies at least 1/(2(k+1)) from an
+    integer and its product by the rounded 1/(k+1) errs by under 2**-4/(k+1), so
+    ``floor`` gives the quotient.  ``batch`` queries are shuffled at a time, step by
+    step across them (no dependency from one query to the next); the sum of column k
+    adds the queries' values in query order whatever ``batch``, so the result does
+    not depend on it.  Compiled by :func:`_kernel` (plain Python here, slow).
+    """
     n, q = columns.shape
-    trials = codes[0].shape[0] if codes else 1
-    rows = trials * q
-    block = np.tile(columns, (1, trials))  # row k: run k's scores, trial after trial
-    flat = block.reshape(-1)
-    offsets = np.arange(rows, dtype=np.intp)
-    sums = np.empty((trials, n))
-    for g, (_, steps) in enumerate(groups):
-        code = codes[g].reshape(-1)
-        for k in steps:
-            radix = np.uint32(k + 1)
-            rest = code // radix
-            index = np.multiply(code - rest * radix, rows, dtype=np.intp)  # j * rows
-            index += offsets
-            code = rest
-            sums[:, k] = flat.take(index).reshape(trials, q).sum(axis=1)
-            flat[index] = block[k]  # row k is done: its values fill the places drawn
-    sums[:, 0] = block[0].reshape(trials, q).sum(axis=1)
-    return sums
+    trials = sums.shape[0]
+    values = np.empty((n, batch))
+    code = np.empty(batch)
+    digit = np.empty(batch, dtype=np.intp)
+    for lo in range(0, q, batch):
+        size = min(batch, q - lo)
+        for t in range(trials):
+            for k in range(n):
+                for b in range(size):
+                    values[k, b] = columns[k, lo + b]
+            k = n - 1
+            for g in range(len(steps)):
+                for b in range(size):
+                    code[b] = codes[g, t, lo + b]
+                for _ in range(steps[g]):
+                    radix = k + 1.0
+                    inverse = 1.0 / radix
+                    for b in range(size):
+                        rest = np.floor((code[b] + 0.5) * inverse)
+                        digit[b] = np.intp(code[b] - rest * radix)
+                        code[b] = rest
+                    total = sums[t, k]
+                    for b in range(size):
+                        j = digit[b]
+                        total += values[j, b]
+                        values[j, b] = values[k, b]
+                    sums[t, k] = total
+                    k -= 1
+            total = sums[t, 0]
+            for b in range(size):
+                total += values[0, b]
+            sums[t, 0] = total
+
+
+_compiling = threading.Lock()
+
+
+@functools.cache
+def _compiled():
+    import numba
+
+    signature = "void(float64[:, ::1], uint64[:, :, ::1], intp[::1], intp, float64[:, ::1])"
+    try:  # machine code cached on disk (next to this file, else the user's cache)
+        return numba.njit(signature, nogil=True, cache=True)(_shuffle_sums)
+    except RuntimeError:  # no writable cache directory (a read-only install, no home)
+        return numba.njit(signature, nogil=True)(_shuffle_sums)
+
+
+def _kernel():
+    """:func:`_shuffle_sums` compiled by numba for its one signature (imported here:
+    ``prefeval --help`` does not load it), once per process, from numba's disk cache
+    after the first time; it releases the GIL, so threads run it at once."""
+    with _compiling:
+        return _compiled()
+
+
+def _kernel_ticks():
+    """Empty arrays of trial ranges, one each 0.1 s, while :func:`_kernel` compiles (or
+    loads) in a thread: a progress bar shows the wait on a terminal, not a stall."""
+    if _compiled.cache_info().currsize:  # compiled already in this process
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ready = pool.submit(_kernel)
+        while not wait([ready], timeout=0.1).done:
+            yield np.empty(0)
+        ready.result()
 
 
 def hsd_pvalues(
@@ -214,8 +272,8 @@ def hsd_pvalues(
     order of the runs.  Each block of trials (8192 // queries of them, at least 1) has
     its own random stream derived from ``seed`` and the block's number, so the p-values
     do not depend on ``threads`` (default: the usable CPUs for a matrix of 2**17 scores
-    or more, else 1) nor on ``chunk_rows`` (about how many (trial, query) rows one
-    vectorized step handles; memory does not grow with ``trials``).
+    or more, else 1) nor on ``chunk_rows`` (about how many (trial, query) rows one call
+    of the compiled kernel handles; memory does not grow with ``trials``).
     """
     scores = np.asarray(scores, dtype=np.float64)
     q, n = scores.shape
@@ -229,13 +287,13 @@ def hsd_pvalues(
     columns = np.ascontiguousarray(scores.T)
     # one stream per block of trials: few streams to seed when the trials are small
     per_stream = max(1, _STREAM_ROWS // q)
-    if chunk_rows is None:  # about 2 MB of scores per chunk, at least 8192 rows a step
-        chunk_rows = max(_STREAM_ROWS, (2 << 20) // (8 * n))
+    if chunk_rows is None:  # about 4 MB of digit codes per chunk, at least 8192 rows
+        chunk_rows = max(_STREAM_ROWS, (4 << 20) // (8 * len(_digit_groups(n))))
     chunk = per_stream * max(1, min(-(-trials // per_stream), chunk_rows // (per_stream * q)))
     starts = range(0, trials, chunk)
     if threads is None:
-        # numpy releases the GIL inside its loops; below ~1e5 scores a trial the calls
-        # are too short for a second thread to gain anything
+        # the compiled kernel releases the GIL; below ~1e5 scores a trial the calls are
+        # too short for a second thread to gain anything
         threads = _usable_cpus() if q * n >= _THREADED_SIZE else 1
     workers = max(1, min(threads, len(starts)))
 
@@ -246,7 +304,10 @@ def hsd_pvalues(
     pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
     try:
         done = progress_bar(
-            map(run, starts) if pool is None else _in_order(pool, run, starts, 2 * workers),
+            itertools.chain(
+                _kernel_ticks(),
+                map(run, starts) if pool is None else _in_order(pool, run, starts, 2 * workers),
+            ),
             desc=f"HSD trials {label}".rstrip(),
             unit="trial",
             enable=progress,
