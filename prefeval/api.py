@@ -55,7 +55,6 @@ from .engine.dask import dask_evidence
 from .engine.local import compute_cube, load_runs, relevant_with_notice
 from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
-from .io.source import one_command
 from .measures import parse_measures
 from .present import plots as plotting
 from .present import report as reports
@@ -168,15 +167,14 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _command(func):
     """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
-    command shows one on a terminal; a pipe or FIFO read once in the call."""
+    command shows one on a terminal."""
 
     @functools.wraps(func)
     def call(*args, progress: bool | None = False, **kwargs):
 
         if progress is None:  # the caller's bar (the command's, on a terminal)
-            with one_command():
-                return func(*args, progress=None, **kwargs)
-        with bars.command(bool(progress)), one_command():
+            return func(*args, progress=None, **kwargs)
+        with bars.command(bool(progress)):
             return func(*args, progress=bool(progress), **kwargs)
 
     return call

@@ -30,8 +30,7 @@ from .engine.cache import CacheSettingError
 from .engine.dask import dask_compare
 from .engine.local import load_runs, partitioned_cubes, relevant_with_notice
 from .engine.memory import map_large_allocations
-from .io.runs import read_qrels, run_names
-from .io.source import one_command
+from .io.runs import read_qrels, resolve_runs
 from .io.writers import (
     OutputError,
     atomic_output,
@@ -141,8 +140,8 @@ class PrefevalGroup(click.Group):
 
         was_enabled = cache.enabled()  # --no-cache holds for this command only
         try:
-            # one bar for the command, on a terminal only; a pipe or FIFO read once
-            with progress.command(), one_command():
+            # one bar for the command, on a terminal only
+            with progress.command():
                 return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)
@@ -380,7 +379,8 @@ def compare(
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
 
-    names = run_names(runs)  # a Parquet table of many runs stands for its runs
+    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    names = list(runs)
     if len(names) < 2:
         raise click.UsageError("need at least two runs to compare")
     if no_summary and not per_query:
@@ -398,7 +398,7 @@ def compare(
         with usage_errors():
             frames = dask_compare(
                 judged,
-                list(runs),
+                runs,
                 [m.name for m in measure_list],
                 relevance_level=relevance_level,
                 max_docs=max_docs,
@@ -414,7 +414,7 @@ def compare(
         write_frames(frames, output, fmt.lower(), precision)
         return
     relevant = relevant_with_notice(judged, relevance_level)
-    positions = load_runs(list(runs), relevant, max_docs, notify=stderr_notice)
+    positions = load_runs(runs, relevant, max_docs, notify=stderr_notice)
     total = SummaryAccumulator()
 
     def frames():  # one query partition at a time: memory bounded by a partition
@@ -558,7 +558,8 @@ def _analysis(
                 + ("them" if len(given) > 1 else "it")
             )
     if prefs is None:
-        names = run_names(runs)  # a Parquet table of many runs stands for its runs
+        runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+        names = list(runs)
         if len(names) < 2:
             raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
     baselines = _baseline_names(baselines) if baselines else None
@@ -1204,7 +1205,8 @@ def explain(
       prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
     """
 
-    count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
+    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    count = len(runs)
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
     if queries and top is not None:
@@ -1214,7 +1216,7 @@ def explain(
     with usage_errors():  # a wrong query id is reported before the runs are read
         frame = explain_table(
             judged,
-            list(runs),
+            runs,
             [m.name for m in measure_list],
             queries=list(queries) or None,
             top=top,

@@ -16,7 +16,7 @@ distributed = pytest.importorskip("distributed", reason="the dask extra is not i
 from prefeval.core import ties  # noqa: E402
 from prefeval.engine import local as engine  # noqa: E402
 from prefeval.engine.dask import compare_partition  # noqa: E402
-from prefeval.io.runs import name_runs, read_qrels  # noqa: E402
+from prefeval.io.runs import read_qrels, resolve_runs  # noqa: E402
 from prefeval.measures import parse_measures  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -179,7 +179,7 @@ def test_partition_without_rows(scheduler, tmp_path, fmt):
 def test_kernel_is_the_engine_on_one_partition():
     judged = read_qrels(str(SAMPLE / "qrels.subtopics.txt"))
     relevant = judged.relevant(None)
-    runs = dict(name_runs(RUNS))
+    runs = resolve_runs(RUNS)
     positions = engine.load_runs(runs, relevant, None, notify=None)
     measures = parse_measures(None, True)
     whole = engine.compute_cube(positions, relevant, measures)

@@ -28,7 +28,7 @@ from ..engine.local import (
     query_ranges,
     relevant_with_notice,
 )
-from ..io.runs import name_runs, read_qrels
+from ..io.runs import RunSet, read_qrels, resolve_runs
 from ..io.tables import (
     METRIC_COLUMNS,
     NO_METRIC_ROWS,
@@ -84,8 +84,9 @@ def gather_inputs(
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
-    ``runs``: as :func:`prefeval.io.runs.name_runs` takes them (paths, DataFrames, or a
-    dict name -> run); ``prefs``/``metrics``: tables as paths or DataFrames.
+    ``runs``: a :class:`~prefeval.io.runs.RunSet`, or what
+    :func:`prefeval.io.runs.resolve_runs` takes (paths, DataFrames, or a dict name ->
+    run); ``prefs``/``metrics``: tables as paths or DataFrames.
     ``against``: run names; only the pairs with them (:func:`~prefeval.core.cube.against_pairs`)
     are kept, and only those computed when the full cube is not cached.  ``stream``: the
     caller needs only win rates and pair moments (``order``, ``discpower``): when the
@@ -100,7 +101,7 @@ def gather_inputs(
     not used.  Baselines are computed here either way.
     """
     judged = read_qrels(qrels) if qrels is not None else None
-    sources = dict(name_runs(runs)) if len(runs) else {}
+    sources = resolve_runs(runs) if len(runs) else RunSet([])
     inputs = Inputs(
         Evidence([], []),
         judged,
@@ -137,6 +138,9 @@ def gather_inputs(
         if judged is None or len(sources) < 2:
             raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
         inputs.measures = parse_measures(measures, judged.has_subtopics)
+        # the baselines read the runs again: from the columns the engine parsed, where
+        # they fit (KEEP_COLUMNS), else parsed again from the bytes the run set holds
+        sources.keep_columns(not no_baselines and metrics is None and _columns_fit(sources))
         cube = None
         if engine == "dask":
             inputs.evidence = _dask_preferences(
@@ -166,7 +170,7 @@ def gather_inputs(
         names = list(baselines) or default_baselines(judged.has_subtopics)
         table = compute_metrics(
             judged,
-            {r: sources[r] for r in evidence.runs},
+            sources.subset(evidence.runs),
             names,
             query_ids=evidence.query_ids,
             relevance_level=relevance_level,
@@ -175,11 +179,26 @@ def gather_inputs(
         )
         evidence.metrics = metrics_from_table(table, evidence.runs, evidence.query_ids, "<metrics>")
         inputs.baselines = names
+        sources.keep_columns(False)
     elif notify is not None:
         notify("no baselines: give QRELS RUN... or --metrics FILE (or --no-baselines)")
     if evidence.metrics:
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
     return inputs
+
+
+#: bytes of parsed run columns (about 1.5 times the runs' stored text) kept from the
+#: engine's reading for the baselines; beyond, the baselines parse each run again from
+#: the bytes its run set holds, one run at a time.  Measured on ``bench/generate.py
+#: recsys --scale 0.05`` (21 runs, 64 MiB of text, ``order``): keeping the columns
+#: (93 MiB) saves one parse per run (0.4 s of 3 s CPU) and raises the peak RSS from 268
+#: to 353 MB, so recommender-scale runs are parsed again and TREC-scale ones kept.
+KEEP_COLUMNS = 64 << 20
+
+
+def _columns_fit(sources) -> bool:
+    """Whether the parsed columns of ``sources`` may be kept for the baselines."""
+    return 1.5 * sources.stored_bytes() <= KEEP_COLUMNS
 
 
 def _local_preferences(inputs: Inputs, sources, stream, rates, against, notify, progress):

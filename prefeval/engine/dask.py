@@ -32,7 +32,7 @@ from ..core.progress import progress_bar
 from ..core.qrels import Qrels
 from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
-from ..io.runs import name_runs, read_run
+from ..io.runs import resolve_runs
 from ..io.source import is_stream
 from ..io.writers import row_groups
 from ..measures import parse_measures
@@ -904,42 +904,40 @@ class _ParquetInput:
 
 
 def _run_inputs(runs) -> tuple[list[str], list, dict]:
-    """The run names (:func:`prefeval.io.runs.name_runs`'s: a many-run table's in sorted
-    order), the inputs: a :class:`_ParquetInput` per Parquet file (only its column
-    names read here), an Arrow table ``run, query_id, doc_id, score`` per other run
-    (read here with prefeval's reader); and per run read from Parquet its file and
-    whether the file holds many runs (for the kernel's messages).  Standard input and
-    other streams (:func:`prefeval.io.source.is_stream`) are read here, never by path on
-    a worker."""
+    """The run names (of the :class:`~prefeval.io.runs.RunSet` of ``runs``: a many-run
+    table's in sorted order), the inputs: a :class:`_ParquetInput` per Parquet file (only
+    its footer read here, from the bytes the run set holds), an Arrow table ``run,
+    query_id, doc_id, score`` per other run (read here with prefeval's reader); and per
+    run read from Parquet its file and whether the file holds many runs (for the kernel's
+    messages).  Standard input and other streams
+    (:func:`prefeval.io.source.is_stream`) are read here, never by path on a worker."""
     import pyarrow as pa
 
-    named = name_runs(runs)
+    named = resolve_runs(runs)
     inputs: list = []
     files: dict[str, tuple[str, bool]] = {}
     read: set[str] = set()
-    for name, source in named:
-        table = source.path if isinstance(source, parquet.TableRun) else None
-        if table is None and isinstance(source, (str, os.PathLike)):
-            table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
-        if table is not None and not is_stream(table):
+    for name, run in named.items():
+        if run.kind in ("parquet", "table") and not is_stream(run.path):
+            table = run.path
             path = os.path.abspath(table)  # workers may run elsewhere: an absolute path
-            files[name] = (table, isinstance(source, parquet.TableRun))  # for messages
-            if isinstance(source, parquet.TableRun):
+            files[name] = (table, run.kind == "table")  # for messages
+            if run.kind == "table":
                 if table in read:  # a many-run table: read once, for all its runs
                     continue
                 read.add(table)
-            columns = _open_parquet(table).schema_arrow.names
+            columns = parquet.open_parquet(table, run.data).schema_arrow.names
             rename = {
                 parquet.need_column(columns, parquet.QUERY, table, parquet.RUN_COLUMNS): "query_id",
                 parquet.need_column(columns, parquet.DOC, table, parquet.RUN_COLUMNS): "doc_id",
                 parquet.need_column(columns, parquet.SCORE, table, parquet.RUN_COLUMNS): "score",
             }
-            run = parquet.find_column(columns, parquet.RUN, table)
-            if run is not None:
-                rename[run] = "run"
-            inputs.append(_ParquetInput(path, rename, None if run is not None else name, table))
+            column = parquet.find_column(columns, parquet.RUN, table)
+            if column is not None:
+                rename[column] = "run"
+            inputs.append(_ParquetInput(path, rename, None if column is not None else name, table))
             continue
-        columns = read_run(source, name=name)
+        columns = run.read()
         inputs.append(
             pa.table(
                 {
@@ -950,7 +948,7 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
                 }
             )
         )
-    return [name for name, _ in named], inputs, files
+    return list(named), inputs, files
 
 
 def _open_input(source: _ParquetInput):
@@ -963,13 +961,6 @@ def _open_input(source: _ParquetInput):
         return pq.ParquetFile(source.path)
     except (pa.ArrowException, OSError, ValueError) as error:
         raise parquet.unreadable(source.shown or source.path, error) from None
-
-
-def _open_parquet(path: str):
-    """The ParquetFile at ``path``; an unreadable one is an input error (the local
-    reader's message)."""
-
-    return parquet.open_parquet(path)
 
 
 def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):

@@ -24,8 +24,7 @@ from ..core.positions import RunPositions, position_matrix, run_positions
 from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
 from ..io import parquet
-from ..io.runs import name_runs, parse_any_run, read_run
-from ..io.source import read_raw
+from ..io.runs import resolve_runs
 from ..measures import Measure
 from ..measures.lexicographic import lexiprecision, lexirecall, rr_lexiprecision
 from ..measures.rpp import WEIGHTINGS, graded_populations, rpp_values, subtopic_populations
@@ -62,7 +61,7 @@ def relevant_with_notice(qrels: Qrels, level: float | None, notify=stderr_notice
 
 
 def load_runs(
-    sources: Sequence,
+    sources,
     relevant: RelevantSet,
     max_docs: int | None = None,
     notify: Callable[[str], None] | None = stderr_notice,
@@ -71,63 +70,60 @@ def load_runs(
     """Read runs (on all cores), keeping only relevant positions and retrieved counts;
     run files already reduced against the same judgments come from the cache.
 
-    ``sources`` are paths (TREC text, gzip or Parquet), pandas DataFrames, or a mapping
-    name -> source.  A file's cache key is the digest of its stored bytes, Parquet too;
-    the runs of a many-run Parquet table are read together, batch by batch
-    (:func:`prefeval.io.parquet.table_positions`), and not cached.
+    ``sources``: a :class:`~prefeval.io.runs.RunSet`, or what
+    :func:`~prefeval.io.runs.resolve_runs` takes.  A file's cache key is the digest of
+    its stored bytes, Parquet too; the runs of a many-run Parquet table are read
+    together, batch by batch (:func:`prefeval.io.parquet.table_positions`), and not
+    cached.
     """
 
-    named = name_runs(sources)
-    items = [(None, source) for _, source in named]
-    names = [name for name, _ in named]
+    runs = list(resolve_runs(sources).values())
     relevant.docnos()  # build the shared lookup before threads start
     tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
-    for _, source in named:
-        if isinstance(source, parquet.TableRun) and source.path not in tables:
-            tables[source.path] = parquet.table_positions(source.path, relevant, max_docs)
+    for run in runs:
+        if run.kind == "table" and run.path not in tables:
+            tables[run.path] = parquet.table_positions(run.path, relevant, max_docs, run.data)
 
-    def reduce(job):
-        (_, source), name = job
-        if isinstance(source, parquet.TableRun):
-            found = tables[source.path][source.name]
-            return RunPositions(name, found.doc, found.rank, found.retrieved)
-        if isinstance(source, (str, os.PathLike)):
-            path = os.fspath(source)
-            raw = read_raw(path)
-            key = cache.run_key(raw, relevant, max_docs) if cache.enabled() else None
-            cached = cache.get("runs", key) if key else None
-            if cached is not None:
-                try:
-                    positions = RunPositions(
-                        name, cached["doc"], cached["rank"], cached["retrieved"]
-                    )
-                    if positions.consistent(relevant):
-                        return positions
-                except KeyError:
-                    pass
-                cache.invalid("runs", key)
-            columns = parse_any_run(raw, path, name, known=relevant.docnos())
-            large = len(raw) >= _TRIM_BYTES
-            del raw  # the file's bytes: not needed while reducing (a whole run's worth)
-            positions = run_positions(columns, relevant, max_docs)
-            del columns
-            if large:  # a trim costs about 1 ms: worth it after a large run only
-                release_free_memory()
-            if key:
-                cache.put(
-                    "runs",
-                    key,
-                    doc=positions.doc,
-                    rank=positions.rank,
-                    retrieved=positions.retrieved,
+    def reduce(run):
+        if run.kind == "table":
+            found = tables[run.path][run.name]
+            return RunPositions(run.name, found.doc, found.rank, found.retrieved)
+        if run.path is None:
+            return run_positions(run.read(), relevant, max_docs)
+        raw = run.stored()
+        key = cache.run_key(raw, relevant, max_docs) if cache.enabled() else None
+        cached = cache.get("runs", key) if key else None
+        if cached is not None:
+            try:
+                positions = RunPositions(
+                    run.name, cached["doc"], cached["rank"], cached["retrieved"]
                 )
-            return positions
-        return run_positions(read_run(source, name=name), relevant, max_docs)
+                if positions.consistent(relevant):
+                    return positions
+            except KeyError:
+                pass
+            cache.invalid("runs", key)
+        large = len(raw) >= _TRIM_BYTES
+        del raw
+        columns = run.read(known=relevant.docnos())
+        positions = run_positions(columns, relevant, max_docs)
+        del columns
+        if large:  # a trim costs about 1 ms: worth it after a large run only
+            release_free_memory()
+        if key:
+            cache.put(
+                "runs",
+                key,
+                doc=positions.doc,
+                rank=positions.rank,
+                retrieved=positions.retrieved,
+            )
+        return positions
 
     # runs are independent: read and reduce them on all cores (pyarrow and numpy
     # release the GIL), keeping at most a few whole runs in memory at once
 
-    jobs = list(zip(items, names))
+    jobs = runs
     # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
     workers = limits.reader_threads(min(len(jobs), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:

@@ -55,7 +55,7 @@ from ..core.positions import UNRETRIEVED, RunPositions, position_matrix
 from ..core.progress import stderr_notice
 from ..core.qrels import Qrels, RelevantSet
 from ..engine.local import cube_from_matrix, load_runs, query_populations, relevant_with_notice
-from ..io.runs import name_runs, read_qrels
+from ..io.runs import read_qrels, resolve_runs
 from ..io.writers import fixed_text, float_text
 from ..measures import Measure, parse_measures
 from ..measures.lexicographic import first_difference, last_difference, rr_lexiprecision
@@ -274,7 +274,7 @@ def explain(
         [measures] if isinstance(measures, str) else measures, qrels.has_subtopics
     )
 
-    runs = dict(name_runs(runs))  # a many-run (Parquet) table stands for its runs
+    runs = resolve_runs(runs)  # a many-run (Parquet) table stands for its runs
     if len(runs) != 2:
         raise ValueError(f"explain compares two runs, not {len(runs)}")
     all_queries = qrels.query_ids()
