@@ -51,11 +51,13 @@ from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
 from .core.positions import MAX_RANK
-from .engine.dask import dask_evidence
-from .engine.local import compute_cube, load_runs, relevant_with_notice
+from .engine import cache
+from .engine.engines import engine_for
+from .engine.job import Job, compare_tables, whole_frame
 from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
 from .measures import parse_measures
+from .options import Options
 from .present import plots as plotting
 from .present import report as reports
 from .present.explain import explain as explain_table
@@ -264,21 +266,14 @@ def compare(
     judged = read_qrels(qrels_input(qrels))
     measure_list = parse_measures(_text_list(measures, "measures"), judged.has_subtopics)
     pairs = against_pairs(list(sources), _against(against)) if against else None
-    if engine == "dask":  # the whole cube put together from the partitions
-        cube = dask_evidence(
-            judged, sources, [m.name for m in measure_list], relevance_level=relevance_level,
-            max_docs=max_docs, binary=binary, pairs=pairs, scheduler=scheduler,
-            notify=notify, progress=progress,
-        ).cube  # fmt: skip
-    else:
-        relevant = relevant_with_notice(judged, relevance_level, notify)
-        positions = load_runs(sources, relevant, max_docs, notify=notify, progress=progress)
-        cube = compute_cube(
-            positions, relevant, measure_list, binary=binary, progress=progress, pairs=pairs
-        )
-    if both_directions:
-        cube = cube.both_directions()
-    return _plain(cube.to_frame(per_query=per_query, summary=summary))
+    settings = Options(
+        relevance_level=relevance_level, max_docs=max_docs, binary=binary, engine=engine,
+        scheduler=scheduler, cache=cache.enabled(), progress=progress,
+    )  # fmt: skip
+    job = Job(judged, sources, measure_list, settings, pairs, notify)
+    # the command's path: partition by partition, put in the whole cube's row order
+    frames, like = compare_tables(engine_for(settings), job, per_query, summary, both_directions)
+    return _plain(whole_frame(frames, like, summary))
 
 
 @_command

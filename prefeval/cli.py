@@ -21,15 +21,14 @@ from .analysis.agreement import tau_matrix_text
 from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
 from .analysis.significance import discriminative_power
 from .core import limits, progress
-from .core.cube import SummaryAccumulator, against_pairs
+from .core.cube import against_pairs
 from .core.errors import InputError, SystemLimitError
 from .core.positions import MAX_RANK
 from .core.progress import stderr_notice
 from .engine import cache
 from .engine.cache import CacheSettingError
-from .engine.dask import dask_compare
-from .engine.local import load_runs, partitioned_cubes, relevant_with_notice
-from .engine.memory import map_large_allocations
+from .engine.engines import engine_for
+from .engine.job import Job, compare_tables
 from .io.runs import read_qrels, resolve_runs
 from .io.writers import (
     OutputError,
@@ -41,6 +40,7 @@ from .io.writers import (
     write_table,
 )
 from .measures import parse_measures
+from .options import Options
 from .present import plots as plotting
 from .present.explain import explain as explain_table
 from .present.explain import to_text
@@ -386,47 +386,23 @@ def compare(
     if no_summary and not per_query:
         raise click.UsageError("-n/--no-summary without -q/--per-query leaves no rows")
     engine = _check_engine(engine, scheduler)
-    if engine == "dask":  # the client's memory: before anything is read
-        map_large_allocations()
+    settings = Options(
+        relevance_level=relevance_level, max_docs=max_docs, binary=binary, engine=engine,
+        scheduler=scheduler, cache=cache.enabled(), progress=None,
+    )  # fmt: skip
+    computing = engine_for(settings)
+    computing.prepare()  # before anything is read
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     pairs = None
     if against:
         with usage_errors():
             pairs = against_pairs(names, against)
-    if engine == "dask":
-        with usage_errors():
-            frames = dask_compare(
-                judged,
-                runs,
-                [m.name for m in measure_list],
-                relevance_level=relevance_level,
-                max_docs=max_docs,
-                binary=binary,
-                pairs=pairs,
-                per_query=per_query,
-                both_directions=both_directions,
-                summary=not no_summary,
-                scheduler=scheduler,
-                notify=stderr_notice,
-            )
-        del judged  # the tasks carry their judgments: 0.25 GB less at a million users
-        write_frames(frames, output, fmt.lower(), precision)
-        return
-    relevant = relevant_with_notice(judged, relevance_level)
-    positions = load_runs(runs, relevant, max_docs, notify=stderr_notice)
-    total = SummaryAccumulator()
-
-    def frames():  # one query partition at a time: memory bounded by a partition
-        for cube in partitioned_cubes(positions, relevant, measure_list, binary, pairs=pairs):
-            cube = cube.both_directions() if both_directions else cube
-            total.add(cube)
-            if per_query:
-                yield cube.to_frame(per_query=True, summary=False)
-        if not no_summary:
-            yield total.frame()
-
-    write_frames(frames(), output, fmt.lower(), precision)
+    job = Job(judged, runs, measure_list, settings, pairs, stderr_notice)
+    del judged  # the job holds the judgments (on Dask, the tasks)
+    with usage_errors():  # one query partition at a time: memory bounded by a partition
+        frames, _ = compare_tables(computing, job, per_query, not no_summary, both_directions)
+    write_frames(frames, output, fmt.lower(), precision)
 
 
 BASELINE_HELP = (

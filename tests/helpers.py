@@ -186,3 +186,17 @@ def as_other_user(group: bool = False):
         os.seteuid(0)
         if group:
             os.setegid(0)
+
+
+def partition_cells(monkeypatch, cells: int) -> None:
+    """Queries computed in partitions of at most ``cells`` cube cells: the field
+    ``Options.partition_cells`` of the options the API, the CLI and the analysis build."""
+    import functools
+
+    from prefeval import api
+    from prefeval import cli as commands
+    from prefeval.analysis import evidence
+    from prefeval.options import Options
+
+    for module in (api, commands, evidence):
+        monkeypatch.setattr(module, "Options", functools.partial(Options, partition_cells=cells))

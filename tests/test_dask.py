@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke
+from helpers import invoke, partition_cells
 
 pytest.importorskip("dask", reason="the dask extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
@@ -36,7 +36,7 @@ def small_partitions(monkeypatch, cells: int = 6 * 15 * 6) -> None:
     """Blocks of 3 queries and partitions of ``cells`` cube cells, for both engines: by
     default 2 blocks (6 queries x 15 pairs of the sample's 6 runs x 6 measures)."""
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", cells)
+    partition_cells(monkeypatch, cells)
 
 
 def same_output(args, scheduler):
@@ -583,7 +583,7 @@ def test_dask_equals_local_on_the_recsys_xl_shape(
     scheduler, recsys_xl, monkeypatch, command, options
 ):
     """A many-run table read by the workers, in several partitions."""
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 45 * 256 * 3)
+    partition_cells(monkeypatch, 6 * 45 * 256 * 3)
     same_command(command, [*options, "--no-baselines" if command != "compare" else "-n",
                            recsys_xl / "qrels.parquet", recsys_xl / "runs.parquet"],
                  scheduler)  # fmt: skip

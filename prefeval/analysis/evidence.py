@@ -13,21 +13,14 @@ from dataclasses import dataclass, field
 
 import lazy_loader
 
-from ..core.cube import PreferenceCube, against_pairs, rate_keeper, win_rates
+from ..core.cube import against_pairs
 from ..core.errors import InputError
-from ..core.moments import PairMoments
-from ..core.positions import position_matrix
 from ..core.progress import stderr_notice
 from ..core.qrels import query_sort_key
 from ..engine import cache
-from ..engine.dask import dask_evidence
-from ..engine.local import (
-    compute_cube,
-    load_runs,
-    matrix_partitions,
-    query_ranges,
-    relevant_with_notice,
-)
+from ..engine.engines import engine_for
+from ..engine.job import Job, Want, gather
+from ..engine.local import relevant_with_notice
 from ..io.runs import RunSet, read_qrels, resolve_runs
 from ..io.tables import (
     METRIC_COLUMNS,
@@ -39,6 +32,7 @@ from ..io.tables import (
     table_input,
 )
 from ..measures import parse_measures
+from ..options import Options
 from .baselines import compute_metrics, default_baselines, higher_is_better
 from .orderings import Evidence
 
@@ -91,14 +85,14 @@ def gather_inputs(
     are kept, and only those computed when the full cube is not cached.  ``stream``: the
     caller needs only win rates and pair moments (``order``, ``discpower``): when the
     preferences span more than one query partition and are not cached, they are
-    computed partition by partition and never held whole (:func:`_streamed`); without
-    ``win_rates`` (``order``: no randomized HSD) only their
-    :class:`~prefeval.core.cube.RankTally` is kept, not the queries x runs matrices.
-    ``engine``: ``"local"``, or ``"dask"``: the partitions are computed by
-    :func:`prefeval.engine.dask.dask_evidence` on the Dask ``scheduler`` (default a
-    local cluster), the same values; the reduced runs (``Inputs.positions``: label
-    sampling needs them) are then gathered only with ``positions``, and the cache is
-    not used.  Baselines are computed here either way.
+    computed partition by partition and never held whole; without ``win_rates``
+    (``order``: no randomized HSD) only their :class:`~prefeval.core.cube.RankTally` is
+    kept, not the queries x runs matrices.  ``engine``: ``"local"`` or ``"dask"`` (on the
+    Dask ``scheduler``, default a local cluster): either streams the job's partitions
+    and :func:`prefeval.engine.job.gather` folds them, the same values; the reduced runs
+    (``Inputs.positions``: label sampling needs them) come from Dask only with
+    ``positions``, and Dask does not use the cache.  Baselines are computed here either
+    way.
     """
     judged = read_qrels(qrels) if qrels is not None else None
     sources = resolve_runs(runs) if len(runs) else RunSet([])
@@ -141,13 +135,23 @@ def gather_inputs(
         # the baselines read the runs again: from the columns the engine parsed, where
         # they fit (KEEP_COLUMNS), else parsed again from the bytes the run set holds
         sources.keep_columns(not no_baselines and metrics is None and _columns_fit(sources))
-        cube = None
-        if engine == "dask":
-            inputs.evidence = _dask_preferences(
-                inputs, sources, stream, win_rates, positions, against, scheduler, notify, progress
-            )
-        else:
-            cube = _local_preferences(inputs, sources, stream, win_rates, against, notify, progress)
+        settings = Options(
+            relevance_level=relevance_level, max_docs=max_docs, binary=binary, engine=engine,
+            scheduler=scheduler, cache=cache.enabled(), progress=progress,
+        )  # fmt: skip
+        chosen = against_pairs(list(sources), against) if against else None
+        job = Job(judged, sources, inputs.measures, settings, chosen, notify)
+        # the whole cube, or with ``stream`` the win rates and moments merged partition
+        # by partition (memory then holds one partition's preferences)
+        want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
+        got = gather(engine_for(settings).partitions(job, want), want)
+        inputs.relevant, inputs.positions = got.relevant, got.positions
+        cube = got.cube
+        if cube is None:
+            inputs.evidence = Evidence(
+                got.names, list(got.relevant.query_ids), streamed=got.streamed,
+                streamed_pairs=got.streamed_pairs,
+            )  # fmt: skip
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     evidence = inputs.evidence
@@ -199,124 +203,6 @@ KEEP_COLUMNS = 64 << 20
 def _columns_fit(sources) -> bool:
     """Whether the parsed columns of ``sources`` may be kept for the baselines."""
     return 1.5 * sources.stored_bytes() <= KEEP_COLUMNS
-
-
-def _local_preferences(inputs: Inputs, sources, stream, rates, against, notify, progress):
-    """The preferences computed here: the cube (maybe from the cache), or None when
-    streamed into ``inputs.evidence``."""
-    binary, max_docs = inputs.binary, inputs.max_docs
-    inputs.relevant = relevant_with_notice(inputs.qrels, inputs.relevance_level, notify)
-    inputs.positions = load_runs(
-        sources, inputs.relevant, max_docs, notify=notify, progress=progress
-    )
-    # analysis commands often run one after another on the same runs: reuse the cube
-    key = None
-    if cache.enabled():
-        key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
-    cube = _cached_cube(key) if key else None
-    chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
-    n_parts = len(
-        query_ranges(inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen)
-    )
-    if cube is None and stream and n_parts > 1:
-        inputs.evidence = _streamed(inputs, chosen, rates, progress)
-    elif cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
-        cube = compute_cube(
-            inputs.positions,
-            inputs.relevant,
-            inputs.measures,
-            binary=binary,
-            progress=progress,
-            pairs=chosen,
-        )
-        if chosen is None:
-            if key:
-                cache.put("cubes", key, **cube.arrays())
-            cache.prune()
-    elif chosen is not None:
-        cube = cube.select_pairs(chosen)
-    return cube
-
-
-def _dask_preferences(
-    inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress
-):
-    """The evidence computed on Dask (:func:`prefeval.engine.dask.dask_evidence`)."""
-
-    chosen = against_pairs(list(sources), against) if against else None
-    got = dask_evidence(
-        inputs.qrels,
-        sources,
-        [m.name for m in inputs.measures],
-        relevance_level=inputs.relevance_level,
-        max_docs=inputs.max_docs,
-        binary=inputs.binary,
-        pairs=chosen,
-        stream=stream,
-        win_rates=rates,
-        positions=positions,
-        scheduler=scheduler,
-        notify=notify,
-        progress=progress,
-    )
-    inputs.relevant = got.relevant
-    inputs.positions = got.positions
-    queries = list(got.relevant.query_ids)
-    if got.cube is not None:
-        return Evidence(list(got.names), queries, got.cube)
-    return Evidence(
-        list(got.names), queries, streamed=got.streamed, streamed_pairs=got.streamed_pairs
-    )
-
-
-def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
-    """The evidence of ``order`` and ``discpower`` merged from query partitions
-    (:func:`~prefeval.engine.local.partitioned_cubes`): per measure the win rates of each
-    partition stacked in query order (or with ``rates`` False only their
-    :class:`~prefeval.core.cube.RankTally`) and the pair moments merged block by
-    block, the same bits as from the whole cube; memory holds one partition's
-    preferences.  The reduced runs are let go (``inputs.positions`` None) once their
-    position matrix is made: at a million users they weigh three times the matrix."""
-
-    names = [p.name for p in inputs.positions]
-    matrix = position_matrix(inputs.positions, inputs.relevant)
-    inputs.positions = None
-    n_queries = inputs.relevant.n_queries
-    # per measure its win rates (or their tally), added partition by partition (a query
-    # where the measure is undefined has no row)
-    kept = {m.name: rate_keeper(n_queries, len(names), rates) for m in inputs.measures}
-    moments: dict[str, PairMoments] = {}
-    chosen = None
-    for part in matrix_partitions(
-        matrix,
-        names,
-        inputs.relevant,
-        inputs.measures,
-        binary=inputs.binary,
-        progress=progress,
-        pairs=pairs,
-    ):
-        chosen = part.pairs
-        for k, name in enumerate(part.measures):
-            kept[name].add(win_rates(part.values[k], part.pairs, len(names)))
-            if name not in moments:
-                moments[name] = PairMoments(len(part.pairs))
-            moments[name].add(part.values[k])
-    streamed = {name: (kept[name], moments[name]) for name in kept}
-    return Evidence(
-        names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen
-    )
-
-
-def _cached_cube(key: str) -> PreferenceCube | None:
-    """The cube stored under ``key``, or None (an inconsistent entry is removed)."""
-    arrays = cache.get("cubes", key) if cache.enabled() else None
-    if arrays is None:
-        return None
-    cube = PreferenceCube.from_arrays(arrays)
-    if cube is None:
-        cache.invalid("cubes", key)
-    return cube
 
 
 def _on_queries(cube, query_ids, where, notify, source, with_subtopics=None):

@@ -54,6 +54,7 @@ from ..core import ties
 from ..core.positions import UNRETRIEVED, RunPositions, position_matrix
 from ..core.progress import stderr_notice
 from ..core.qrels import Qrels, RelevantSet
+from ..engine import cache
 from ..engine.local import cube_from_matrix, load_runs, query_populations, relevant_with_notice
 from ..io.runs import read_qrels, resolve_runs
 from ..io.writers import fixed_text, float_text
@@ -281,7 +282,9 @@ def explain(
     if queries:
         select_queries(qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries)
     relevant = relevant_with_notice(qrels, relevance_level, notify)
-    positions = load_runs(runs, relevant, max_docs, notify=notify, progress=progress)
+    positions = load_runs(
+        runs, relevant, max_docs, notify=notify, progress=progress, use_cache=cache.enabled()
+    )
     return explain_positions(
         positions,
         relevant,
