@@ -80,8 +80,11 @@ def test_each_run_file_opened_once(args):
     assert json.loads(lines[-1].split(maxsplit=1)[1]) == [1] * len(runs), done.stderr[-2000:]
 
 
-def test_kinds_and_names(tmp_path):
-    """One function names runs and tells their kind, from the bytes (not the file name)."""
+@pytest.mark.parametrize("whole", [0, 32 << 20])
+def test_kinds_and_names(tmp_path, monkeypatch, whole):
+    """One function names runs and tells their kind, from the bytes (not the file name),
+    files read whole or memory-mapped (``READ_WHOLE``)."""
+    monkeypatch.setattr(runs_module, "READ_WHOLE", whole)
     text = tmp_path / "input.a"
     text.write_bytes(RUNS[0].read_bytes())
     packed = tmp_path / "b.gz"
@@ -102,7 +105,8 @@ def test_kinds_and_names(tmp_path):
     assert [r.kind for r in got.values()] == [
         "text", "gzip", "parquet", "table", "table", "frame", "columns",
     ]  # fmt: skip
-    assert got["x"].data is got["y"].data  # one table, mapped once for its runs
+    assert got["x"].data is got["y"].data  # one table, opened once for its runs
+    assert isinstance(got["a"].data, bytes) == bool(whole)
     assert resolve_runs(got) is got
     assert resolve_runs({"k": got["a"]})["k"].data is got["a"].data  # no new reading
     assert list(got["b"].read().doc_id) == list(read_run(RUNS[1]).doc_id)

@@ -69,23 +69,36 @@ def read_raw(path: str | os.PathLike) -> bytes:
     return _read_file(path)
 
 
-def stored(path: str | os.PathLike):
+def stored(path: str | os.PathLike, whole: int = 0):
     """The bytes of ``path`` as stored, ``path`` opened once: standard input and other
-    streams (:func:`is_stream`) read whole (:func:`read_raw`); a regular file mapped into
-    memory, read only (its pages come from the system's page cache when used, not
-    copied), or read whole where it cannot be mapped (an empty file, a file system
-    without ``mmap``).  A file that cannot be opened is an :class:`InputError`."""
+    streams (:func:`is_stream`) read whole (:func:`read_raw`), a regular file of at most
+    ``whole`` bytes too; a larger one mapped into memory, read only (its pages come from
+    the system's page cache when used, not copied; the map keeps a descriptor of the
+    file before Python 3.13), or read whole where it cannot be mapped (an empty file, a
+    file system without ``mmap``).  A file that cannot be opened is an
+    :class:`InputError`."""
     path = os.fspath(path)
     if is_stream(path):
         return read_raw(path)
     try:
         with open(path, "rb") as handle:
-            try:
-                return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            except (ValueError, OSError):
-                return handle.read()
+            if os.fstat(handle.fileno()).st_size > whole:
+                try:
+                    return _mapped(handle.fileno())
+                except (ValueError, OSError):
+                    pass
+            return handle.read()
     except OSError as error:
         raise InputError(path, None, f"cannot read file: {error.strerror or error}") from None
+
+
+def _mapped(fd: int) -> mmap.mmap:
+    """A read-only map of the whole file ``fd`` (without a descriptor of its own where
+    Python allows: 3.13's ``trackfd``)."""
+    try:
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ, trackfd=False)
+    except TypeError:  # before Python 3.13
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
 
 
 def let_go(data) -> None:
