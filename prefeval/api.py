@@ -33,7 +33,6 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import replace
 
 import lazy_loader
@@ -47,12 +46,10 @@ from .analysis.significance import discriminative_power, pair_summary, pair_test
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
-from .engine import cache as cache_switch
-from .engine.dask import dask_evidence
-from .engine.local import compute_cube, load_runs, relevant_with_notice
+from .engine.engines import engine_for
+from .engine.job import Job, compare_tables, whole_frame
 from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
-from .io.source import one_command
 from .measures import parse_measures
 from .options import KEYWORDS, Options, check, judge, text_list
 from .present import plots as plotting
@@ -103,35 +100,19 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _command(func):
     """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
-    command shows one on a terminal; a pipe or FIFO read once in the call; the cache as
-    ``cache`` says (default: the environment variable ``PREFEVAL_CACHE``)."""
+    command shows one on a terminal; the cache as ``cache`` says (default: the
+    environment variable ``PREFEVAL_CACHE``)."""
 
     @functools.wraps(func)
     def call(*args, progress: bool | None = False, cache: bool | None = None, **kwargs):
 
         cache = check("cache", cache)
-        with engine_cache(cache):
-            if progress is None:  # the caller's bar (the command's, on a terminal)
-                with one_command():
-                    return func(*args, progress=None, cache=cache, **kwargs)
-            with bars.command(bool(progress)), one_command():
-                return func(*args, progress=bool(progress), cache=cache, **kwargs)
+        if progress is None:  # the caller's bar (the command's, on a terminal)
+            return func(*args, progress=None, cache=cache, **kwargs)
+        with bars.command(bool(progress)):
+            return func(*args, progress=bool(progress), cache=cache, **kwargs)
 
     return call
-
-
-@contextmanager
-def engine_cache(on: bool):
-    """The engine's cache on or off for the call (``Options.cache``).
-
-    BRIDGE until the engine reads ``Options.cache`` itself (issue 23, step 3): the
-    engine's process-wide switch is set for the call and put back after it."""
-    was = cache_switch.enabled()
-    cache_switch.set_enabled(on)
-    try:
-        yield
-    finally:
-        cache_switch.set_enabled(was)
 
 
 def _judged(command: str, given: dict) -> Options:
@@ -204,23 +185,12 @@ def compare(
     judged = read_qrels(qrels_input(qrels))
     measure_list = parse_measures(list(options.measures), judged.has_subtopics)
     pairs = against_pairs(list(sources), options.against) if options.against else None
-    if options.engine == "dask":  # the whole cube put together from the partitions
-        cube = dask_evidence(
-            judged, sources, [m.name for m in measure_list],
-            relevance_level=options.relevance_level, max_docs=options.max_docs,
-            binary=options.binary, pairs=pairs, scheduler=options.scheduler,
-            notify=notify, progress=progress,
-        ).cube  # fmt: skip
-    else:
-        relevant = relevant_with_notice(judged, options.relevance_level, notify)
-        positions = load_runs(sources, relevant, options.max_docs, notify=notify, progress=progress)
-        cube = compute_cube(
-            positions, relevant, measure_list, binary=options.binary, progress=progress,
-            pairs=pairs,
-        )  # fmt: skip
-    if options.both_directions:
-        cube = cube.both_directions()
-    return _plain(cube.to_frame(per_query=options.per_query, summary=options.summary))
+    job = Job(judged, sources, measure_list, options, pairs, notify)
+    # the command's path: partition by partition, put in the whole cube's row order
+    frames, like = compare_tables(
+        engine_for(options), job, options.per_query, options.summary, options.both_directions
+    )
+    return _plain(whole_frame(frames, like, options.summary))
 
 
 @_command

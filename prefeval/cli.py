@@ -21,16 +21,14 @@ from .analysis.agreement import tau_matrix_text
 from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
 from .analysis.significance import discriminative_power
 from .core import limits, progress
-from .core.cube import SummaryAccumulator, against_pairs
+from .core.cube import against_pairs
 from .core.errors import InputError, SystemLimitError
 from .core.progress import stderr_notice
 from .engine import cache
 from .engine.cache import CacheSettingError
-from .engine.dask import dask_compare
-from .engine.local import load_runs, partitioned_cubes, relevant_with_notice
-from .engine.memory import map_large_allocations
-from .io.runs import read_qrels, run_names
-from .io.source import one_command
+from .engine.engines import engine_for
+from .engine.job import Job, compare_tables
+from .io.runs import read_qrels, resolve_runs
 from .io.writers import (
     OutputError,
     atomic_output,
@@ -194,8 +192,8 @@ class PrefevalGroup(click.Group):
     def invoke(self, ctx):
 
         try:
-            # one bar for the command, on a terminal only; a pipe or FIFO read once
-            with progress.command(), one_command():
+            # one bar for the command, on a terminal only
+            with progress.command():
                 return super().invoke(ctx)
         except InputError as error:
             click.echo(str(error), err=True)
@@ -419,53 +417,26 @@ def compare(
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
 
-    names = run_names(runs)  # a Parquet table of many runs stands for its runs
+    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    names = list(runs)
     if len(names) < 2:
         raise click.UsageError("need at least two runs to compare")
     settings = judged_options()
-    if settings.engine == "dask":  # the client's memory: before anything is read
-        map_large_allocations()
+    computing = engine_for(settings)
+    computing.prepare()  # before anything is read (Dask: the client's memory)
     judged = read_qrels(qrels)
     measure_list = _parse_measures(settings.measures, judged.has_subtopics)
     pairs = None
     if settings.against:
         with usage_errors():
             pairs = against_pairs(names, settings.against)
-    if settings.engine == "dask":
-        with usage_errors():
-            frames = dask_compare(
-                judged,
-                list(runs),
-                [m.name for m in measure_list],
-                relevance_level=settings.relevance_level,
-                max_docs=settings.max_docs,
-                binary=settings.binary,
-                pairs=pairs,
-                per_query=settings.per_query,
-                both_directions=settings.both_directions,
-                summary=settings.summary,
-                scheduler=settings.scheduler,
-                notify=stderr_notice,
-            )
-        del judged  # the tasks carry their judgments: 0.25 GB less at a million users
-        write_frames(frames, output, fmt.lower(), precision)
-        return
-    relevant = relevant_with_notice(judged, settings.relevance_level)
-    with api.engine_cache(settings.cache):
-        positions = load_runs(list(runs), relevant, settings.max_docs, notify=stderr_notice)
-    total = SummaryAccumulator()
-
-    def frames():  # one query partition at a time: memory bounded by a partition
-        cubes = partitioned_cubes(positions, relevant, measure_list, settings.binary, pairs=pairs)
-        for cube in cubes:
-            cube = cube.both_directions() if settings.both_directions else cube
-            total.add(cube)
-            if settings.per_query:
-                yield cube.to_frame(per_query=True, summary=False)
-        if settings.summary:
-            yield total.frame()
-
-    write_frames(frames(), output, fmt.lower(), precision)
+    job = Job(judged, runs, measure_list, settings, pairs, stderr_notice)
+    del judged  # the job holds the judgments (on Dask, the tasks)
+    with usage_errors():  # one query partition at a time: memory bounded by a partition
+        frames, _ = compare_tables(
+            computing, job, settings.per_query, settings.summary, settings.both_directions
+        )
+    write_frames(frames, output, fmt.lower(), precision)
 
 
 BASELINE_HELP = (
@@ -563,7 +534,8 @@ def _analysis(command, inputs, prefs, metrics_file, **given):
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     settings = judged_options(qrels=qrels, metrics=metrics_file, **given)
     if prefs is None:
-        names = run_names(runs)  # a Parquet table of many runs stands for its runs
+        runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+        names = list(runs)
         if len(names) < 2:
             raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
     _baseline_names(settings.baselines or ())  # a usage error before any computing
@@ -1110,7 +1082,8 @@ def explain(
       prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
     """
 
-    count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
+    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    count = len(runs)
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
     if query_ids and top is not None:
@@ -1119,8 +1092,8 @@ def explain(
     judged = read_qrels(qrels)
     measure_list = _parse_measures(settings.measures, judged.has_subtopics)
     # a wrong query id is reported before the runs are read
-    with usage_errors(), api.engine_cache(settings.cache):
-        frame = explain_table(judged, list(runs), settings, queries=list(query_ids) or None)
+    with usage_errors():
+        frame = explain_table(judged, runs, settings, queries=list(query_ids) or None)
     if frame.empty:
         stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
     fmt = fmt.lower()

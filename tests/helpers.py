@@ -186,3 +186,18 @@ def as_other_user(group: bool = False):
         os.seteuid(0)
         if group:
             os.setegid(0)
+
+
+def partition_cells(monkeypatch, cells: int) -> None:
+    """Queries computed in partitions of at most ``cells`` cube cells: the field
+    ``Options.partition_cells`` of every call, set where the API and the CLI judge their
+    options (:func:`prefeval.options.judge`)."""
+    from prefeval import api, options
+
+    judge = options.judge
+
+    def with_cells(**given):
+        return judge(**{"partition_cells": cells, **given})
+
+    monkeypatch.setattr(options, "judge", with_cells)
+    monkeypatch.setattr(api, "judge", with_cells)

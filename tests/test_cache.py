@@ -31,9 +31,9 @@ def test_hit_equals_miss_and_content_change_misses(tmp_path, _private_cache):
     run.write_text(RUN)
     relevant = read_qrels(str(qrels)).relevant(None)
     before = _entries(_private_cache)
-    first = load_runs([str(run)], relevant, notify=None)[0]
+    first = load_runs([str(run)], relevant, notify=None, use_cache=True)[0]
     assert _entries(_private_cache) == before + 1
-    again = load_runs([str(run)], relevant, notify=None)[0]
+    again = load_runs([str(run)], relevant, notify=None, use_cache=True)[0]
     assert _entries(_private_cache) == before + 1  # served from the cache
     np.testing.assert_array_equal(first.rank, again.rank)
     np.testing.assert_array_equal(first.doc, again.doc)
@@ -41,10 +41,10 @@ def test_hit_equals_miss_and_content_change_misses(tmp_path, _private_cache):
     assert dict(zip(first.doc.tolist(), first.rank.tolist())) == {0: 2, 1: 3, 2: 1}
     # rewrite in place with the same size (and maybe the same mtime): must not hit
     run.write_text(RUN2)
-    changed = load_runs([str(run)], relevant, notify=None)[0]
+    changed = load_runs([str(run)], relevant, notify=None, use_cache=True)[0]
     assert dict(zip(changed.doc.tolist(), changed.rank.tolist())) == {0: 1, 1: 3, 2: 1}
     # other judgments (-M or level) are other entries
-    limited = load_runs([str(run)], relevant, max_docs=2, notify=None)[0]
+    limited = load_runs([str(run)], relevant, max_docs=2, notify=None, use_cache=True)[0]
     assert dict(zip(limited.doc.tolist(), limited.rank.tolist())) == {0: 1, 2: 1}
 
 
@@ -55,11 +55,7 @@ def test_disabled_cache_writes_nothing(tmp_path, _private_cache):
     run.write_text(RUN + "2 Q0 d 2 0.5 t\n")
     relevant = read_qrels(str(qrels)).relevant(None)
     before = _entries(_private_cache)
-    cache.set_enabled(False)
-    try:
-        load_runs([str(run)], relevant, notify=None)
-    finally:
-        cache.set_enabled(True)
+    load_runs([str(run)], relevant, notify=None, use_cache=False)
     assert _entries(_private_cache) == before
 
 
@@ -219,18 +215,6 @@ def test_concurrent_processes_share_one_cache(tmp_path):
     # and served from the now warm cache
     warm = subprocess.run(args, capture_output=True, env=env, check=True)
     assert warm.stdout == reference.stdout
-
-
-def test_no_cache_holds_for_one_command_only():
-    """--no-cache in one in-process call (a notebook, a test) does not switch the cache
-    off for later calls."""
-    from helpers import invoke
-
-    sample = Path(__file__).resolve().parents[1] / "sample_data"
-    runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2)]
-    assert cache.enabled()
-    assert invoke("compare", "--no-cache", sample / "qrels.txt", *runs).exit_code == 0
-    assert cache.enabled()
 
 
 def test_digest_of_strings_is_unambiguous():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke
+from helpers import invoke, partition_cells
 
 pytest.importorskip("dask", reason="the dask extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
@@ -16,7 +16,7 @@ distributed = pytest.importorskip("distributed", reason="the dask extra is not i
 from prefeval.core import ties  # noqa: E402
 from prefeval.engine import local as engine  # noqa: E402
 from prefeval.engine.dask import compare_partition  # noqa: E402
-from prefeval.io.runs import name_runs, read_qrels  # noqa: E402
+from prefeval.io.runs import read_qrels, resolve_runs  # noqa: E402
 from prefeval.measures import parse_measures  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
@@ -36,7 +36,7 @@ def small_partitions(monkeypatch, cells: int = 6 * 15 * 6) -> None:
     """Blocks of 3 queries and partitions of ``cells`` cube cells, for both engines: by
     default 2 blocks (6 queries x 15 pairs of the sample's 6 runs x 6 measures)."""
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", cells)
+    partition_cells(monkeypatch, cells)
 
 
 def same_output(args, scheduler):
@@ -179,7 +179,7 @@ def test_partition_without_rows(scheduler, tmp_path, fmt):
 def test_kernel_is_the_engine_on_one_partition():
     judged = read_qrels(str(SAMPLE / "qrels.subtopics.txt"))
     relevant = judged.relevant(None)
-    runs = dict(name_runs(RUNS))
+    runs = resolve_runs(RUNS)
     positions = engine.load_runs(runs, relevant, None, notify=None)
     measures = parse_measures(None, True)
     whole = engine.compute_cube(positions, relevant, measures)
@@ -584,7 +584,7 @@ def test_dask_equals_local_on_the_recsys_xl_shape(
     scheduler, recsys_xl, monkeypatch, command, options
 ):
     """A many-run table read by the workers, in several partitions."""
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 6 * 45 * 256 * 3)
+    partition_cells(monkeypatch, 6 * 45 * 256 * 3)
     same_command(command, [*options, "--no-baselines" if command != "compare" else "-n",
                            recsys_xl / "qrels.parquet", recsys_xl / "runs.parquet"],
                  scheduler)  # fmt: skip

@@ -49,7 +49,6 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from prefeval.cli import cli
-from prefeval.engine import cache
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -403,17 +402,10 @@ def command(label: str, c: Collection, options=()) -> list[str]:
 
 
 def run_cli(args, env=None, input=None):
-    """``prefeval ARGS`` in-process.  ``--no-cache`` switches the cache off for the whole
-    process (cache.set_enabled); restore the previous state so that one test's
-    ``--no-cache`` does not silently turn every later "warm cache" check into a cold one."""
-    saved = getattr(cache, "_ENABLED", None)
-    try:
-        return CliRunner().invoke(
-            cli, [str(a) for a in args], env=env, input=input, catch_exceptions=True
-        )
-    finally:
-        if saved is not None:
-            cache.set_enabled(saved)
+    """``prefeval ARGS`` in-process."""
+    return CliRunner().invoke(
+        cli, [str(a) for a in args], env=env, input=input, catch_exceptions=True
+    )
 
 
 def explain(result, args) -> str:

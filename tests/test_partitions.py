@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke, read_tsv
+from helpers import invoke, partition_cells, read_tsv
 
 from prefeval.core import ties
 from prefeval.core.cube import SummaryAccumulator
@@ -22,9 +22,10 @@ RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 
 @pytest.fixture()
 def small_partitions(monkeypatch):
-    """Blocks of 3 queries, partitions of at most 1,000 cube cells (2 blocks here)."""
+    """Blocks of 3 queries; partitions of at most 1,000 cube cells (2 blocks here): the
+    ``cells`` to give the engine."""
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 1000)
+    return 1000
 
 
 def _inputs(qrels):
@@ -38,7 +39,7 @@ def _inputs(qrels):
 def test_partitions_hold_the_whole_cube(small_partitions, qrels):
     runs, relevant, measures = _inputs(qrels)
     whole = engine.compute_cube(runs, relevant, measures)
-    parts = list(engine.partitioned_cubes(runs, relevant, measures))
+    parts = list(engine.partitioned_cubes(runs, relevant, measures, cells=small_partitions))
     sizes = [len(p.query_ids) for p in parts]
     cells = len(measures) * len(whole.pairs)
     assert len(parts) > 2 and sum(sizes) == len(whole.query_ids)
@@ -54,11 +55,9 @@ def test_partitions_hold_the_whole_cube(small_partitions, qrels):
 
 def test_a_partition_is_at_least_one_block(monkeypatch):
     monkeypatch.setattr(ties, "SUM_BLOCK", 4)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 10)
-    parts = engine.query_partitions(10, cells_per_query=100)
+    parts = engine.query_partitions(10, cells_per_query=100, cells=10)
     assert parts == [range(0, 4), range(4, 8), range(8, 10)]
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 1000)
-    assert engine.query_partitions(10, cells_per_query=100) == [range(0, 8), range(8, 10)]
+    assert engine.query_partitions(10, 100, cells=1000) == [range(0, 8), range(8, 10)]
 
 
 def test_blocked_sum_adds_blocks_in_order():
@@ -74,7 +73,7 @@ def test_compare_streams_blocks_and_keeps_the_summary(monkeypatch, tmp_path):
     whole = invoke("compare", "-q", SAMPLE / "qrels.txt", *RUNS)  # one partition
     assert whole.exit_code == 0
     full = read_tsv(whole.stdout)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 1000)
+    partition_cells(monkeypatch, 1000)
     out = tmp_path / "parts.tsv"
     result = invoke("compare", "-q", "-o", out, SAMPLE / "qrels.txt", *RUNS)
     assert result.exit_code == 0, result.stderr
@@ -112,7 +111,7 @@ def test_parquet_written_partition_by_partition(monkeypatch, tmp_path):
         invoke("compare", "-q", "-f", "parquet", "-o", one, SAMPLE / "qrels.txt", *RUNS).exit_code
         == 0
     )
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 1000)
+    partition_cells(monkeypatch, 1000)
     many = tmp_path / "many.parquet"
     assert (
         invoke("compare", "-q", "-f", "parquet", "-o", many, SAMPLE / "qrels.txt", *RUNS).exit_code
@@ -145,12 +144,11 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     import pandas as pd
 
     import prefeval
-    from prefeval.analysis import evidence as pipeline
 
     options = {**options, "cache": False}  # no cached cube: computed both times
-    monkeypatch.setattr(engine, "PARTITION_CELLS", 1 << 40)
+    partition_cells(monkeypatch, 1 << 40)
     whole = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
-    monkeypatch.setattr(engine, "PARTITION_CELLS", parts_cells)
+    partition_cells(monkeypatch, parts_cells)
     calls = []
     partitioned = engine.matrix_partitions
 
@@ -162,8 +160,8 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     def whole_cube(*args, **kw):
         raise AssertionError("the whole cube was computed")
 
-    monkeypatch.setattr(pipeline, "matrix_partitions", counted)
-    monkeypatch.setattr(pipeline, "compute_cube", whole_cube)
+    monkeypatch.setattr(engine, "matrix_partitions", counted)
+    monkeypatch.setattr(engine, "compute_cube", whole_cube)
     merged = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
     assert len(calls) > 2 and max(calls) <= parts_cells
     pd.testing.assert_frame_equal(merged, whole, check_exact=True)
@@ -270,3 +268,37 @@ def test_rank_tally_fed_in_pieces_equals_the_matrix(monkeypatch):
     assert np.array_equal(tally.mean(), ties.defined_mean(rates, axis=0))
     assert tally.rows == 61 and tally.above.sum() > 0
     assert np.isnan(aggregation.RankTally(3).mean()).all()
+
+
+@pytest.mark.parametrize("both", [False, True])
+@pytest.mark.parametrize("qrels", ["qrels.txt", "qrels.subtopics.txt"])
+def test_api_compare_takes_the_command_s_path(monkeypatch, qrels, both):
+    """The API's compare streams the partitions as the command does (one path,
+    :func:`prefeval.engine.job.compare_tables`) and gives the whole cube's table: rows in
+    measure, pair, query order, then the summary, the same values to the last bit."""
+    import pandas as pd
+
+    import prefeval
+    from prefeval import api
+    from prefeval.engine import job
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    kw = dict(per_query=True, notify=None, both_directions=both, against=None)
+    partition_cells(monkeypatch, 1 << 40)
+    whole = prefeval.compare(SAMPLE / qrels, RUNS, **kw)
+    calls = []
+    partitions = engine.LocalEngine.partitions
+
+    def counted(self, job_, want):
+        parts = partitions(self, job_, want)
+        calls.append(len(parts.ranges))
+        return parts
+
+    monkeypatch.setattr(engine.LocalEngine, "partitions", counted)
+    assert api.compare_tables is job.compare_tables
+    partition_cells(monkeypatch, 1000)
+    merged = prefeval.compare(SAMPLE / qrels, RUNS, **kw)
+    assert calls and calls[0] > 2
+    pd.testing.assert_frame_equal(merged, whole, check_exact=True)
+    assert list(whole.query_id[:3]) == sorted(set(whole.query_id) - {"all"})[:3]
+    assert (whole.query_id == "all").sum() == (merged.query_id == "all").sum() > 0

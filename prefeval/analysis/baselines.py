@@ -66,7 +66,7 @@ from ..core.positions import run_positions, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, is_relevant
 from ..io.columns import RunColumns
-from ..io.runs import name_runs, read_qrels, read_run
+from ..io.runs import read_qrels, resolve_runs
 from ..options import Options
 
 np = lazy_loader.load("numpy")
@@ -800,9 +800,10 @@ def compute_metrics(
 ) -> pd.DataFrame:
     """Baseline metric values per run and query: rows ``measure, run, query_id, value``.
 
-    ``qrels``: a :class:`~prefeval.core.qrels.Qrels`, a path or a DataFrame; ``runs``: paths,
-    DataFrames (``query_id, doc_id, score``) or a mapping name -> path/DataFrame, named as
-    by :func:`prefeval.engine.local.load_runs`.  ``baselines``: measure strings (see
+    ``qrels``: a :class:`~prefeval.core.qrels.Qrels`, a path or a DataFrame; ``runs``: a
+    :class:`~prefeval.io.runs.RunSet` (its runs read from the bytes it holds, or their
+    columns kept by the engine), or what :func:`~prefeval.io.runs.resolve_runs` takes.
+    ``baselines``: measure strings (see
     :func:`parse_baseline`); None means :func:`default_baselines`.
 
     There is one row for every (baseline, run, query of ``query_ids``), in that order.
@@ -848,7 +849,7 @@ def compute_metrics(
             f"intent-aware measure(s) {', '.join(intent_aware)} need subtopic qrels "
             f"(iteration = subtopic id); {qrels.name} has none"
         )
-    items = name_runs(runs)
+    items = list(resolve_runs(runs).items())
     natives = [i for i, b in enumerate(parsed) if b.kind == "native"]
     general = qrels.general()
     relevant = qrels.relevant(relevance_level) if natives else None
@@ -940,7 +941,7 @@ def compute_metrics(
     for r, (name, source) in enumerate(
         progress_bar(items, desc="baselines (ir-measures)", unit="run", enable=progress)
     ):
-        columns = read_run(source, name=name)
+        columns = source.read()
         ranking = _ranking(columns, qvals, max_docs)
         missing = np.flatnonzero(np.diff(ranking.bounds) == 0)
         for group in evaluators:

@@ -13,22 +13,14 @@ from dataclasses import dataclass, field
 
 import lazy_loader
 
-from ..core.cube import PreferenceCube, against_pairs, rate_keeper, win_rates
+from ..core.cube import against_pairs
 from ..core.errors import InputError
-from ..core.moments import PairMoments
-from ..core.positions import position_matrix
 from ..core.progress import stderr_notice
 from ..core.qrels import query_sort_key
-from ..engine import cache
-from ..engine.dask import dask_evidence
-from ..engine.local import (
-    compute_cube,
-    load_runs,
-    matrix_partitions,
-    query_ranges,
-    relevant_with_notice,
-)
-from ..io.runs import name_runs, read_qrels
+from ..engine.engines import engine_for
+from ..engine.job import Job, Want, gather
+from ..engine.local import relevant_with_notice
+from ..io.runs import RunSet, read_qrels, resolve_runs
 from ..io.tables import (
     METRIC_COLUMNS,
     NO_METRIC_ROWS,
@@ -76,31 +68,32 @@ def gather_inputs(
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
-    ``runs``: as :func:`prefeval.io.runs.name_runs` takes them (paths, DataFrames, or a
-    dict name -> run); ``prefs``/``metrics``: tables as paths or DataFrames.
+    ``runs``: a :class:`~prefeval.io.runs.RunSet`, or what
+    :func:`prefeval.io.runs.resolve_runs` takes (paths, DataFrames, or a dict name ->
+    run); ``prefs``/``metrics``: tables as paths or DataFrames.
     ``against``: run names; only the pairs with them (:func:`~prefeval.core.cube.against_pairs`)
     are kept, and only those computed when the full cube is not cached.  ``stream``: the
     caller needs only win rates and pair moments (``order``, ``discpower``): when the
     preferences span more than one query partition and are not cached, they are
-    computed partition by partition and never held whole (:func:`_streamed`); without
-    ``win_rates`` (``order``: no randomized HSD) only their
-    :class:`~prefeval.core.cube.RankTally` is kept, not the queries x runs matrices.
-    ``engine``: ``"local"``, or ``"dask"``: the partitions are computed by
-    :func:`prefeval.engine.dask.dask_evidence` on the Dask ``scheduler`` (default a
-    local cluster), the same values; the reduced runs (``Inputs.positions``: label
-    sampling needs them) are then gathered only with ``positions``, and the cache is
-    not used.  Baselines are computed here either way.  The settings are ``options``'
-    (:class:`~prefeval.options.Options`, judged): ``measures``, ``baselines`` (canonical
-    names; None: the default set; (): none), ``relevance_level``, ``max_docs``,
-    ``binary``, ``against``, ``engine``, ``scheduler`` and ``progress``.
+    computed partition by partition and never held whole; without ``win_rates``
+    (``order``: no randomized HSD) only their :class:`~prefeval.core.cube.RankTally` is
+    kept, not the queries x runs matrices.  ``engine``: ``"local"`` or ``"dask"`` (on the
+    Dask ``scheduler``, default a local cluster): either streams the job's partitions
+    and :func:`prefeval.engine.job.gather` folds them, the same values; the reduced runs
+    (``Inputs.positions``: label sampling needs them) come from Dask only with
+    ``positions``, and Dask does not use the cache.  Baselines are computed here either
+    way.
+    The settings are ``options``' (:class:`~prefeval.options.Options`, judged):
+    ``measures``, ``baselines`` (canonical names; None: the default set; (): none),
+    ``relevance_level``, ``max_docs``, ``binary``, ``against``, ``engine``,
+    ``scheduler``, ``cache``, ``partition_cells`` and ``progress``.
     """
     options = options or Options()
     measures, against, progress = list(options.measures), options.against, options.progress
     baselines, no_baselines = options.baselines or (), options.baselines == ()
     relevance_level, max_docs, binary = options.relevance_level, options.max_docs, options.binary
-    engine, scheduler = options.engine, options.scheduler
     judged = read_qrels(qrels) if qrels is not None else None
-    sources = dict(name_runs(runs)) if len(runs) else {}
+    sources = resolve_runs(runs) if len(runs) else RunSet([])
     inputs = Inputs(
         Evidence([], []),
         judged,
@@ -137,13 +130,22 @@ def gather_inputs(
         if judged is None or len(sources) < 2:
             raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
         inputs.measures = parse_measures(measures, judged.has_subtopics)
-        cube = None
-        if engine == "dask":
-            inputs.evidence = _dask_preferences(
-                inputs, sources, stream, win_rates, positions, against, scheduler, notify, progress
-            )
-        else:
-            cube = _local_preferences(inputs, sources, stream, win_rates, against, notify, progress)
+        # the baselines read the runs again: from the columns the engine parsed, where
+        # they fit (KEEP_COLUMNS), else parsed again from the bytes the run set holds
+        sources.keep_columns(not no_baselines and metrics is None and _columns_fit(sources))
+        chosen = against_pairs(list(sources), against) if against else None
+        job = Job(judged, sources, inputs.measures, options, chosen, notify)
+        # the whole cube, or with ``stream`` the win rates and moments merged partition
+        # by partition (memory then holds one partition's preferences)
+        want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
+        got = gather(engine_for(options).partitions(job, want), want)
+        inputs.relevant, inputs.positions = got.relevant, got.positions
+        cube = got.cube
+        if cube is None:
+            inputs.evidence = Evidence(
+                got.names, list(got.relevant.query_ids), streamed=got.streamed,
+                streamed_pairs=got.streamed_pairs,
+            )  # fmt: skip
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     evidence = inputs.evidence
@@ -166,7 +168,7 @@ def gather_inputs(
         names = list(baselines) or default_baselines(judged.has_subtopics)
         table = compute_metrics(
             judged,
-            {r: sources[r] for r in evidence.runs},
+            sources.subset(evidence.runs),
             names,
             query_ids=evidence.query_ids,
             relevance_level=relevance_level,
@@ -175,6 +177,7 @@ def gather_inputs(
         )
         evidence.metrics = metrics_from_table(table, evidence.runs, evidence.query_ids, "<metrics>")
         inputs.baselines = names
+        sources.keep_columns(False)
     elif notify is not None:
         notify("no baselines: give QRELS RUN... or --metrics FILE (or --no-baselines)")
     if evidence.metrics:
@@ -182,122 +185,18 @@ def gather_inputs(
     return inputs
 
 
-def _local_preferences(inputs: Inputs, sources, stream, rates, against, notify, progress):
-    """The preferences computed here: the cube (maybe from the cache), or None when
-    streamed into ``inputs.evidence``."""
-    binary, max_docs = inputs.binary, inputs.max_docs
-    inputs.relevant = relevant_with_notice(inputs.qrels, inputs.relevance_level, notify)
-    inputs.positions = load_runs(
-        sources, inputs.relevant, max_docs, notify=notify, progress=progress
-    )
-    # analysis commands often run one after another on the same runs: reuse the cube
-    key = None
-    if cache.enabled():
-        key = cache.cube_key(inputs.positions, inputs.relevant, inputs.measures, binary)
-    cube = _cached_cube(key) if key else None
-    chosen = against_pairs([p.name for p in inputs.positions], against) if against else None
-    n_parts = len(
-        query_ranges(inputs.relevant.n_queries, len(inputs.positions), len(inputs.measures), chosen)
-    )
-    if cube is None and stream and n_parts > 1:
-        inputs.evidence = _streamed(inputs, chosen, rates, progress)
-    elif cube is None:  # with --against only the chosen pairs: not the cube the cache keeps
-        cube = compute_cube(
-            inputs.positions,
-            inputs.relevant,
-            inputs.measures,
-            binary=binary,
-            progress=progress,
-            pairs=chosen,
-        )
-        if chosen is None:
-            if key:
-                cache.put("cubes", key, **cube.arrays())
-            cache.prune()
-    elif chosen is not None:
-        cube = cube.select_pairs(chosen)
-    return cube
+#: bytes of parsed run columns (about 1.5 times the runs' stored text) kept from the
+#: engine's reading for the baselines; beyond, the baselines parse each run again from
+#: the bytes its run set holds, one run at a time.  Measured on ``bench/generate.py
+#: recsys --scale 0.05`` (21 runs, 64 MiB of text, ``order``): keeping the columns
+#: (93 MiB) saves one parse per run (0.4 s of 3 s CPU) and raises the peak RSS from 268
+#: to 353 MB, so recommender-scale runs are parsed again and TREC-scale ones kept.
+KEEP_COLUMNS = 64 << 20
 
 
-def _dask_preferences(
-    inputs: Inputs, sources, stream, rates, positions, against, scheduler, notify, progress
-):
-    """The evidence computed on Dask (:func:`prefeval.engine.dask.dask_evidence`)."""
-
-    chosen = against_pairs(list(sources), against) if against else None
-    got = dask_evidence(
-        inputs.qrels,
-        sources,
-        [m.name for m in inputs.measures],
-        relevance_level=inputs.relevance_level,
-        max_docs=inputs.max_docs,
-        binary=inputs.binary,
-        pairs=chosen,
-        stream=stream,
-        win_rates=rates,
-        positions=positions,
-        scheduler=scheduler,
-        notify=notify,
-        progress=progress,
-    )
-    inputs.relevant = got.relevant
-    inputs.positions = got.positions
-    queries = list(got.relevant.query_ids)
-    if got.cube is not None:
-        return Evidence(list(got.names), queries, got.cube)
-    return Evidence(
-        list(got.names), queries, streamed=got.streamed, streamed_pairs=got.streamed_pairs
-    )
-
-
-def _streamed(inputs: Inputs, pairs, rates: bool, progress) -> Evidence:
-    """The evidence of ``order`` and ``discpower`` merged from query partitions
-    (:func:`~prefeval.engine.local.partitioned_cubes`): per measure the win rates of each
-    partition stacked in query order (or with ``rates`` False only their
-    :class:`~prefeval.core.cube.RankTally`) and the pair moments merged block by
-    block, the same bits as from the whole cube; memory holds one partition's
-    preferences.  The reduced runs are let go (``inputs.positions`` None) once their
-    position matrix is made: at a million users they weigh three times the matrix."""
-
-    names = [p.name for p in inputs.positions]
-    matrix = position_matrix(inputs.positions, inputs.relevant)
-    inputs.positions = None
-    n_queries = inputs.relevant.n_queries
-    # per measure its win rates (or their tally), added partition by partition (a query
-    # where the measure is undefined has no row)
-    kept = {m.name: rate_keeper(n_queries, len(names), rates) for m in inputs.measures}
-    moments: dict[str, PairMoments] = {}
-    chosen = None
-    for part in matrix_partitions(
-        matrix,
-        names,
-        inputs.relevant,
-        inputs.measures,
-        binary=inputs.binary,
-        progress=progress,
-        pairs=pairs,
-    ):
-        chosen = part.pairs
-        for k, name in enumerate(part.measures):
-            kept[name].add(win_rates(part.values[k], part.pairs, len(names)))
-            if name not in moments:
-                moments[name] = PairMoments(len(part.pairs))
-            moments[name].add(part.values[k])
-    streamed = {name: (kept[name], moments[name]) for name in kept}
-    return Evidence(
-        names, list(inputs.relevant.query_ids), streamed=streamed, streamed_pairs=chosen
-    )
-
-
-def _cached_cube(key: str) -> PreferenceCube | None:
-    """The cube stored under ``key``, or None (an inconsistent entry is removed)."""
-    arrays = cache.get("cubes", key) if cache.enabled() else None
-    if arrays is None:
-        return None
-    cube = PreferenceCube.from_arrays(arrays)
-    if cube is None:
-        cache.invalid("cubes", key)
-    return cube
+def _columns_fit(sources) -> bool:
+    """Whether the parsed columns of ``sources`` may be kept for the baselines."""
+    return 1.5 * sources.stored_bytes() <= KEEP_COLUMNS
 
 
 def _on_queries(cube, query_ids, where, notify, source, with_subtopics=None):

@@ -1,2 +1,3 @@
-"""Layer 4: computing preferences, locally (:mod:`.local`) or with Dask (:mod:`.dask`),
-and the cache of computed cubes (:mod:`.cache`)."""
+"""Layer 4: computing preferences through one interface (:mod:`.job`), locally
+(:mod:`.local`) or with Dask (:mod:`.dask`), the engine chosen in one place
+(:mod:`.engines`), and the cache of reduced runs and computed cubes (:mod:`.cache`)."""

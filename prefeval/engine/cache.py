@@ -60,21 +60,11 @@ MAGIC = b"prefeval-cache-4\n"
 _TAG = hashlib.sha256().digest_size
 _SECRET = "secret"
 _SECRET_BYTES = 32
-_ENABLED = os.environ.get("PREFEVAL_CACHE", "1").lower() not in ("0", "no", "off", "false")
 DEFAULT_MAX_GB = 2.0
 
 
 class CacheSettingError(ValueError):
     """An environment variable of the cache has a value that makes no sense."""
-
-
-def set_enabled(flag: bool) -> None:
-    global _ENABLED
-    _ENABLED = bool(flag)
-
-
-def enabled() -> bool:
-    return _ENABLED
 
 
 def cache_dir() -> str:
@@ -429,10 +419,8 @@ def _discard(folder_fd: int, name: str) -> None:
 
 
 def get(kind: str, key: str) -> dict[str, np.ndarray] | None:
-    """The arrays stored under ``key``, or None: off, absent, unreadable (left alone),
+    """The arrays stored under ``key``, or None: absent, unreadable (left alone),
     or failing its check (corrupt, altered, planted: removed when it is ours)."""
-    if not _ENABLED:
-        return None
     kind, sub, name = _entry(kind, key)
     opened = _entry_folder(kind, sub, create=False)
     if opened is None:
@@ -481,8 +469,6 @@ def put(kind: str, key: str, **arrays) -> None:
     """Store ``arrays`` under ``key`` atomically, signed.  OSError (read-only home, full
     disk) is ignored: the cache is an optimisation.  The temporary file is removed on
     any failure or interruption.  Call :func:`prune` once after a batch of puts."""
-    if not _ENABLED:
-        return
 
     kind, sub, name = _entry(kind, key)
     try:
@@ -520,8 +506,6 @@ def prune(limit: int | None = None) -> None:
     bytes.  Only files named like entries inside the user's own folder are ever
     considered (and temporary files that killed processes left there), and no symbolic
     link is followed."""
-    if not _ENABLED:
-        return
     limit = max_bytes() if limit is None else limit
     opened = _user_folder(create=False)
     if opened is None:

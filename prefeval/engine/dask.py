@@ -3,8 +3,9 @@
 :func:`compare_partition` is the kernel: a plain function from the rows of complete
 queries (pandas DataFrames: judgments ``query_id, iteration, doc_id, relevance``, runs
 ``run, query_id, doc_id, score``) to the partition's per-query preferences and its
-partial sums (:class:`PartitionResult`).  :func:`dask_compare` runs it on Dask
-workers, one task per query partition of :func:`prefeval.engine.local.query_ranges`:
+partial sums (:class:`~prefeval.engine.job.PartitionResult`).  :class:`DaskEngine`
+runs it on Dask workers, one task per query partition of
+:func:`prefeval.engine.local.query_ranges`:
 the partitions are the local engine's, so the per-query rows come in the same order
 and the summary, added block by block in query order, is the same bits.  Spark's
 ``mapInArrow`` could call the kernel just as well (see the README).
@@ -24,20 +25,20 @@ from dataclasses import dataclass, replace
 import lazy_loader
 
 from ..core import limits, ties
-from ..core.cube import PreferenceCube, SummaryAccumulator, rate_keeper, run_pairs, win_rates
+from ..core.cube import run_pairs
 from ..core.errors import SystemLimitError
-from ..core.moments import BlockMoments, PairMoments
-from ..core.positions import RunPositions, run_positions
+from ..core.positions import run_positions
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels
 from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
-from ..io.runs import name_runs, read_run
+from ..io.runs import resolve_runs
 from ..io.source import is_stream
 from ..io.writers import row_groups
 from ..measures import parse_measures
+from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
 from .local import compute_cube, load_runs, query_ranges, relevant_with_notice
-from .memory import MMAP_THRESHOLD, release_free_memory
+from .memory import MMAP_THRESHOLD, map_large_allocations, release_free_memory
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
@@ -46,27 +47,6 @@ pd = lazy_loader.load("pandas")
 RUN_COLUMNS = ["run", "query_id", "doc_id", "score"]
 #: the columns of the judgment rows the kernel takes (Qrels.frame's)
 QRELS_COLUMNS = ["query_id", "iteration", "doc_id", "relevance"]
-
-
-@dataclass
-class PartitionResult:
-    """What one partition gives back: its per-query rows (None
-    without ``per_query``), the sums of its :data:`~prefeval.core.ties.SUM_BLOCK` blocks of
-    queries (blocks x measures x pairs), the counts of defined values (measures x pairs),
-    and per run the number of its queries the run has no results for."""
-
-    frame: pd.DataFrame | None
-    block_sums: np.ndarray
-    counts: np.ndarray
-    missing: dict[str, int]
-    #: with ``cube``: the partition's preferences (measures x pairs x its queries)
-    values: np.ndarray | None = None
-    #: with ``stream``: per measure its win rates (:func:`prefeval.core.cube.win_rates`)
-    #: and its :class:`~prefeval.core.moments.BlockMoments`
-    streamed: dict | None = None
-    #: with ``positions``: each run's :class:`~prefeval.core.positions.RunPositions` on the
-    #: partition's relevant documents (numbered from 0 in the partition)
-    positions: list | None = None
 
 
 def compare_partition(
@@ -152,28 +132,13 @@ def _partition_result(
     )
     if both_directions:
         preferences = preferences.both_directions()
-    frame = None
-    if per_query:
-        frame = preferences.to_frame(per_query=True, summary=False)
-        if plain:
-            for column in ("measure", "run_a", "run_b", "query_id"):
-                frame[column] = frame[column].astype(str)
-    streamed = None
-    if stream:
-        streamed = {
-            name: (
-                win_rates(preferences.values[k], preferences.pairs, len(run_names)),
-                BlockMoments.of(preferences.values[k], block=sum_block),
-            )
-            for k, name in enumerate(preferences.measures)
-        }
-    return PartitionResult(
-        frame,
-        ties.block_sums(preferences.values, axis=2, block=sum_block),
-        np.sum(~np.isnan(preferences.values), axis=2),
-        {p.name: int(p.missing_queries) for p in reduced if p.missing_queries},
-        values=preferences.values if cube else None,
-        streamed=streamed,
+    return partition_result(
+        preferences,
+        Want(rows=per_query, values=cube, rates=stream),
+        sum_block=sum_block,
+        plain=plain,
+        pieces=False,
+        missing={p.name: int(p.missing_queries) for p in reduced if p.missing_queries},
         positions=reduced if positions else None,
     )
 
@@ -462,7 +427,7 @@ def _qrels_by_partition(judged: Qrels, ids, parts: list[range]):
     return qrels
 
 
-def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kernel) -> _Plan:
+def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, **kernel) -> _Plan:
     """Read the judgments, name the runs and make the partitions' tasks (the runs are
     read by the workers: Parquet) or here (TREC text, sent with the tasks)."""
     import dask
@@ -472,7 +437,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, **kerne
     queries = list(relevant.query_ids)
     names, inputs, files = _run_inputs(runs)
     measure_list = parse_measures(measures, judged.has_subtopics)
-    parts = query_ranges(len(queries), len(names), len(measure_list), pairs)
+    parts = query_ranges(len(queries), len(names), len(measure_list), pairs, cells)
     # text runs (read here) split by partition here
     ids = pa.array(queries, pa.string())
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
@@ -742,153 +707,46 @@ def _taken(piece):
     return rows
 
 
-def dask_compare(
-    judged: Qrels,
-    runs: list,
-    measures: list[str],
-    *,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
-    pairs=None,
-    per_query: bool = True,
-    both_directions: bool = False,
-    summary: bool = True,
-    scheduler: str | None = None,
-    notify=None,
-    progress: bool | None = False,
-) -> Iterator[pd.DataFrame]:
-    """compare's tables on Dask: an iterator of the per-query rows of each partition (with
-    ``per_query``), then the summary rows (with ``summary``).  ``runs``: paths
-    (TREC text, parsed here, or Parquet of one run or many, read by the workers);
-    ``scheduler``: the address of a Dask scheduler, default a local cluster with
-    the workers Dask chooses.  ValueError when the scheduler cannot be reached."""
+class DaskEngine:
+    """The Dask engine: the local engine's partitions, one task each on a Dask cluster
+    (``Options.scheduler``, default a local cluster with the workers Dask chooses),
+    computed by the kernel (:func:`compare_partition`'s) and brought back in query order,
+    a partition's per-query rows fetched in pieces (:func:`_rows_in_pieces`).  The cache
+    is not used.  ValueError when the scheduler cannot be reached."""
 
-    plan = _plan(
-        judged, runs, measures, relevance_level, pairs, notify,
-        max_docs=max_docs, binary=binary, per_query=per_query,
-        both_directions=both_directions, plain=False,
-    )  # fmt: skip
-    chosen = run_pairs(len(plan.names), pairs)
-    queries = plan.relevant.query_ids
-    last = queries[plan.parts[-1].start : plan.parts[-1].stop] if plan.parts else []
-    # the summary rows as the local engine makes them, from the last partition's cube: a
-    # Parquet output's dictionary of query ids is that partition's ids and "all"
-    shape = (len(plan.measures), len(chosen), len(last))
-    like = PreferenceCube(
-        [m.name for m in plan.measures], plan.names, list(last), chosen,
-        np.broadcast_to(0.0, shape),
-    )  # fmt: skip
-    like = like.both_directions() if both_directions else like
-    plan.relevant = None  # compare needs no more of the judgments than the tasks carry
-    # connected now: a scheduler that cannot be reached is an error of this call
-    client = _client(scheduler, fetcher=per_query)
-    results = _partition_results(plan, client, not scheduler, notify, progress, per_query)
-    return _compare_frames(results, like, per_query, summary)
+    def prepare(self) -> None:
+        """The client's memory handed back as it is freed (glibc's mmap threshold held
+        fixed: :func:`~prefeval.engine.memory.map_large_allocations`), before anything
+        is read."""
+        map_large_allocations()
 
-
-def _compare_frames(results, like, per_query, summary) -> Iterator[pd.DataFrame]:
-    total = SummaryAccumulator()
-    try:
-        for result in results:
-            total.add_blocks(result.block_sums, result.counts, like)
-            if per_query:
-                yield from result.frame
-    finally:
-        results.close()  # the client and its cluster, also when the writing stops
-    if summary:
-        yield total.frame()
-
-
-@dataclass
-class DaskEvidence:
-    """What :func:`dask_evidence` gathers: the evaluated judgments, the run names, and
-    the whole cube, or the streamed win rates and moments, and the reduced runs."""
-
-    relevant: object
-    names: list[str]
-    cube: object = None
-    streamed: dict | None = None
-    streamed_pairs: np.ndarray | None = None
-    positions: list | None = None
-
-
-def dask_evidence(
-    judged: Qrels,
-    runs: list,
-    measures: list[str],
-    *,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = False,
-    pairs=None,
-    stream: bool = False,
-    win_rates: bool = True,
-    positions: bool = False,
-    scheduler: str | None = None,
-    notify=None,
-    progress: bool | None = False,
-) -> DaskEvidence:
-    """The preferences the analysis commands need, computed by the kernel on Dask, one
-    task per partition of the local engine, merged here in query order: the whole cube
-    (the local :func:`~prefeval.engine.local.compute_cube`'s values), or with ``stream`` per
-    measure the win rates stacked (without ``win_rates`` only their
-    :class:`~prefeval.core.cube.RankTally`) and the pair moments merged block by block
-    (what :func:`prefeval.analysis.evidence.gather_inputs` streams locally: the same bits); with
-    ``positions`` the reduced runs as well (:func:`~prefeval.engine.local.load_runs`'s)."""
-
-    plan = _plan(
-        judged, runs, measures, relevance_level, pairs, notify,
-        max_docs=max_docs, binary=binary, per_query=False,
-        cube=not stream, stream=stream, positions=positions,
-    )  # fmt: skip
-    relevant = plan.relevant
-    names = [m.name for m in plan.measures]
-    chosen = run_pairs(len(plan.names), pairs)
-    values = [] if not stream else None
-    # per measure its win rates (or their tally), added as the partitions come in; from
-    # SPILL_SCORES in a temporary file, read back for its HSD
-    rates: dict = {}
-    if stream:
-        n_runs = len(plan.names)
-        spill = relevant.n_queries * n_runs >= SPILL_SCORES
-        rates = {name: rate_keeper(relevant.n_queries, n_runs, win_rates, spill) for name in names}
-    moments = {name: PairMoments(len(chosen)) for name in names}
-    pieces: list[list] = [[] for _ in plan.names]
-    results = _partition_results(plan, _client(scheduler), not scheduler, notify, progress)
-    for k, result in enumerate(results):  # to the end: notices, then the client closed
-        part = plan.parts[k]
-        if stream:
-            for name, (rows, blocks) in result.streamed.items():
-                rates[name].add(rows)
-                moments[name].merge(blocks)
-        else:
-            values.append(result.values)
-        if positions:
-            shift = int(relevant.offsets[part.start])
-            for i, run in enumerate(result.positions):
-                pieces[i].append((run.doc + shift, run.rank, run.retrieved))
-    evidence = DaskEvidence(relevant, plan.names)
-    if stream:
-        evidence.streamed = {name: (rates[name], moments[name]) for name in names}
-        evidence.streamed_pairs = chosen
-    else:
-        shape = (len(names), len(chosen), 0)
-        evidence.cube = PreferenceCube(
-            names,
-            plan.names,
-            list(relevant.query_ids),
-            chosen,
-            np.concatenate(values, axis=2) if values else np.zeros(shape),
+    def partitions(self, job: Job, want: Want) -> Partitions:
+        options = job.options
+        plan = _plan(
+            job.qrels, job.runs, [m.name for m in job.measures], options.relevance_level,
+            job.pairs, job.notify, options.partition_cells, max_docs=options.max_docs,
+            binary=options.binary, per_query=want.rows, both_directions=want.both_directions,
+            plain=False, cube=want.values, stream=want.rates, positions=want.positions,
+        )  # fmt: skip
+        if want.rows:
+            job.qrels = None  # the tasks carry their judgments: 0.25 GB less at 1M users
+        relevant = plan.relevant
+        measures = [m.name for m in plan.measures]
+        chosen = run_pairs(len(plan.names), job.pairs)
+        like = summary_like(
+            measures, plan.names, relevant.query_ids, plan.parts, chosen, want.both_directions
         )
-    if positions:
-        empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
-        evidence.positions = [
-            RunPositions(name, *(np.concatenate([p[j] for p in run_pieces] or [empty[j]])
-                                 for j in range(3)))
-            for name, run_pieces in zip(plan.names, pieces)
-        ]  # fmt: skip
-    return evidence
+        spill = relevant.n_queries * len(plan.names) >= SPILL_SCORES
+        if want.rows:
+            plan.relevant = relevant = None  # compare needs no more than the tasks carry
+        # connected now: a scheduler that cannot be reached is an error of this call
+        client = _client(options.scheduler, fetcher=want.rows)
+        results = _partition_results(
+            plan, client, not options.scheduler, job.notify, options.progress, want.rows
+        )
+        return Partitions(
+            relevant, plan.names, measures, chosen, plan.parts, like, results, spill=spill
+        )
 
 
 @dataclass
@@ -904,42 +762,40 @@ class _ParquetInput:
 
 
 def _run_inputs(runs) -> tuple[list[str], list, dict]:
-    """The run names (:func:`prefeval.io.runs.name_runs`'s: a many-run table's in sorted
-    order), the inputs: a :class:`_ParquetInput` per Parquet file (only its column
-    names read here), an Arrow table ``run, query_id, doc_id, score`` per other run
-    (read here with prefeval's reader); and per run read from Parquet its file and
-    whether the file holds many runs (for the kernel's messages).  Standard input and
-    other streams (:func:`prefeval.io.source.is_stream`) are read here, never by path on
-    a worker."""
+    """The run names (of the :class:`~prefeval.io.runs.RunSet` of ``runs``: a many-run
+    table's in sorted order), the inputs: a :class:`_ParquetInput` per Parquet file (only
+    its footer read here, from the bytes the run set holds), an Arrow table ``run,
+    query_id, doc_id, score`` per other run (read here with prefeval's reader); and per
+    run read from Parquet its file and whether the file holds many runs (for the kernel's
+    messages).  Standard input and other streams
+    (:func:`prefeval.io.source.is_stream`) are read here, never by path on a worker."""
     import pyarrow as pa
 
-    named = name_runs(runs)
+    named = resolve_runs(runs)
     inputs: list = []
     files: dict[str, tuple[str, bool]] = {}
     read: set[str] = set()
-    for name, source in named:
-        table = source.path if isinstance(source, parquet.TableRun) else None
-        if table is None and isinstance(source, (str, os.PathLike)):
-            table = os.fspath(source) if parquet.sniff(os.fspath(source)) else None
-        if table is not None and not is_stream(table):
+    for name, run in named.items():
+        if run.kind in ("parquet", "table") and not is_stream(run.path):
+            table = run.path
             path = os.path.abspath(table)  # workers may run elsewhere: an absolute path
-            files[name] = (table, isinstance(source, parquet.TableRun))  # for messages
-            if isinstance(source, parquet.TableRun):
+            files[name] = (table, run.kind == "table")  # for messages
+            if run.kind == "table":
                 if table in read:  # a many-run table: read once, for all its runs
                     continue
                 read.add(table)
-            columns = _open_parquet(table).schema_arrow.names
+            columns = parquet.open_parquet(table, run.data).schema_arrow.names
             rename = {
                 parquet.need_column(columns, parquet.QUERY, table, parquet.RUN_COLUMNS): "query_id",
                 parquet.need_column(columns, parquet.DOC, table, parquet.RUN_COLUMNS): "doc_id",
                 parquet.need_column(columns, parquet.SCORE, table, parquet.RUN_COLUMNS): "score",
             }
-            run = parquet.find_column(columns, parquet.RUN, table)
-            if run is not None:
-                rename[run] = "run"
-            inputs.append(_ParquetInput(path, rename, None if run is not None else name, table))
+            column = parquet.find_column(columns, parquet.RUN, table)
+            if column is not None:
+                rename[column] = "run"
+            inputs.append(_ParquetInput(path, rename, None if column is not None else name, table))
             continue
-        columns = read_run(source, name=name)
+        columns = run.read()
         inputs.append(
             pa.table(
                 {
@@ -950,7 +806,7 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
                 }
             )
         )
-    return [name for name, _ in named], inputs, files
+    return list(named), inputs, files
 
 
 def _open_input(source: _ParquetInput):
@@ -963,13 +819,6 @@ def _open_input(source: _ParquetInput):
         return pq.ParquetFile(source.path)
     except (pa.ArrowException, OSError, ValueError) as error:
         raise parquet.unreadable(source.shown or source.path, error) from None
-
-
-def _open_parquet(path: str):
-    """The ParquetFile at ``path``; an unreadable one is an input error (the local
-    reader's message)."""
-
-    return parquet.open_parquet(path)
 
 
 def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):

@@ -24,11 +24,12 @@ from ..core.positions import RunPositions, position_matrix, run_positions
 from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
 from ..io import parquet
-from ..io.runs import name_runs, parse_any_run, read_run
-from ..io.source import read_raw
+from ..io.runs import resolve_runs
 from ..measures import Measure, families_of
 from ..measures.family import Family
+from ..options import PARTITION_CELLS
 from . import cache
+from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
 from .memory import release_free_memory
 
 np = lazy_loader.load("numpy")
@@ -37,9 +38,6 @@ np = lazy_loader.load("numpy")
 _BLOCK = 1 << 22
 #: stored bytes of a run file after which its freed parse memory is handed back at once
 _TRIM_BYTES = 8 << 20
-#: cube cells (measures x pairs x queries) of one query partition of compare: bounds the
-#: memory of the preferences held at once (32 MiB of float64 values, ~4M rows of output)
-PARTITION_CELLS = 1 << 22
 
 
 # --------------------------------------------------------------------------- loading
@@ -61,72 +59,71 @@ def relevant_with_notice(qrels: Qrels, level: float | None, notify=stderr_notice
 
 
 def load_runs(
-    sources: Sequence,
+    sources,
     relevant: RelevantSet,
     max_docs: int | None = None,
     notify: Callable[[str], None] | None = stderr_notice,
     progress: bool | None = None,
+    use_cache: bool = False,
 ) -> list[RunPositions]:
     """Read runs (on all cores), keeping only relevant positions and retrieved counts;
-    run files already reduced against the same judgments come from the cache.
+    with ``use_cache`` (``Options.cache``), run files already reduced against the same
+    judgments come from the cache.
 
-    ``sources`` are paths (TREC text, gzip or Parquet), pandas DataFrames, or a mapping
-    name -> source.  A file's cache key is the digest of its stored bytes, Parquet too;
-    the runs of a many-run Parquet table are read together, batch by batch
-    (:func:`prefeval.io.parquet.table_positions`), and not cached.
+    ``sources``: a :class:`~prefeval.io.runs.RunSet`, or what
+    :func:`~prefeval.io.runs.resolve_runs` takes.  A file's cache key is the digest of
+    its stored bytes, Parquet too; the runs of a many-run Parquet table are read
+    together, batch by batch (:func:`prefeval.io.parquet.table_positions`), and not
+    cached.
     """
 
-    named = name_runs(sources)
-    items = [(None, source) for _, source in named]
-    names = [name for name, _ in named]
+    runs = list(resolve_runs(sources).values())
     relevant.docnos()  # build the shared lookup before threads start
     tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
-    for _, source in named:
-        if isinstance(source, parquet.TableRun) and source.path not in tables:
-            tables[source.path] = parquet.table_positions(source.path, relevant, max_docs)
+    for run in runs:
+        if run.kind == "table" and run.path not in tables:
+            tables[run.path] = parquet.table_positions(run.path, relevant, max_docs, run.data)
 
-    def reduce(job):
-        (_, source), name = job
-        if isinstance(source, parquet.TableRun):
-            found = tables[source.path][source.name]
-            return RunPositions(name, found.doc, found.rank, found.retrieved)
-        if isinstance(source, (str, os.PathLike)):
-            path = os.fspath(source)
-            raw = read_raw(path)
-            key = cache.run_key(raw, relevant, max_docs) if cache.enabled() else None
-            cached = cache.get("runs", key) if key else None
-            if cached is not None:
-                try:
-                    positions = RunPositions(
-                        name, cached["doc"], cached["rank"], cached["retrieved"]
-                    )
-                    if positions.consistent(relevant):
-                        return positions
-                except KeyError:
-                    pass
-                cache.invalid("runs", key)
-            columns = parse_any_run(raw, path, name, known=relevant.docnos())
-            large = len(raw) >= _TRIM_BYTES
-            del raw  # the file's bytes: not needed while reducing (a whole run's worth)
-            positions = run_positions(columns, relevant, max_docs)
-            del columns
-            if large:  # a trim costs about 1 ms: worth it after a large run only
-                release_free_memory()
-            if key:
-                cache.put(
-                    "runs",
-                    key,
-                    doc=positions.doc,
-                    rank=positions.rank,
-                    retrieved=positions.retrieved,
+    def reduce(run):
+        if run.kind == "table":
+            found = tables[run.path][run.name]
+            return RunPositions(run.name, found.doc, found.rank, found.retrieved)
+        if run.path is None:
+            return run_positions(run.read(), relevant, max_docs)
+        raw = run.stored()
+        key = cache.run_key(raw, relevant, max_docs) if use_cache else None
+        cached = cache.get("runs", key) if key else None
+        if cached is not None:
+            try:
+                positions = RunPositions(
+                    run.name, cached["doc"], cached["rank"], cached["retrieved"]
                 )
-            return positions
-        return run_positions(read_run(source, name=name), relevant, max_docs)
+                if positions.consistent(relevant):
+                    return positions
+            except KeyError:
+                pass
+            cache.invalid("runs", key)
+        large = len(raw) >= _TRIM_BYTES
+        del raw
+        columns = run.read(known=relevant.docnos())
+        positions = run_positions(columns, relevant, max_docs)
+        del columns
+        if large:  # a trim costs about 1 ms: worth it after a large run only
+            release_free_memory()
+        if key:
+            cache.put(
+                "runs",
+                key,
+                doc=positions.doc,
+                rank=positions.rank,
+                retrieved=positions.retrieved,
+            )
+        return positions
 
     # runs are independent: read and reduce them on all cores (pyarrow and numpy
     # release the GIL), keeping at most a few whole runs in memory at once
 
-    jobs = list(zip(items, names))
+    jobs = runs
     # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
     workers = limits.reader_threads(min(len(jobs), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
@@ -134,7 +131,7 @@ def load_runs(
         out = list(
             progress_bar(results, desc="reading runs", unit="run", enable=progress, total=len(jobs))
         )
-    if cache.enabled():
+    if use_cache:
         cache.prune()
     # the parse buffers are freed; hand them back to the system (Arrow's allocator keeps
     # them otherwise: some 300 MB after 21 recsys runs) before computing
@@ -302,21 +299,25 @@ def cube_from_matrix(
     )
 
 
-def query_ranges(n_queries: int, n_runs: int, n_measures: int, pairs=None) -> list[range]:
+def query_ranges(
+    n_queries: int, n_runs: int, n_measures: int, pairs=None, cells: int = PARTITION_CELLS
+) -> list[range]:
     """The ranges of query indices compare computes one at a time
     (:func:`query_partitions`) for that many runs and measures and those ``pairs``
     (default all); :func:`prefeval.engine.dask.compare_partition` is the kernel that
     computes one of them."""
-    cells = n_measures * max(1, len(run_pairs(n_runs, pairs)))
-    return query_partitions(n_queries, cells)
+    per_query = n_measures * max(1, len(run_pairs(n_runs, pairs)))
+    return query_partitions(n_queries, per_query, cells)
 
 
-def query_partitions(n_queries: int, cells_per_query: int) -> list[range]:
-    """Consecutive ranges of query indices holding at most :data:`PARTITION_CELLS` cube
-    cells each, or one :data:`~prefeval.core.ties.SUM_BLOCK` of queries when that is more:
-    the partitions compare computes one at a time."""
+def query_partitions(
+    n_queries: int, cells_per_query: int, cells: int = PARTITION_CELLS
+) -> list[range]:
+    """Consecutive ranges of query indices holding at most ``cells`` cube cells each
+    (``Options.partition_cells``), or one :data:`~prefeval.core.ties.SUM_BLOCK` of queries
+    when that is more: the partitions compare computes one at a time."""
     block = ties.SUM_BLOCK  # whole blocks: the summed means do not depend on partitions
-    size = max(1, PARTITION_CELLS // max(1, cells_per_query) // block) * block
+    size = max(1, cells // max(1, cells_per_query) // block) * block
     return [range(lo, min(lo + size, n_queries)) for lo in range(0, n_queries, size)]
 
 
@@ -327,13 +328,15 @@ def partitioned_cubes(
     binary: bool = False,
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
+    cells: int = PARTITION_CELLS,
 ):
     """:func:`compute_cube` one query partition (:func:`query_partitions`) at a time:
     yields the cube of each, in query order, so that memory is bounded by a partition."""
     names = [r.name for r in runs]
     yield from matrix_partitions(
-        position_matrix(runs, relevant), names, relevant, measures, binary, progress, pairs
-    )
+        position_matrix(runs, relevant), names, relevant, measures, binary, progress, pairs,
+        cells,
+    )  # fmt: skip
 
 
 def matrix_partitions(
@@ -344,11 +347,13 @@ def matrix_partitions(
     binary: bool = False,
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
+    cells: int = PARTITION_CELLS,
 ):
     """:func:`partitioned_cubes` from the runs' :func:`~prefeval.core.positions.position_matrix`
     (the reduced runs themselves no longer needed).  Between partitions the memory the
     previous one's rows and text freed is handed back (:func:`release_free_memory`)."""
-    for i, part in enumerate(query_ranges(relevant.n_queries, len(names), len(measures), pairs)):
+    ranges = query_ranges(relevant.n_queries, len(names), len(measures), pairs, cells)
+    for i, part in enumerate(ranges):
         if i:
             release_free_memory()
         yield cube_from_matrix(
@@ -390,3 +395,89 @@ def _compare_block(block, matrix, ia, ja, asked) -> list[tuple]:
             )
             out.append((family.name, queries[sel], contribution))
     return out
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+class LocalEngine:
+    """The local engine: this process, one query partition at a time
+    (:func:`matrix_partitions`), or the whole cube at once where the analysis keeps it
+    whole (``Want.values``, a cube in the cache, one partition), that cube cached with
+    ``Options.cache``."""
+
+    def prepare(self) -> None:
+        """Nothing to prepare here."""
+
+    def partitions(self, job: Job, want: Want) -> Partitions:
+        options = job.options
+        relevant = relevant_with_notice(job.qrels, options.relevance_level, job.notify)
+        positions = load_runs(
+            job.runs, relevant, options.max_docs, notify=job.notify,
+            progress=options.progress, use_cache=options.cache,
+        )  # fmt: skip
+        names = [p.name for p in positions]
+        measures = [m.name for m in job.measures]
+        chosen = run_pairs(len(names), job.pairs)
+        ranges = query_ranges(
+            relevant.n_queries, len(names), len(measures), job.pairs, options.partition_cells
+        )
+        both = want.both_directions
+        like = summary_like(measures, names, relevant.query_ids, ranges, chosen, both)
+        parts = Partitions(relevant, names, measures, chosen, ranges, like, iter(()))
+        if want.values or want.rates:
+            # analysis commands often run one after another on the same runs: the cube
+            key = None
+            if options.cache:
+                key = cache.cube_key(positions, relevant, job.measures, options.binary)
+            cube = _cached_cube(key) if key else None
+            if want.values or cube is not None or len(ranges) <= 1:
+                if cube is None:
+                    cube = compute_cube(
+                        positions, relevant, job.measures, binary=options.binary,
+                        progress=options.progress, pairs=job.pairs,
+                    )  # fmt: skip
+                    if job.pairs is None:  # with --against: not the cube the cache keeps
+                        if key:
+                            cache.put("cubes", key, **cube.arrays())
+                        if options.cache:
+                            cache.prune()
+                elif job.pairs is not None:
+                    cube = cube.select_pairs(job.pairs)
+                parts.pairs, parts.ranges = cube.pairs, [range(relevant.n_queries)]
+                parts.results = _one(PartitionResult(None, None, None, {}, values=cube.values))
+                parts.positions = positions
+                return parts
+        # the reduced runs are let go once their position matrix is made: at a million
+        # users they weigh three times the matrix
+        matrix = position_matrix(positions, relevant)
+        del positions
+        parts.results = _computed(
+            matrix_partitions(
+                matrix, names, relevant, job.measures, binary=options.binary,
+                progress=options.progress, pairs=job.pairs, cells=options.partition_cells,
+            ),
+            want,
+        )  # fmt: skip
+        return parts
+
+
+def _one(result: PartitionResult):
+    yield result
+
+
+def _computed(cubes, want: Want):
+    """The :class:`~prefeval.engine.job.PartitionResult` of each partition's cube."""
+    for cube in cubes:
+        yield partition_result(cube.both_directions() if want.both_directions else cube, want)
+
+
+def _cached_cube(key: str) -> PreferenceCube | None:
+    """The cube stored under ``key``, or None (an inconsistent entry is removed)."""
+    arrays = cache.get("cubes", key)
+    if arrays is None:
+        return None
+    cube = PreferenceCube.from_arrays(arrays)
+    if cube is None:
+        cache.invalid("cubes", key)
+    return cube

@@ -19,7 +19,6 @@ counted from 1, as the data rows of a text table) or ``FILE: column X: ...``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import lazy_loader
 
@@ -36,8 +35,7 @@ from .columns import (
     id_strings,
     qrels_rows,
 )
-from .source import PARQUET_MAGIC as MAGIC
-from .source import is_parquet, is_stream, read_raw
+from .source import is_stream, read_raw
 
 pd = lazy_loader.load("pandas")
 
@@ -51,34 +49,13 @@ ITERATION = ("iteration",)
 RUN = ("run", "name")
 
 
-def sniff(path: str | os.PathLike) -> bool:
-    """Whether the file at ``path`` is Parquet, from its first and last 4 bytes
-    (standard input or another stream is read whole, once: :func:`prefeval.io.source.read_raw`);
-    False for a file that cannot be read (its reader reports that)."""
-
-    path = os.fspath(path)
-    if is_stream(path):
-        return is_parquet(read_raw(path))
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4)
-            if head != MAGIC:
-                return False
-            size = handle.seek(0, os.SEEK_END)
-            if size < 12:
-                return False
-            handle.seek(size - 4)
-            return handle.read(4) == MAGIC
-    except OSError:
-        return False
-
-
-def _file(data: bytes, path: str):
+def _file(data, path: str):
+    """The ParquetFile of a file's stored bytes (bytes or a memory map, not copied)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(pa.BufferReader(data))
+        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
     except (pa.ArrowException, OSError, ValueError) as error:
         raise unreadable(path, error) from None
 
@@ -273,12 +250,15 @@ def unreadable(path: str, error: BaseException) -> InputError:
     return InputError(path, None, f"not a readable Parquet file: {' '.join(str(error).split())}")
 
 
-def open_parquet(path: str):
+def open_parquet(path: str, data=None):
     """The ParquetFile of a path (reading only what is asked of it later), or of the
-    bytes of standard input or another stream (read once: :func:`prefeval.io.source.read_raw`)."""
+    file's stored bytes ``data`` when given (:func:`prefeval.io.source.stored`: a stream's
+    bytes or a file's memory map, the path only cited)."""
 
-    if is_stream(path):
-        return _file(read_raw(path), path)
+    if data is None:
+        data = read_raw(path) if is_stream(path) else None
+    if data is not None:
+        return _file(data, path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -288,14 +268,10 @@ def open_parquet(path: str):
         raise unreadable(path, error) from None
 
 
-def has_runs_column(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a Parquet table of many runs (a ``run`` or ``name`` column):
-    its footer only is read."""
-    path = os.fspath(path)
-    if not sniff(path):
-        return False
-    pfile = open_parquet(path)
-    return find_column(list(pfile.schema_arrow.names), RUN, path) is not None
+def runs_column(data, path: str) -> str | None:
+    """The run (or ``name``) column of a Parquet file's stored bytes: a table of many
+    runs; None for a file of one run (its footer only is read)."""
+    return find_column(list(_file(data, path).schema_arrow.names), RUN, path)
 
 
 # --------------------------------------------------------------------------- many runs
@@ -303,15 +279,6 @@ def has_runs_column(path: str | os.PathLike) -> bool:
 #: rows read at a time from a table of many runs: memory is bounded by a batch (and
 #: the rows of one run's query carried over to the next), not by the table
 BATCH_ROWS = 1 << 20
-
-
-@dataclass(frozen=True)
-class TableRun:
-    """One run of a many-run Parquet table (a ``run`` column): read when needed, batch
-    by batch, never with the whole table."""
-
-    path: str
-    name: str
 
 
 def _many_run_columns(pfile, path: str) -> list[str]:
@@ -326,12 +293,12 @@ def _many_run_columns(pfile, path: str) -> list[str]:
     ]
 
 
-def _batches(path: str, columns: list[str]):
+def _batches(path: str, columns: list[str], data=None):
     """(file row of the first row, RecordBatch) of ``columns``, :data:`BATCH_ROWS` at a
     time, in file order."""
     import pyarrow as pa
 
-    pfile = open_parquet(path)
+    pfile = open_parquet(path, data)
 
     def read():
         # a few row groups at a time (up to BATCH_ROWS / 2 rows): over the whole file,
@@ -371,11 +338,11 @@ def _batches(path: str, columns: list[str]):
         offset += batch.num_rows
 
 
-def _run_rows(path: str, columns: list[str]):
+def _run_rows(path: str, columns: list[str], data=None):
     """(offset, run names, query ids, docnos, scores) of every batch of a many-run
     table, each column checked (rows in errors counted in the whole file)."""
     run, query, doc, score = columns
-    for offset, batch in _batches(path, columns):
+    for offset, batch in _batches(path, columns, data):
         yield (
             offset,
             ids(batch.column(0), "run name", path, name=run, offset=offset),
@@ -385,24 +352,18 @@ def _run_rows(path: str, columns: list[str]):
         )
 
 
-def run_names(path: str | os.PathLike) -> list[str]:
-    """The run names of a many-run Parquet table, sorted (its run column only is read,
-    batch by batch)."""
+def run_names(path: str, data=None) -> list[str]:
+    """The run names in the run column of a many-run Parquet table, sorted (that column
+    only is read, batch by batch; ``data``: the file's stored bytes, see
+    :func:`open_parquet`)."""
     import pyarrow.compute as pc
 
-    path = os.fspath(path)
-    column = find_column(list(open_parquet(path).schema_arrow.names), RUN, path)
+    column = find_column(list(open_parquet(path, data).schema_arrow.names), RUN, path)
     names: set[str] = set()
-    for offset, batch in _batches(path, [column]):
+    for offset, batch in _batches(path, [column], data):
         values = ids(batch.column(0), "run name", path, name=column, offset=offset)
         names.update(pc.unique(values).to_pylist())
     return sorted(names)
-
-
-def table_names(path: str | os.PathLike) -> list[tuple[str, TableRun]]:
-    """(name, :class:`TableRun`) of every run of a many-run table, in sorted name order."""
-    path = os.fspath(path)
-    return [(name, TableRun(path, name)) for name in run_names(path)]
 
 
 def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
@@ -424,15 +385,15 @@ def duplicate_error(path, qid, docno, codes, rows, run_of=None) -> tuple[int, In
     return row, InputError(path, None, f"row {row + 1}: {duplicate[1]}")
 
 
-def table_run(path: str, name: str):
+def table_run(path: str, name: str, data=None):
     """Run ``name`` of a many-run table (:class:`prefeval.io.columns.RunColumns`), its rows
     kept batch by batch: memory is bounded by that run, not the table."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = _many_run_columns(open_parquet(path), path)
+    columns = _many_run_columns(open_parquet(path, data), path)
     pieces = []
-    for offset, names, qid, docno, score in _run_rows(path, columns):
+    for offset, names, qid, docno, score in _run_rows(path, columns, data):
         mine = np.flatnonzero(np.asarray(pc.equal(names, name), dtype=bool))
         if len(mine):
             take = pa.array(mine)
@@ -460,7 +421,7 @@ class _NotGrouped(Exception):
     """The rows of one run's query are not consecutive in the table."""
 
 
-def table_positions(path: str, relevant, max_docs: int | None = None) -> dict:
+def table_positions(path: str, relevant, max_docs: int | None = None, data=None) -> dict:
     """run name -> :class:`prefeval.core.positions.RunPositions` of every run of a many-run
     table, read batch by batch.
 
@@ -473,20 +434,20 @@ def table_positions(path: str, relevant, max_docs: int | None = None) -> dict:
 
     path = os.fspath(path)
     try:
-        return _grouped_positions(path, relevant, max_docs)
+        return _grouped_positions(path, relevant, max_docs, data)
     except _NotGrouped:
         return {
-            name: run_positions(table_run(path, name), relevant, max_docs)
-            for name in run_names(path)
+            name: run_positions(table_run(path, name, data), relevant, max_docs)
+            for name in run_names(path, data)
         }
 
 
-def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
+def _grouped_positions(path: str, relevant, max_docs: int | None, data=None) -> dict:
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    columns = _many_run_columns(open_parquet(path), path)
+    columns = _many_run_columns(open_parquet(path, data), path)
     nq = relevant.n_queries
     queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
     docnos = relevant.docnos()
@@ -551,7 +512,7 @@ def _grouped_positions(path: str, relevant, max_docs: int | None) -> dict:
                 parts.setdefault(label, []).append(part)
 
     carry = None
-    for offset, names, qid, docno, score in _run_rows(path, columns):
+    for offset, names, qid, docno, score in _run_rows(path, columns, data):
         rows = np.arange(offset, offset + len(score), dtype=np.int64)
         if carry is not None:
             names = pa.concat_arrays([carry[0], names])

@@ -1,11 +1,13 @@
 """Qrels and runs from whatever the user gives (a path to TREC text or Parquet, a
 many-run Parquet table, a DataFrame, records, a dict): the format decided by the
-bytes, the runs named once (:func:`name_runs`)."""
+bytes, the runs of a command resolved once into a :class:`RunSet` (:func:`resolve_runs`:
+named, each file opened once, parsed once)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 import lazy_loader
 
@@ -24,83 +26,200 @@ from .frames import (
     records_frame,
     run_frame,
 )
-from .source import is_frame, one_command, read_raw, run_name, text_bytes
+from .source import (
+    GZIP_MAGIC,
+    is_frame,
+    is_parquet,
+    is_stream,
+    let_go,
+    read_raw,
+    run_name,
+    stored,
+    text_bytes,
+)
 from .text import parse_qrels, parse_run
 
 pd = lazy_loader.load("pandas")
 
 
-def run_names(runs) -> list[str]:
-    """The names :func:`name_runs` gives the run paths ``runs``, a many-run Parquet table
-    standing for its runs (only its run column is read)."""
+#: what a run of a :class:`RunSet` is: TREC text (plain or gzip-compressed), a Parquet
+#: file of one run, one run of a many-run Parquet table, a DataFrame ``query_id, doc_id,
+#: score``, a :class:`RunColumns`
+KINDS = ("text", "gzip", "parquet", "table", "frame", "columns")
 
-    names: list[str] = []
-    for path in runs:
-        if parquet.has_runs_column(path):
-            names.extend(parquet.run_names(path))
+
+@dataclass(eq=False)
+class Run:
+    """One run of a :class:`RunSet`: its name, its kind (:data:`KINDS`) and its rows.
+
+    ``path``: the path as given (what messages cite; None for a run in memory).
+    ``data``: a file's stored bytes, the file opened once (:func:`prefeval.io.source.stored`:
+    a stream's bytes or a regular file's memory map, shared by the runs of a many-run
+    table), or the DataFrame or RunColumns itself.  ``error``: why the file cannot be
+    read, raised when the run is read (its judgments are read and checked first, as
+    always).  ``keep``: keep the parsed columns once read (:meth:`read`), for a second
+    reader of the same command (the baselines)."""
+
+    name: str
+    kind: str
+    path: str | None
+    data: object = None
+    error: InputError | None = None
+    keep: bool = False
+    kept: RunColumns | None = field(default=None, repr=False)
+
+    @property
+    def where(self) -> str:
+        """What messages about the run cite: its path, or ``<run NAME>`` in memory."""
+        return self.path if self.path is not None else f"<run {self.name}>"
+
+    def stored(self):
+        """The file's stored bytes (:attr:`data`); the reading error of a file that cannot
+        be read."""
+        if self.error is not None:
+            raise self.error
+        return self.data
+
+    def read(self, known=None) -> RunColumns:
+        """The run's columns (:class:`RunColumns`), parsed from :attr:`data` (the kept ones
+        when there are); ``known``: docnos to locate while parsing
+        (:func:`prefeval.io.text.parse_run`)."""
+        if self.kept is not None:
+            return self.kept
+        if self.kind == "columns":
+            return self.data
+        if self.kind == "frame":
+            columns = _run_from_frame(self.data, self.name)
+        elif self.kind == "table":
+            columns = parquet.table_run(self.path, self.name, self.data)
         else:
-            names.append(run_name(path))
-    return names
+            columns = parse_any_run(self.stored(), self.path, self.name, known)
+            let_go(self.data)
+        if self.keep:
+            self.kept = columns
+        return columns
+
+    def forget(self) -> None:
+        """Let the kept columns go."""
+        self.kept = None
 
 
-def name_runs(runs) -> list[tuple[str, object]]:
-    """(name, source) of every run: a mapping's keys, else a path's :func:`run_name`, a
-    :class:`RunColumns`' name, ``run{i}`` for another in-memory run at position i (from 1).
+class RunSet(Mapping):
+    """The runs of one command or call, resolved once (:func:`resolve_runs`): run name
+    -> :class:`Run`, in the order given (a many-run table's runs in sorted name order)."""
 
-    One path, DataFrame or RunColumns alone is a list of one; two runs with one name are
-    an error.  A path to a Parquet table with a ``run`` (or ``name``) column stands for
-    its runs (named by that column, in sorted name order), each a
-    :class:`prefeval.io.parquet.TableRun` read when needed.
+    def __init__(self, runs: list[Run]):
+        self._runs = {run.name: run for run in runs}
+
+    def __getitem__(self, name: str) -> Run:
+        return self._runs[name]
+
+    def __iter__(self):
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def subset(self, names) -> RunSet:
+        """The runs ``names`` (the same :class:`Run` objects), in that order."""
+        return RunSet([self._runs[name] for name in names])
+
+    def keep_columns(self, keep: bool = True) -> None:
+        """Whether every run keeps its columns once parsed (:attr:`Run.keep`); False also
+        lets the kept ones go."""
+        for run in self._runs.values():
+            run.keep = keep
+            if not keep:
+                run.forget()
+
+    def stored_bytes(self) -> int:
+        """The stored size of the run files (a many-run table counted once)."""
+        seen = {id(r.data): len(r.data) for r in self._runs.values() if r.path and r.data}
+        return sum(seen.values())
+
+
+#: bytes of run files a run set reads whole when it resolves them, their bytes held for
+#: the command; beyond, files are memory-mapped (no memory of the process held, but each
+#: map keeps a descriptor of its file before Python 3.13: counted against ``ulimit -n``).
+#: TREC-sized runs are read whole; at recsys scale 0.05 (64 MB of runs), holding 32 MiB
+#: raised compare's peak RSS by 35 MB, mapping them by 10 MB
+READ_WHOLE = 4 << 20
+
+
+def resolve_runs(runs) -> RunSet:
+    """The run set of ``runs``, each file opened once: the one function that names runs.
+
+    ``runs``: a path (TREC text, gzip, Parquet; ``-``, a pipe, a FIFO, ``/dev/fd/N``), a
+    DataFrame ``query_id, doc_id, score``, a :class:`RunColumns` or a :class:`Run`, or a
+    list of them, or a dict name -> one of them; a :class:`RunSet` is returned as it is.
+    Names: a dict's keys, else a path's :func:`~prefeval.io.source.run_name`, a
+    RunColumns' or Run's name, ``run{i}`` for another in-memory run at position i (from
+    1).  A path to a Parquet table with a ``run`` (or ``name``) column stands for its runs
+    (named by that column, in sorted name order).  Two runs with one name are an error.
     """
 
-    if isinstance(runs, (str, os.PathLike, RunColumns)) or is_frame(runs):
+    if isinstance(runs, RunSet):
+        return runs
+    if isinstance(runs, (str, os.PathLike, RunColumns, Run)) or is_frame(runs):
         runs = [runs]
     items = list(runs.items()) if isinstance(runs, dict) else [(None, s) for s in runs]
-    expanded = []
-    for i, (name, source) in enumerate(items):
-        if isinstance(source, (str, os.PathLike)) and parquet.has_runs_column(source):
-            path = os.fspath(source)
-            if name is not None:
-                raise InputError(
-                    path,
-                    None,
-                    f"a table of many runs (a run column) given as the one run {name!r}; "
-                    "give it in a list of runs",
-                )
-            expanded.extend((i, name, run) for name, run in parquet.table_names(path))
-        else:
-            expanded.append((i, name, source))
-    out: list[tuple[str, object]] = []
+    expanded: list[tuple[int, Run]] = []
+    held = 0  # bytes of the files read whole so far
+    for i, (key, source) in enumerate(items):
+        got = _resolve_one(key, source, i, max(0, READ_WHOLE - held))
+        expanded.extend((i, run) for run in got)
+        if got and got[0].path is not None and isinstance(got[0].data, bytes):
+            held += len(got[0].data)  # a table's runs share its bytes
+    out: list[Run] = []
     seen: dict[str, int] = {}
     keys = [key for key, _ in items]
-    for i, name, source in expanded:
-        key = name
-        if name is None:
-            if isinstance(source, RunColumns):
-                name = source.name
-            elif isinstance(source, (str, os.PathLike)):
-                name = run_name(source)
-            else:
-                name = f"run{i + 1}"
-        name = str(name)
-        if name in seen:
-            where = source if isinstance(source, (str, os.PathLike)) else f"<run {name}>"
-            if isinstance(source, (RunColumns, parquet.TableRun)):
-                where = source.path
-            other = keys[seen[name]]
+    for i, run in expanded:
+        if run.name in seen:
+            other, key = keys[seen[run.name]], keys[i]
             alike = (
                 f": keys {other!r} and {key!r} are one name; give runs distinct names"
                 if key is not None and other is not None and other != key
                 else ""
             )
             raise InputError(
-                os.fspath(where),
+                run.where,
                 None,
-                f"two runs are named {name!r} (inputs {seen[name] + 1} and {i + 1}){alike}",
+                f"two runs are named {run.name!r} (inputs {seen[run.name] + 1} and {i + 1}){alike}",
             )
-        seen[name] = i
-        out.append((name, source))
-    return out
+        seen[run.name] = i
+        out.append(run)
+    return RunSet(out)
+
+
+def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
+    """The run(s) of one item of :func:`resolve_runs` (a many-run table: its runs)."""
+    name = None if key is None else str(key)
+    if isinstance(source, Run):
+        return [source if name is None else replace(source, name=name)]
+    if isinstance(source, RunColumns):
+        return [Run(name or str(source.name), "columns", source.path, source)]
+    if not isinstance(source, (str, os.PathLike)):
+        return [Run(name or f"run{i + 1}", "frame", None, source)]
+    path = os.fspath(source)
+    try:
+        data = stored(path, whole)
+    except InputError as error:
+        if is_stream(path):
+            raise
+        return [Run(name or run_name(path), "text", path, error=error)]
+    if not is_parquet(data):
+        kind = "gzip" if data[:2] == GZIP_MAGIC else "text"
+        return [Run(name or run_name(path), kind, path, data)]
+    if parquet.runs_column(data, path) is None:
+        return [Run(name or run_name(path), "parquet", path, data)]
+    if name is not None:
+        raise InputError(
+            path,
+            None,
+            f"a table of many runs (a run column) given as the one run {name!r}; "
+            "give it in a list of runs",
+        )
+    return [Run(table, "table", path, data) for table in parquet.run_names(path, data)]
 
 
 def read_qrels(source, *, name: str | None = None):
@@ -117,9 +236,8 @@ def read_qrels(source, *, name: str | None = None):
         return qrels_from_frame(source, name=name or "<qrels DataFrame>")
 
     path = os.fspath(source)
-    with one_command():
-        raw = read_raw(path)
-    if parquet.is_parquet(raw):
+    raw = read_raw(path)
+    if is_parquet(raw):
         rows = parquet.parse_qrels(raw, path)
     else:
         rows = parse_qrels(text_bytes(raw, path), path)
@@ -132,21 +250,19 @@ def read_run(source, *, name: str | None = None) -> RunColumns:
 
     if isinstance(source, RunColumns):
         return source
-    if isinstance(source, parquet.TableRun):
-        return parquet.table_run(source.path, source.name)
+    if isinstance(source, Run):
+        return source.read()
     if is_frame(source):
         return _run_from_frame(source, name or "run")
     path = os.fspath(source)
-    with one_command():  # called alone: a FIFO is read anew next time
-        raw = read_raw(path)
-    return parse_any_run(raw, path, name)
+    return parse_any_run(stored(path), path, name)
 
 
-def parse_any_run(raw: bytes, path: str, name: str | None = None, known=None) -> RunColumns:
+def parse_any_run(raw, path: str, name: str | None = None, known=None) -> RunColumns:
     """One run from a file's stored bytes: Parquet (by its magic bytes), else TREC text
     (plain or gzip); see :func:`parse_run`."""
 
-    if parquet.is_parquet(raw):
+    if is_parquet(raw):
         return parquet.parse_run(raw, path, name or run_name(path), known)
     return parse_run(text_bytes(raw, path), path, name, known)
 
@@ -189,16 +305,16 @@ def _one_run(run, where: str):
 
     if isinstance(run, (str, os.PathLike)):
         return os.fspath(run)
-    if isinstance(run, (pd.DataFrame, RunColumns)):
-        return run if isinstance(run, RunColumns) else run_frame(run, where)
+    if isinstance(run, (pd.DataFrame, RunColumns, Run)):
+        return run if isinstance(run, (RunColumns, Run)) else run_frame(run, where)
     if is_nested(run) or (isinstance(run, Mapping) and not run):
         return run_frame(nested_frame(run, "score", where), where)
     return None
 
 
-def runs_input(runs) -> dict:
-    """Runs as an ordered dict name -> path, RunColumns or ``query_id, doc_id, score``
-    frame.
+def runs_input(runs) -> RunSet:
+    """The API's runs as a :class:`RunSet` (:func:`resolve_runs`) of paths, RunColumns and
+    ``query_id, doc_id, score`` frames.
 
     Names: a dict's keys; a path's :func:`~prefeval.io.source.run_name`; ``run1``,
     ``run2``... by position for other in-memory runs of a list; for one DataFrame with a
@@ -207,26 +323,28 @@ def runs_input(runs) -> dict:
     column, records, a pytrec_eval dict) is a list of one.
     """
 
+    if isinstance(runs, RunSet):
+        return runs
     if isinstance(runs, pd.DataFrame):
         column = frame_column(runs, RUN, "run", "<runs DataFrame>", required=False)
         if column is None:
-            return dict(name_runs([run_frame(runs, "<run DataFrame>")]))
+            return resolve_runs([run_frame(runs, "<run DataFrame>")])
         names = id_strings(column, "run name", "<runs DataFrame>")
         frame = run_frame(runs, "<runs DataFrame>")
         groups = frame.groupby(names, sort=False).indices
-        return {name: frame.iloc[groups[name]].reset_index(drop=True) for name in sorted(groups)}
+        return resolve_runs(
+            {name: frame.iloc[groups[name]].reset_index(drop=True) for name in sorted(groups)}
+        )
     single = _one_run(runs, "<run>")
     if single is not None:
-        return dict(name_runs([single]))
+        return resolve_runs([single])
     if isinstance(runs, Mapping):
-        items = list(runs.items())  # keys kept: name_runs refuses two that print alike
+        items = list(runs.items())  # keys kept: resolve_runs refuses two that print alike
     elif isinstance(runs, Iterable):
         first, runs = peek(runs)
         if is_records(first):
-            return dict(
-                name_runs(
-                    [run_frame(records_frame(runs, "score", "<run records>"), "<run records>")]
-                )
+            return resolve_runs(
+                [run_frame(records_frame(runs, "score", "<run records>"), "<run records>")]
             )
         items = [(None, run) for run in runs]
     else:
@@ -251,5 +369,5 @@ def runs_input(runs) -> dict:
                 )
         out.append((name, source))
     if isinstance(runs, Mapping):
-        return dict(name_runs(dict(out)))  # out's keys: runs' keys, distinct
-    return dict(name_runs([source for _, source in out]))
+        return resolve_runs(dict(out))  # out's keys: runs' keys, distinct
+    return resolve_runs([source for _, source in out])

@@ -1,11 +1,11 @@
-"""Where every input's bytes come from: the one function that opens a qrels, run or
-table path (:func:`read_raw`: standard input and other streams read once per
-command), gzip decompression, format sniffing by magic bytes, and run names from
-paths."""
+"""Where every input's bytes come from: the functions that open a qrels, run or table
+path (:func:`read_raw`, and :func:`stored` for the runs, each opened once per command),
+gzip decompression, format sniffing by magic bytes, and run names from paths."""
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import stat
 import sys
@@ -25,65 +25,39 @@ STDIN = "-"
 _stdin_data: bytes | None = None
 
 
-#: (path, device, inode) -> bytes of every stream (not a regular file) read so far in
-#: the current command (:func:`one_command`)
-_streams: dict[tuple, bytes] = {}
-
-_streams_lock = threading.Lock()
-
-_commands = 0  # commands (:func:`one_command`) under way
+_stdin_lock = threading.Lock()
 
 
-@contextlib.contextmanager
-def one_command():
-    """The scope of one command or API call: a stream read in it (:func:`read_raw`) is
-    read once and its bytes are forgotten when the outermost scope ends, so that a later
-    command reads a FIFO written again anew (standard input stays read once per process)."""
-    global _commands
-    with _streams_lock:
-        _commands += 1
-    try:
-        yield
-    finally:
-        with _streams_lock:
-            _commands -= 1
-            if _commands == 0:
-                _streams.clear()
-
-
-def _stream_key(path: str) -> tuple | None:
-    """The key of ``path`` in :data:`_streams` when it is a stream: a pipe, a FIFO,
-    ``/dev/fd/N``, a character device (anything that exists and is neither a regular
-    file nor a folder); None otherwise."""
+def _is_special(path: str) -> bool:
+    """Whether ``path`` exists and is neither a regular file nor a folder: a pipe, a
+    FIFO, ``/dev/fd/N``, a character device."""
     try:
         info = os.stat(path)
     except (OSError, ValueError):
-        return None
-    if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
-        return None
-    return (path, info.st_dev, info.st_ino)
+        return False
+    return not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode))
 
 
 def is_stream(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is standard input (``-``) or a stream (:func:`_stream_key`):
-    something that can be read once only, so every reader takes its bytes from
-    :func:`read_raw` instead of opening it."""
+    """Whether ``path`` is standard input (``-``) or another stream (a pipe, a FIFO,
+    ``/dev/fd/N``, a character device): something that can be read once only, so it is
+    read whole, once (:func:`read_raw`), and never by path on a Dask worker."""
     path = os.fspath(path)
-    return path == STDIN or _stream_key(path) is not None
+    return path == STDIN or _is_special(path)
 
 
 def read_raw(path: str | os.PathLike) -> bytes:
-    """The bytes of ``path`` as stored (possibly gzip-compressed).
+    """The bytes of ``path`` as stored (possibly gzip-compressed), read whole.
 
-    ``-`` is standard input; it and any other stream (a pipe such as ``<(zcat
-    run.gz)``, a FIFO, ``/dev/fd/N``: :func:`is_stream`) are read once, their bytes
-    kept for every later reader of the same command (format sniffing, naming, cache
-    keys, reading, baselines: :func:`one_command`; standard input's for the process).
-    This is the one function that opens a qrels, run or table path."""
+    ``-`` is standard input, read once per process (its bytes kept for a later call).
+    Any other stream (a pipe such as ``<(zcat run.gz)``, a FIFO, ``/dev/fd/N``:
+    :func:`is_stream`) can be read once only: a command reads each input once (its
+    qrels and tables here, its runs in its :class:`~prefeval.io.runs.RunSet`), so a
+    FIFO written again for the next command is read anew."""
     global _stdin_data
     path = os.fspath(path)
     if path == STDIN:
-        with _streams_lock:
+        with _stdin_lock:
             if _stdin_data is None:
                 try:
                     _stdin_data = sys.stdin.buffer.read()
@@ -92,13 +66,47 @@ def read_raw(path: str | os.PathLike) -> bytes:
                         "<stdin>", None, f"cannot read standard input: {error}"
                     ) from None
             return _stdin_data
-    key = _stream_key(path)
-    if key is not None:
-        with _streams_lock:
-            if key not in _streams:
-                _streams[key] = _read_file(path)
-            return _streams[key]
     return _read_file(path)
+
+
+def stored(path: str | os.PathLike, whole: int = 0):
+    """The bytes of ``path`` as stored, ``path`` opened once: standard input and other
+    streams (:func:`is_stream`) read whole (:func:`read_raw`), a regular file of at most
+    ``whole`` bytes too; a larger one mapped into memory, read only (its pages come from
+    the system's page cache when used, not copied; the map keeps a descriptor of the
+    file before Python 3.13), or read whole where it cannot be mapped (an empty file, a
+    file system without ``mmap``).  A file that cannot be opened is an
+    :class:`InputError`."""
+    path = os.fspath(path)
+    if is_stream(path):
+        return read_raw(path)
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > whole:
+                try:
+                    return _mapped(handle.fileno())
+                except (ValueError, OSError):
+                    pass
+            return handle.read()
+    except OSError as error:
+        raise InputError(path, None, f"cannot read file: {error.strerror or error}") from None
+
+
+def _mapped(fd: int) -> mmap.mmap:
+    """A read-only map of the whole file ``fd`` (without a descriptor of its own where
+    Python allows: 3.13's ``trackfd``)."""
+    try:
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ, trackfd=False)
+    except TypeError:  # before Python 3.13
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+
+
+def let_go(data) -> None:
+    """Hand back the pages of a mapping of :func:`stored` that this process touched (the
+    system keeps them in its page cache; they are read again from there when used)."""
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(ValueError, OSError):
+            data.madvise(mmap.MADV_DONTNEED)
 
 
 def _read_file(path: str) -> bytes:
@@ -166,6 +174,8 @@ def text_bytes(raw: bytes, path: str) -> bytes:
     Parquet file is an error."""
 
     data = decompress(raw, path)
+    if data is raw and not isinstance(data, bytes):
+        return bytes(data)  # a mapped file's text, copied once for the parsers
     if data is not raw and is_parquet(data):
         raise InputError(
             path,

@@ -24,7 +24,7 @@ from ..measures import parse_measure
 from . import parquet
 from .columns import id_strings
 from .frames import float_values
-from .source import BOM, read_raw, text_bytes
+from .source import BOM, is_parquet, read_raw, text_bytes
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
@@ -51,7 +51,7 @@ def read_table(path: str, required: list[str]) -> pd.DataFrame:
     import pyarrow.json as pajson
 
     raw = read_raw(path)
-    if parquet.is_parquet(raw):
+    if is_parquet(raw):
         return parquet.read_table(raw, path, required)
     data = text_bytes(raw, path)
     start = len(BOM) if data.startswith(BOM) else 0

@@ -59,7 +59,7 @@ from ..core.positions import UNRETRIEVED, RunPositions, position_matrix
 from ..core.progress import stderr_notice
 from ..core.qrels import Qrels, RelevantSet
 from ..engine.local import cube_from_matrix, load_runs, query_populations, relevant_with_notice
-from ..io.runs import name_runs, read_qrels
+from ..io.runs import read_qrels, resolve_runs
 from ..io.writers import fixed_text, float_text
 from ..measures import FAMILIES, Measure, families_of, members, parse_measures
 from ..measures.family import Family, Render
@@ -267,7 +267,7 @@ def explain(
     qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
     measure_list = parse_measures(list(options.measures), qrels.has_subtopics)
 
-    runs = dict(name_runs(runs))  # a many-run (Parquet) table stands for its runs
+    runs = resolve_runs(runs)  # a many-run (Parquet) table stands for its runs
     if len(runs) != 2:
         raise ValueError(f"explain compares two runs, not {len(runs)}")
     all_queries = qrels.query_ids()
@@ -275,7 +275,12 @@ def explain(
         select_queries(qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries)
     relevant = relevant_with_notice(qrels, relevance_level, notify)
     positions = load_runs(
-        runs, relevant, options.max_docs, notify=notify, progress=options.progress
+        runs,
+        relevant,
+        options.max_docs,
+        notify=notify,
+        progress=options.progress,
+        use_cache=options.cache,
     )
     return explain_positions(
         positions,

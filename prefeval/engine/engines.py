@@ -1,0 +1,17 @@
+"""The one place that chooses the engine from the options (``Options.engine``: ``local``
+or ``dask``, ``Options.scheduler`` for the latter)."""
+
+from __future__ import annotations
+
+from ..options import Options
+from .dask import DaskEngine
+from .job import Engine
+from .local import LocalEngine
+
+#: the engines by the name ``--engine`` and ``engine=`` give them
+ENGINES = {"local": LocalEngine, "dask": DaskEngine}
+
+
+def engine_for(options: Options) -> Engine:
+    """The engine ``options.engine`` names (checked when the options were judged)."""
+    return ENGINES[options.engine]()

@@ -1,0 +1,284 @@
+"""The one engine interface: a :class:`Job` is streamed as query partitions
+(:class:`Partitions`, each a :class:`PartitionResult` reduced where it was computed: in
+this process or on a Dask worker), and folded here, in query order, by the same code
+whatever the engine: compare's tables (:func:`compare_frames`, :func:`whole_frame`) and
+the analysis commands' evidence (:func:`gather`).
+
+An engine is anything with ``partitions(job, want) -> Partitions`` (:class:`Engine`):
+:class:`prefeval.engine.local.LocalEngine` and :class:`prefeval.engine.dask.DaskEngine`,
+chosen from the options in one place (:func:`prefeval.engine.engines.engine_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import lazy_loader
+
+from ..core import ties
+from ..core.cube import PreferenceCube, SummaryAccumulator, rate_keeper, win_rates
+from ..core.moments import BlockMoments, PairMoments
+from ..core.positions import RunPositions
+from ..core.progress import stderr_notice
+from ..core.qrels import Qrels
+from ..io.runs import RunSet
+from ..options import Options
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
+
+
+@dataclass
+class Job:
+    """One computation of preferences: the judgments, the runs (a resolved
+    :class:`~prefeval.io.runs.RunSet`), the measures (:class:`~prefeval.measures.Measure`),
+    the run index pairs (None: all), the settings, and where notices go."""
+
+    qrels: Qrels
+    runs: RunSet
+    measures: list
+    options: Options
+    pairs: np.ndarray | None = None
+    notify: Callable[[str], None] | None = stderr_notice
+
+
+@dataclass(frozen=True)
+class Want:
+    """What each partition brings back besides its sums: ``rows``, its per-query rows
+    (compare; ``both_directions``: each pair then its reverse); ``values``, its
+    preferences (the whole cube, for the API and the analysis); ``rates``, per measure
+    its win rates and block moments (``order``, ``discpower``: the cube never whole;
+    without ``win_rates`` only the rates' tally is kept); ``positions``, the reduced
+    runs."""
+
+    rows: bool = False
+    both_directions: bool = False
+    values: bool = False
+    rates: bool = False
+    win_rates: bool = True
+    positions: bool = False
+
+
+@dataclass
+class PartitionResult:
+    """What one partition gives back: its per-query rows (None
+    without ``per_query``), the sums of its :data:`~prefeval.core.ties.SUM_BLOCK` blocks of
+    queries (blocks x measures x pairs), the counts of defined values (measures x pairs),
+    and per run the number of its queries the run has no results for."""
+
+    frame: pd.DataFrame | None
+    block_sums: np.ndarray
+    counts: np.ndarray
+    missing: dict[str, int]
+    #: with ``cube``: the partition's preferences (measures x pairs x its queries)
+    values: np.ndarray | None = None
+    #: with ``stream``: per measure its win rates (:func:`prefeval.core.cube.win_rates`)
+    #: and its :class:`~prefeval.core.moments.BlockMoments`
+    streamed: dict | None = None
+    #: with ``positions``: each run's :class:`~prefeval.core.positions.RunPositions` on the
+    #: partition's relevant documents (numbered from 0 in the partition)
+    positions: list | None = None
+
+
+@dataclass
+class Partitions:
+    """A job's partitions as an engine streams them: the evaluated judgments
+    (:class:`~prefeval.core.qrels.RelevantSet`), the run names, the measure names, the
+    pairs computed, the query ranges, a cube shaped like the summary (the last
+    partition's queries, ``both_directions`` applied), the results in query order (a
+    result's ``frame``: its rows, or an iterator of their pieces, read before the next
+    result is asked for), the whole runs' positions when the engine keeps them, and
+    whether the fold keeps win rates in a temporary file
+    (:func:`~prefeval.core.cube.rate_keeper`; the Dask engine's choice)."""
+
+    relevant: object
+    names: list[str]
+    measures: list[str]
+    pairs: np.ndarray
+    ranges: list[range]
+    like: PreferenceCube
+    results: Iterator[PartitionResult]
+    positions: list | None = None
+    spill: bool = False
+
+
+class Engine(Protocol):
+    """Computes a job's preferences partition by partition (:class:`Partitions`)."""
+
+    def prepare(self) -> None:
+        """Called by a command that streams its output, before it reads its inputs."""
+
+    def partitions(self, job: Job, want: Want) -> Partitions:
+        """The job's partitions, each bringing back what ``want`` asks for."""
+
+
+def partition_result(
+    cube: PreferenceCube,
+    want: Want,
+    *,
+    sum_block: int | None = None,
+    plain: bool = False,
+    pieces: bool = True,
+    missing: dict[str, int] | None = None,
+    positions: list | None = None,
+) -> PartitionResult:
+    """What a partition gives back (:class:`PartitionResult`), from its cube
+    (``both_directions`` already applied), wherever it was computed: its per-query rows
+    (a list of one piece with ``pieces``, else the frame; ``plain``: ids as plain strings,
+    for a Dask worker), its block sums
+    (of ``sum_block`` queries) and counts, its values, its win rates and block moments,
+    and the ``missing`` queries and ``positions`` of its runs."""
+    values = cube.values
+    frame = None
+    if want.rows:
+        frame = cube.to_frame(per_query=True, summary=False)
+        if plain:
+            for column in ("measure", "run_a", "run_b", "query_id"):
+                frame[column] = frame[column].astype(str)
+    streamed = None
+    if want.rates:
+        streamed = {
+            name: (
+                win_rates(values[k], cube.pairs, len(cube.runs)),
+                BlockMoments.of(values[k], block=sum_block),
+            )
+            for k, name in enumerate(cube.measures)
+        }
+    return PartitionResult(
+        [frame] if frame is not None and pieces else frame,
+        ties.block_sums(values, axis=2, block=sum_block),
+        np.sum(~np.isnan(values), axis=2),
+        missing or {},
+        values=values if want.values else None,
+        streamed=streamed,
+        positions=positions,
+    )
+
+
+def compare_tables(engine: Engine, job: Job, per_query: bool, summary: bool, both: bool):
+    """compare on ``engine``, for the CLI and the API alike: (the tables of
+    :func:`compare_frames`, memory bounded by a partition; a cube shaped like the summary,
+    for :func:`whole_frame`)."""
+    parts = engine.partitions(job, Want(rows=per_query, both_directions=both))
+    return compare_frames(parts, per_query, summary), parts.like
+
+
+def summary_like(
+    measures: list[str], names: list[str], query_ids, ranges: list[range], pairs, both: bool
+) -> PreferenceCube:
+    """A cube shaped like compare's summary: its measures, runs and ``pairs``, the last
+    partition's queries (a Parquet output's dictionary of query ids is that partition's
+    ids and ``all``, as the partition's own cube gives); values not used."""
+    last = list(query_ids[ranges[-1].start : ranges[-1].stop]) if ranges else []
+    shape = (len(measures), len(pairs), len(last))
+    like = PreferenceCube(measures, names, last, pairs, np.broadcast_to(0.0, shape))
+    return like.both_directions() if both else like
+
+
+def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterator[pd.DataFrame]:
+    """compare's tables: the per-query rows of each partition (with ``per_query``), as they
+    come, then the summary rows (with ``summary``), added block by block in query order
+    (:class:`~prefeval.core.cube.SummaryAccumulator`): memory holds one partition."""
+    total = SummaryAccumulator()
+    try:
+        for result in parts.results:
+            total.add_blocks(result.block_sums, result.counts, parts.like)
+            if per_query:
+                yield from result.frame
+    finally:
+        parts.results.close()  # a Dask client and its cluster, also when writing stops
+    if summary:
+        yield total.frame()
+
+
+def whole_frame(frames: Iterable[pd.DataFrame], like: PreferenceCube, summary: bool):
+    """The rows of :func:`compare_frames` in the order of the whole cube's
+    :meth:`~prefeval.core.cube.PreferenceCube.to_frame` (measure, pair, query, then the
+    summary rows): the API's table."""
+    frames = list(frames)
+    tail = [frames.pop()] if summary and frames else []
+    lookup = np.full((len(like.runs), len(like.runs)), -1, dtype=np.int64)
+    lookup[like.pairs[:, 0], like.pairs[:, 1]] = np.arange(len(like.pairs))
+    keys = []
+    for frame in frames:  # codes into the cube's measures and runs
+        m = frame["measure"].cat.codes.to_numpy(np.int64)
+        pair = lookup[frame["run_a"].cat.codes.to_numpy(), frame["run_b"].cat.codes.to_numpy()]
+        keys.append(m * max(1, len(like.pairs)) + pair)
+    frames += tail
+    if not frames:
+        return like.to_frame(per_query=False, summary=False)
+    whole = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if keys:
+        order = np.argsort(np.concatenate(keys), kind="stable")
+        order = np.concatenate([order, np.arange(len(order), len(whole))])
+        whole = whole.take(order).reset_index(drop=True)
+    return whole
+
+
+@dataclass
+class Gathered:
+    """What :func:`gather` folds: the evaluated judgments, the run names, and the whole
+    cube, or the streamed win rates and moments, and the reduced runs."""
+
+    relevant: object
+    names: list[str]
+    cube: object = None
+    streamed: dict | None = None
+    streamed_pairs: np.ndarray | None = None
+    positions: list | None = None
+
+
+def gather(parts: Partitions, want: Want) -> Gathered:
+    """The analysis commands' evidence, folded from the partitions in query order: the
+    whole cube (from their ``values``), or per measure the win rates stacked (without
+    ``win_rates`` only their :class:`~prefeval.core.cube.RankTally`) and the pair moments
+    merged block by block (from their ``streamed`` rates and
+    :class:`~prefeval.core.moments.BlockMoments`: the same bits as from the whole cube);
+    with ``positions`` the reduced runs, the engine's or merged from the partitions'."""
+    relevant, names, n_queries = parts.relevant, parts.measures, parts.relevant.n_queries
+    n_runs = len(parts.names)
+    values: list = []
+    rates: dict = {}
+    moments: dict = {}
+    pieces: list[list] | None = None
+    for k, result in enumerate(parts.results):  # to the end: notices, then closing
+        if result.values is not None:
+            values.append(result.values)
+        if result.streamed is not None:
+            for name, (rows, blocks) in result.streamed.items():
+                if name not in rates:
+                    rates[name] = rate_keeper(n_queries, n_runs, want.win_rates, parts.spill)
+                    moments[name] = PairMoments(len(parts.pairs))
+                rates[name].add(rows)
+                moments[name].merge(blocks)
+        if result.positions is not None:
+            pieces = pieces or [[] for _ in parts.names]
+            shift = int(relevant.offsets[parts.ranges[k].start])
+            for i, run in enumerate(result.positions):
+                pieces[i].append((run.doc + shift, run.rank, run.retrieved))
+    gathered = Gathered(relevant, list(parts.names), positions=parts.positions)
+    if rates or (not values and want.rates):
+        for name in names:  # a measure without partitions: nothing added
+            if name not in rates:
+                rates[name] = rate_keeper(n_queries, n_runs, want.win_rates, parts.spill)
+                moments[name] = PairMoments(len(parts.pairs))
+        gathered.streamed = {name: (rates[name], moments[name]) for name in names}
+        gathered.streamed_pairs = parts.pairs
+    else:
+        shape = (len(names), len(parts.pairs), 0)
+        whole = values[0] if len(values) == 1 else None
+        if whole is None:
+            whole = np.concatenate(values, axis=2) if values else np.zeros(shape)
+        gathered.cube = PreferenceCube(
+            names, list(parts.names), list(relevant.query_ids), parts.pairs, whole
+        )
+    if pieces is not None:
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+        gathered.positions = [
+            RunPositions(name, *(np.concatenate([p[j] for p in run_pieces] or [empty[j]])
+                                 for j in range(3)))
+            for name, run_pieces in zip(parts.names, pieces)
+        ]  # fmt: skip
+    return gathered
