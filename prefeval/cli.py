@@ -1147,6 +1147,13 @@ def pairs(
     write_table(table, output, fmt, precision)
 
 
+#: ``explain -q QUERY``, the spelling of --query up to 0.1.0, still works for one release
+OLD_QUERY_NOTICE = (
+    "explain -q QUERY is deprecated, use --query QUERY (-q is --per-query in compare and "
+    "metrics; explain -q goes in the next release)"
+)
+
+
 @cli.command()
 @click.argument("qrels", type=click.Path(dir_okay=False))
 @click.argument(
@@ -1154,12 +1161,19 @@ def pairs(
 )
 @engine_options
 @click.option(
-    "-q",
     "--query",
     "queries",
     multiple=True,
     metavar="QUERY",
     help="Explain this query (repeatable, in the order given). Default: the --top queries.",
+)
+@click.option(
+    "-q",
+    "old_queries",
+    multiple=True,
+    metavar="QUERY",
+    hidden=True,
+    help="The old spelling of --query (-q is -q/--per-query in compare and metrics).",
 )
 @click.option(
     "--top",
@@ -1188,7 +1202,18 @@ def pairs(
     help="Write to FILE atomically (default: stdout).",
 )
 def explain(
-    qrels, runs, measures, relevance_level, max_docs, binary, queries, top, precision, fmt, output
+    qrels,
+    runs,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    queries,
+    old_queries,
+    top,
+    precision,
+    fmt,
+    output,
 ):
     """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
 
@@ -1201,14 +1226,19 @@ def explain(
 
     \b
     Example:
-      prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
+      prefeval explain --query 301 qrels.txt runs/input.a runs/input.b
     """
 
+    if old_queries:
+        stderr_notice(OLD_QUERY_NOTICE)
+        if queries:
+            raise click.UsageError("give --query only, not -q (its deprecated spelling) too")
+        queries = old_queries
     count = len(run_names(runs))  # a Parquet table of many runs stands for its runs
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
     if queries and top is not None:
-        raise click.UsageError("give -q/--query or --top, not both")
+        raise click.UsageError("give --query or --top, not both")
     judged = read_qrels(qrels)
     measure_list = _parse_measures(measures, judged.has_subtopics)
     with usage_errors():  # a wrong query id is reported before the runs are read
