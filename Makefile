@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine with Python 3 and make:
 #   make demo   - create .venv, install prefeval, compare the bundled sample runs
-#   make test   - create .venv with the test extras, run the whole test suite
+#   make test   - create .venv with the test extras, run the whole test suite on every core
 #   make test-min - the same in .venv-min, with the lowest versions pyproject allows
 PYTHON ?= python3
 VENV   := .venv
@@ -38,11 +38,17 @@ install-test: $(VENV)/.installed-test
 demo: install
 	$(BIN)/prefeval compare sample_data/qrels.txt $(SAMPLE_RUNS)
 
+# the suite on every core (pytest-xdist: one worker a core); worksteal hands the tests
+# of a worker still busy to one that is done, so the slow files (test_dask, test_layout)
+# do not keep one worker busy long after the others have finished.  PYTEST_ARGS adds
+# options (PYTEST_ARGS='-n 0' runs it in one process)
+PYTEST_PARALLEL := -n auto --dist worksteal
+
 test: install-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test-min: $(VENV_MIN)/.installed-test
-	$(BIN_MIN)/python -m pytest -q
+	$(BIN_MIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: install-test
 	$(BIN)/ruff check prefeval tests bench
