@@ -38,11 +38,13 @@ install-test: $(VENV)/.installed-test
 demo: install
 	$(BIN)/prefeval compare sample_data/qrels.txt $(SAMPLE_RUNS)
 
-# the suite on every core (pytest-xdist: one worker a core); worksteal hands the tests
-# of a worker still busy to one that is done, so the slow files (test_dask, test_layout)
-# do not keep one worker busy long after the others have finished.  PYTEST_ARGS adds
-# options (PYTEST_ARGS='-n 0' runs it in one process)
-PYTEST_PARALLEL := -n auto --dist worksteal
+# the suite on every core (pytest-xdist: one worker per core this process may run on,
+# as nproc counts them: a CPU affinity or cpuset is respected, which xdist's own `auto`
+# ignores); worksteal hands the queued tests of a busy worker to one that is done, so
+# the slow files (test_layout, test_dask) do not keep one worker busy long after the
+# others.  PYTEST_WORKERS=N sets the count; PYTEST_ARGS adds options
+PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo auto)
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist worksteal
 
 test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
