@@ -24,10 +24,15 @@ PREFEVAL = [sys.executable, "-m", "prefeval"]
 #: flushed), says so on descriptor READY (``w``) and waits on descriptor GO, which
 #: never answers: a signal sent then arrives mid-write on any machine under any load
 #: (watching the folder for the temporary file raced with a write that could finish
-#: before the signal came)
+#: before the signal came).  Ctrl-C (SIGINT) raises KeyboardInterrupt, as in a process
+#: started from a terminal, also where the suite runs in the background (``&``, nohup:
+#: SIGINT ignored, and Python keeps ignoring a SIGINT ignored at its start)
 HELD = """
 import os
+import signal
 import sys
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from prefeval.cli import main
 from prefeval.io import writers
