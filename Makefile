@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine with Python 3 and make:
 #   make demo   - create .venv, install prefeval, compare the bundled sample runs
-#   make test   - create .venv with the test extras, run the whole test suite
+#   make test   - create .venv with the test extras, run the whole test suite on every core
 #   make test-min - the same in .venv-min, with the lowest versions pyproject allows
 PYTHON ?= python3
 VENV   := .venv
@@ -38,11 +38,19 @@ install-test: $(VENV)/.installed-test
 demo: install
 	$(BIN)/prefeval compare sample_data/qrels.txt $(SAMPLE_RUNS)
 
+# the suite on every core (pytest-xdist: one worker per core this process may run on,
+# as nproc counts them: a CPU affinity or cpuset is respected, which xdist's own `auto`
+# ignores); worksteal hands the queued tests of a busy worker to one that is done, so
+# the slow files (test_layout, test_dask) do not keep one worker busy long after the
+# others.  PYTEST_WORKERS=N sets the count; PYTEST_ARGS adds options
+PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo auto)
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist worksteal
+
 test: install-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 test-min: $(VENV_MIN)/.installed-test
-	$(BIN_MIN)/python -m pytest -q
+	$(BIN_MIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: install-test
 	$(BIN)/ruff check prefeval tests bench

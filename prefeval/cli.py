@@ -1025,6 +1025,13 @@ def pairs(
     write_table(table, output, fmt, precision)
 
 
+#: ``explain -q QUERY``, the spelling of --query up to 0.1.0, still works for one release
+OLD_QUERY_NOTICE = (
+    "explain -q QUERY is deprecated, use --query QUERY (-q is --per-query in compare and "
+    "metrics; explain -q goes in the next release)"
+)
+
+
 @cli.command()
 @click.argument("qrels", type=click.Path(dir_okay=False))
 @click.argument(
@@ -1032,12 +1039,19 @@ def pairs(
 )
 @engine_options
 @click.option(
-    "-q",
     "--query",
     "query_ids",
     multiple=True,
     metavar="QUERY",
     help="Explain this query (repeatable, in the order given). Default: the --top queries.",
+)
+@click.option(
+    "-q",
+    "old_queries",
+    multiple=True,
+    metavar="QUERY",
+    hidden=True,
+    help="The old spelling of --query (-q is -q/--per-query in compare and metrics).",
 )
 @click.option(
     "--top",
@@ -1066,7 +1080,18 @@ def pairs(
     help="Write to FILE atomically (default: stdout).",
 )
 def explain(
-    qrels, runs, measures, relevance_level, max_docs, binary, query_ids, top, precision, fmt, output
+    qrels,
+    runs,
+    measures,
+    relevance_level,
+    max_docs,
+    binary,
+    query_ids,
+    old_queries,
+    top,
+    precision,
+    fmt,
+    output,
 ):
     """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
 
@@ -1079,15 +1104,20 @@ def explain(
 
     \b
     Example:
-      prefeval explain -q 301 qrels.txt runs/input.a runs/input.b
+      prefeval explain --query 301 qrels.txt runs/input.a runs/input.b
     """
 
+    if old_queries:
+        stderr_notice(OLD_QUERY_NOTICE)
+        if query_ids:
+            raise click.UsageError("give --query only, not -q (its deprecated spelling) too")
+        query_ids = old_queries
     runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
     count = len(runs)
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
     if query_ids and top is not None:
-        raise click.UsageError("give -q/--query or --top, not both")
+        raise click.UsageError("give --query or --top, not both")
     settings = judged_options()
     judged = read_qrels(qrels)
     measure_list = _parse_measures(settings.measures, judged.has_subtopics)

@@ -490,7 +490,7 @@ def test_explain_as_cli(tmp_path):
     """The API's table, written as the command writes it, is the command's output."""
     from prefeval.io.writers import write_table
 
-    args = ["-q", "301", "-q", "305", "-m", "rpp,lexiprecision"]
+    args = ["--query", "301", "--query", "305", "-m", "rpp,lexiprecision"]
     cli = invoke("explain", "-f", "tsv", *args, QRELS, RUNS[0], RUNS[1])
     assert cli.exit_code == 0, cli.stderr
     api = quiet(prefeval.explain, QRELS, RUNS[:2], queries=["301", "305"],

@@ -972,6 +972,11 @@ print(json.dumps(got))
 """
 
 
+#: seconds after which a process evaluating two tiny runs is taken to hang: generous, as
+#: importing ir-measures on a loaded machine running the suite in parallel takes a while
+HANG_SECONDS = 300
+
+
 def test_query_with_only_negative_grades_never_hangs_trec_eval(tmp_path):
     """Query abc is judged with grade -1 only: trec_eval's form_res_rels.c then keeps the
     previous query's num_rel_levels, and pytrec_eval's ndcg looped for ever (SIGTERM does
@@ -989,7 +994,7 @@ def test_query_with_only_negative_grades_never_hangs_trec_eval(tmp_path):
         [sys.executable, "-c", _NEGATIVE_SCRIPT, str(qrels), json.dumps(names)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_SECONDS,
         env={**os.environ, "PREFEVAL_CACHE": "0"},
     )
     assert result.returncode == 0, result.stderr
@@ -1025,7 +1030,7 @@ def test_query_with_only_negative_grades_never_hangs_trec_eval(tmp_path):
         [sys.executable, "-m", "prefeval", *command],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HANG_SECONDS,
         env={**os.environ, "PREFEVAL_CACHE": "0"},
     )
     assert result.returncode == 0, result.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -316,13 +317,52 @@ def test_top_orders_by_abs_delta_then_query_id(measure):
 
 
 def test_queries_in_the_order_given():
-    result = invoke("explain", "-q", "310", "-q", "301", "-q", "310", QRELS, RUNS[0], RUNS[1])
+    result = invoke(
+        "explain", "--query", "310", "--query", "301", "--query", "310", QRELS, RUNS[0], RUNS[1]
+    )
     assert result.exit_code == 0, result.stderr
     assert _explained_queries(result.stdout) == ["310", "301"]
 
 
+def test_old_spelling_q_still_works_with_a_notice(tmp_path):
+    """-q QUERY, the spelling of --query up to 0.1.0 (-q is --per-query in compare and
+    metrics), gives the same output and exit status, with one deprecation line on stderr."""
+    for fmt in ("text", "tsv"):
+        new = invoke("explain", "-f", fmt, "--query", "310", "--query", "301", QRELS, *RUNS[:2])
+        old = invoke("explain", "-f", fmt, "-q", "310", "-q", "301", QRELS, *RUNS[:2])
+        assert new.exit_code == old.exit_code == 0, old.stderr
+        assert old.stdout == new.stdout != ""
+        if fmt == "text":
+            assert _explained_queries(new.stdout) == ["310", "301"]
+        assert new.stderr == ""
+        assert old.stderr == (
+            "prefeval: explain -q QUERY is deprecated, use --query QUERY (-q is --per-query "
+            "in compare and metrics; explain -q goes in the next release)\n"
+        )
+    out = tmp_path / "why.tsv"
+    old = invoke("explain", "-f", "tsv", "-q", "301", "-o", out, QRELS, *RUNS[:2])
+    assert old.exit_code == 0 and old.stdout == "" and "deprecated" in old.stderr
+    assert (
+        out.read_text() == invoke("explain", "-f", "tsv", "--query", "301", QRELS, *RUNS[:2]).stdout
+    )
+    # the old spelling and the new one together: which order was meant is unclear
+    both = invoke("explain", "-q", "301", "--query", "310", QRELS, *RUNS[:2])
+    _usage_error(both, "deprecated", "give --query only, not -q (its deprecated spelling) too")
+    _usage_error(invoke("explain", "-q", "301", "--top", "2", QRELS, *RUNS[:2]), "not both")
+
+
+def test_query_is_the_only_documented_spelling():
+    """explain --help shows --query, not -q (which means --per-query in compare and
+    metrics); no command gives -q another meaning."""
+    help_text = invoke("explain", "--help").stdout
+    assert "--query QUERY" in help_text
+    assert re.findall(r"[\w-]* ?(?<![\w-])-q\b", help_text) == ["compare -q"]
+    for command in ("compare", "metrics"):
+        assert "-q, --per-query" in invoke(command, "--help").stdout
+
+
 def test_tsv_csv_jsonl_rows():
-    args = ["-q", "301", QRELS, RUNS[0], RUNS[1]]
+    args = ["--query", "301", QRELS, RUNS[0], RUNS[1]]
     tsv = invoke("explain", "-f", "tsv", *args)
     assert tsv.exit_code == 0, tsv.stderr
     frame = read_tsv(tsv.stdout)
@@ -360,7 +400,7 @@ def test_tsv_csv_jsonl_rows():
 
 def test_text_values_as_compare_writes_them(tmp_path):
     out = tmp_path / "why.txt"
-    result = invoke("explain", "-p", "4", "-q", "310", "-o", out, QRELS, RUNS[0], RUNS[1])
+    result = invoke("explain", "-p", "4", "--query", "310", "-o", out, QRELS, RUNS[0], RUNS[1])
     assert result.exit_code == 0 and result.stdout == ""
     text = out.read_text()
     compared = invoke("compare", "-q", "-p", "4", QRELS, RUNS[0], RUNS[1])
@@ -371,7 +411,7 @@ def test_text_values_as_compare_writes_them(tmp_path):
 
 
 def test_subtopic_block_and_background():
-    result = invoke("explain", "-m", "strpp", "-q", "301", SUBTOPICS, RUNS[0], RUNS[1])
+    result = invoke("explain", "-m", "strpp", "--query", "301", SUBTOPICS, RUNS[0], RUNS[1])
     assert result.exit_code == 0, result.stderr
     assert "subtopic RPP (eq. 6), p(t) = m_t / sum m" in result.stdout
     assert "  subtopic=*" in result.stdout
@@ -391,8 +431,10 @@ def _usage_error(result, *words):
 
 def test_unknown_query_is_a_usage_error(tmp_path):
     out = tmp_path / "x.tsv"
-    result = invoke("explain", "-q", "301", "-q", "999", "-o", out, QRELS, RUNS[0], RUNS[1])
-    _usage_error(result, "-q 999: no such query in the qrels")
+    result = invoke(
+        "explain", "--query", "301", "--query", "999", "-o", out, QRELS, RUNS[0], RUNS[1]
+    )
+    _usage_error(result, "--query 999: no such query in the qrels")
     assert not out.exists()
 
 
@@ -400,14 +442,16 @@ def test_query_without_relevant_documents(tmp_path):
     qrels = write_qrels(tmp_path / "qrels", [("1", 0, "d1", 1), ("2", 0, "d2", 0)])
     run = [("1", "d1", 2.0), ("2", "d2", 1.0)]
     a, b = write_run(tmp_path / "a", run), write_run(tmp_path / "b", run[::-1])
-    result = invoke("explain", "-q", "2", qrels, a, b)
-    _usage_error(result, "-q 2: the query has no relevant document (grade>0)")
+    result = invoke("explain", "--query", "2", qrels, a, b)
+    _usage_error(result, "--query 2: the query has no relevant document (grade>0)")
 
 
 def test_same_run_twice_and_other_errors():
     result = invoke("explain", QRELS, RUNS[0], RUNS[0])
     _usage_error(result, "two runs are named 'sys01'")
-    _usage_error(invoke("explain", "-q", "301", "--top", "2", QRELS, RUNS[0], RUNS[1]), "not both")
+    _usage_error(
+        invoke("explain", "--query", "301", "--top", "2", QRELS, RUNS[0], RUNS[1]), "not both"
+    )
     for runs in ([RUNS[0]], RUNS[:3]):
         _usage_error(invoke("explain", QRELS, *runs), "explain compares two runs")
     _usage_error(invoke("explain", "-m", "strpp", QRELS, RUNS[0], RUNS[1]), "subtopic")
@@ -426,7 +470,7 @@ def test_subtopic_measure_undefined_on_a_query(tmp_path):
     frame = explain(qrels, [a, b], Options(measures=("strpp,rpp",)), queries=["2"], notify=None)
     assert list(frame.loc[frame["row"] == "measure", "measure"]) == ["rpp"]
     assert "subtopic" not in set(frame["family"])
-    result = invoke("explain", "-m", "strpp,rpp", "-q", "2", qrels, a, b)
+    result = invoke("explain", "-m", "strpp,rpp", "--query", "2", qrels, a, b)
     assert "subtopic RPP: no subtopic-relevant document, undefined here" in result.stdout
     top = invoke("explain", "-m", "strpp", qrels, a, b)
     assert _explained_queries(top.stdout) == ["1"]

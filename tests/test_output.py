@@ -20,6 +20,82 @@ ARGS = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" /
 PREFEVAL = [sys.executable, "-m", "prefeval"]
 
 
+#: ``python -m prefeval`` whose output file, once its first bytes are written (and
+#: flushed), says so on descriptor READY (``w``) and waits on descriptor GO, which
+#: never answers: a signal sent then arrives mid-write on any machine under any load
+#: (watching the folder for the temporary file raced with a write that could finish
+#: before the signal came).  Ctrl-C (SIGINT) raises KeyboardInterrupt, as in a process
+#: started from a terminal, also where the suite runs in the background (``&``, nohup:
+#: SIGINT ignored, and Python keeps ignoring a SIGINT ignored at its start)
+HELD = """
+import os
+import signal
+import sys
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+from prefeval.cli import main
+from prefeval.io import writers
+
+READY, GO = int(sys.argv.pop(1)), int(sys.argv.pop(1))
+
+
+class Held:
+    def __init__(self, handle):
+        self.handle, self.held = handle, False
+
+    def write(self, data):
+        written = self.handle.write(data)
+        if not self.held:
+            self.held = True
+            self.handle.flush()
+            os.write(READY, b"w")
+            os.read(GO, 1)
+        return written
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+
+class HeldReplacement(writers.Replacement):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.handle = Held(self.handle)
+
+
+writers.Replacement = HeldReplacement
+main()
+"""
+
+
+def _held_writer(args, **popen):
+    """``prefeval ARGS`` (a Popen) once it has written the first bytes of its output
+    file, where it waits (:data:`HELD`), and the descriptor it waits on: close it once
+    the process has ended (before, it would let the write go on)."""
+    import select
+
+    ready, ready_w = os.pipe()
+    go_r, go = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HELD, str(ready_w), str(go_r), *args],
+        pass_fds=(ready_w, go_r),
+        **popen,
+    )
+    os.close(ready_w)
+    os.close(go_r)
+    try:
+        # generous: the command computes its first partition first; at its end (a
+        # failure) the descriptor reads as closed at once
+        readable, _, _ = select.select([ready], [], [], 600)
+        if not readable or os.read(ready, 1) != b"w":
+            proc.kill()
+            os.close(go)
+            pytest.fail(f"compare ended or stalled before writing (status {proc.wait()})")
+    finally:
+        os.close(ready)
+    return proc, go
+
+
 def _expected() -> str:
     result = invoke("compare", *ARGS)
     assert result.exit_code == 0
@@ -144,22 +220,14 @@ def test_signal_while_writing_leaves_no_temporary_file(tmp_path, signum):
     cache = tmp_path / "cache"
     env = {**os.environ, "PREFEVAL_CACHE_DIR": str(cache)}
     runs = sorted(str(p) for p in (data / "runs").iterdir())
-    proc = subprocess.Popen(
-        [*PREFEVAL, "compare", "-q", "-o", str(target), str(data / "qrels.txt"), *runs],
-        env=env,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(p.name.startswith(".prefeval-") for p in out.iterdir()):
-            break
-        time.sleep(0.005)
-    else:
-        pytest.fail(f"compare finished or stalled before writing (status {proc.poll()})")
-    # at once: the temporary file exists, so the table is being written (a pause here let
-    # a fast machine finish the write before the signal came)
-    proc.send_signal(signum)
-    status = proc.wait(timeout=120)
+    args = ["compare", "-q", "-o", str(target), str(data / "qrels.txt"), *runs]
+    proc, go = _held_writer(args, env=env, stderr=subprocess.PIPE)
+    assert sorted(p.name.startswith(".prefeval-") for p in out.iterdir()) == [False, True]
+    proc.send_signal(signum)  # while the table is being written
+    try:
+        status = proc.wait(timeout=120)
+    finally:
+        os.close(go)
     stderr = proc.stderr.read().decode()
     assert status != 0
     assert "Traceback" not in stderr, stderr
@@ -264,17 +332,14 @@ def test_killed_writer_leaves_a_temporary_that_the_next_writer_removes(tmp_path)
 
     args, out, target = _big_compare(tmp_path)
     target.write_text("old output\n")
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        temporaries = [p for p in out.iterdir() if p.name.startswith(".prefeval-")]
-        if temporaries and temporaries[0].stat().st_size > 0:
-            break
-        time.sleep(0.005)
-    else:
-        pytest.fail(f"compare finished or stalled before writing (status {proc.poll()})")
-    proc.kill()
-    proc.wait(timeout=60)
+    proc, go = _held_writer(args[len(PREFEVAL) :], stderr=subprocess.PIPE)
+    (temporary,) = [p for p in out.iterdir() if p.name.startswith(".prefeval-")]
+    assert temporary.stat().st_size > 0  # written to, the first bytes on disk
+    proc.kill()  # while the table is being written
+    try:
+        proc.wait(timeout=60)
+    finally:
+        os.close(go)
     assert target.read_text() == "old output\n"
     (killed,) = [p for p in out.iterdir() if p.name != "prefs.tsv"]
     # beside it: a temporary file a live writer holds (locked), one just made, another

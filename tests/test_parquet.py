@@ -275,9 +275,11 @@ def test_explain_on_a_table_of_two_runs(tmp_path):
     """explain takes RUN_A RUN_B as one Parquet table of two runs (A first by name);
     a table of more runs is counted as its runs."""
     two = write(all_runs()[lambda f: f.run.isin(["sys02", "sys01"])].iloc[::-1], tmp_path / "t.pq")
-    text = invoke("explain", "-q", "301", "-q", "310", "-f", "tsv", QRELS, RUNS[0], RUNS[1])
+    text = invoke(
+        "explain", "--query", "301", "--query", "310", "-f", "tsv", QRELS, RUNS[0], RUNS[1]
+    )
     assert text.exit_code == 0, text.stderr
-    parquet = invoke("explain", "-q", "301", "-q", "310", "-f", "tsv", QRELS, two)
+    parquet = invoke("explain", "--query", "301", "--query", "310", "-f", "tsv", QRELS, two)
     assert parquet.exit_code == 0, parquet.stderr
     assert parquet.stdout == text.stdout
     assert set(read_tsv(text.stdout)["run_a"]) == {"sys01"}
@@ -285,15 +287,15 @@ def test_explain_on_a_table_of_two_runs(tmp_path):
     assert people.exit_code == 0, people.stderr
     assert people.stdout == invoke("explain", "--top", "2", QRELS, RUNS[0], RUNS[1]).stdout
     out = tmp_path / "why.parquet"
-    result = invoke("explain", "-q", "301", "-f", "parquet", "-o", out, QRELS, two)
+    result = invoke("explain", "--query", "301", "-f", "parquet", "-o", out, QRELS, two)
     assert result.exit_code == 0 and result.stdout == "", result.stderr
     frame = pq.read_table(out).to_pandas()
     assert len(frame) == len(
-        read_tsv(invoke("explain", "-q", "301", "-f", "tsv", QRELS, two).stdout)
+        read_tsv(invoke("explain", "--query", "301", "-f", "tsv", QRELS, two).stdout)
     )
-    result = invoke("explain", "-q", "301", QRELS, SAMPLE / "runs.parquet")
+    result = invoke("explain", "--query", "301", QRELS, SAMPLE / "runs.parquet")
     assert result.exit_code == 2 and "two runs, RUN_A RUN_B; got 6" in result.stderr
-    result = invoke("explain", "-q", "301", QRELS, two, RUNS[2])
+    result = invoke("explain", "--query", "301", QRELS, two, RUNS[2])
     assert result.exit_code == 2 and "got 3" in result.stderr
     api = prefeval.explain(QRELS, two, queries=["301"], notify=None)
     assert api.equals(prefeval.explain(QRELS, RUNS[:2], queries=["301"], notify=None))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import tqdm.auto
+import tqdm.std
 from helpers import invoke
 
 from prefeval.core import progress
@@ -83,11 +85,19 @@ def test_inner_stages_count_in_the_outer_one(recorded):
 
 
 def test_quick_work_shows_nothing(monkeypatch):
+    """Work shorter than DELAY by the clock prints no bar: the clock (prefeval's and
+    tqdm's) stands still here, so the command is quick on any machine under any load
+    (a DELAY of 60 s stood for "far more than this command takes")."""
     monkeypatch.setattr(progress, "_terminal", lambda: True)
-    monkeypatch.setattr(progress, "DELAY", 60.0)  # far more than this command takes
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: 1000.0))
+    monkeypatch.setattr(tqdm.std, "time", lambda: 1000.0)
     result = invoke("compare", "--no-cache", *INPUTS)
     assert result.exit_code == 0
     assert result.stderr == ""
+    # the same command on a clock past DELAY at each look shows its bar
+    ticks = iter(range(0, 10**6, 2))
+    monkeypatch.setattr(tqdm.std, "time", lambda: float(next(ticks)))
+    assert "comparing runs" in invoke("compare", "--no-cache", *INPUTS).stderr
 
 
 def test_no_bar_off_a_terminal(monkeypatch):

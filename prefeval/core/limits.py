@@ -31,6 +31,16 @@ def _resource():
     return resource
 
 
+def _soft_limit(name: str) -> int | None:
+    """This process's soft limit ``resource.<name>`` (``RLIMIT_AS``...), None when there
+    is none (unlimited, or no resource module)."""
+    resource = _resource()
+    if resource is None:
+        return None
+    soft, _ = resource.getrlimit(getattr(resource, name))
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
 def open_files(needed: int, what: str) -> None:
     """At least ``needed`` open files for ``what``: the soft limit is raised to it where
     the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError."""
@@ -73,11 +83,8 @@ def free_files() -> int | None:
     """How many more files this process may open under its soft limit (``ulimit -n``):
     the limit less the descriptors open now; None when the limit is above
     :data:`_COUNTED_FILES` (or there is none)."""
-    resource = _resource()
-    if resource is None:
-        return None
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft > _COUNTED_FILES:
+    soft = _soft_limit("RLIMIT_NOFILE")
+    if soft is None or soft > _COUNTED_FILES:
         return None
     used = 0
     for fd in range(soft):  # (fstat opens nothing: it works with no descriptor left)
@@ -104,11 +111,7 @@ def reader_threads(wanted: int) -> int:
 
 def address_space() -> int | None:
     """The address-space limit in bytes (``ulimit -v``), None when there is none."""
-    resource = _resource()
-    if resource is None:
-        return None
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    return None if soft == resource.RLIM_INFINITY else soft
+    return _soft_limit("RLIMIT_AS")
 
 
 def arrow_threads() -> bool:

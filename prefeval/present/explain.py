@@ -134,10 +134,10 @@ def select_queries(
         out = []
         for query in dict.fromkeys(queries):
             if query not in known:
-                raise ValueError(f"-q {query}: no such query in the qrels")
+                raise ValueError(f"--query {query}: no such query in the qrels")
             if query not in where:
                 raise ValueError(
-                    f"-q {query}: the query has no relevant document "
+                    f"--query {query}: the query has no relevant document "
                     f"({_grade_text(relevant.level)}) and is not evaluated"
                 )
             out.append(where[query])

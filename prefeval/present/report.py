@@ -608,13 +608,20 @@ def _html(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+def _styled(text: str, cell: Cell, bold: str, marks: str) -> str:
+    """A Markdown or LaTeX cell: its ``text`` (escaped), set in the format's ``bold``
+    template (``%s``: the text) when the cell is bold and not empty, then its marks in the
+    format's ``marks`` template."""
+    if cell.bold and text:
+        text = bold % text
+    if cell.marks:
+        text += marks % cell.marks
+    return text
+
+
 def _md_cell(cell: Cell) -> str:
     text = markdown_escape(cell.text) if cell.text else ""
-    if cell.bold and text:
-        text = f"**{text}**"
-    if cell.marks:
-        text += f"<sup>{cell.marks}</sup>"
-    return text
+    return _styled(text, cell, "**%s**", "<sup>%s</sup>")
 
 
 def _markdown(report: Report, figures: dict[str, str]) -> str:
@@ -650,11 +657,7 @@ def _tex_cell(cell: Cell) -> str:
     text = latex_escape(cell.text)
     if cell.number and text.startswith("-") and not text.startswith("--"):
         text = "$-$" + text[1:]  # a minus sign, not a hyphen
-    if cell.bold and text:
-        text = rf"\textbf{{{text}}}"
-    if cell.marks:
-        text += rf"$^{{\mathrm{{{cell.marks}}}}}$"
-    return text
+    return _styled(text, cell, r"\textbf{%s}", r"$^{\mathrm{%s}}$")
 
 
 def _latex(report: Report, figures: dict[str, str]) -> str:
