@@ -212,7 +212,7 @@ def test_cli_unknown_extension_is_a_usage_error(tmp_path, monkeypatch, command, 
     def no_computing(*args, **kwargs):
         raise AssertionError("computed before checking --plot")
 
-    monkeypatch.setattr("prefeval.cli._analysis", no_computing)
+    monkeypatch.setattr("prefeval.cli.analysis.run_analysis", no_computing)
     out = tmp_path / "t.tsv"
     extra = ["--queries", "5"] if command == "robustness" else []
     result = invoke(command, *extra, "--plot", tmp_path / name, "-o", out, *DATA)
@@ -224,7 +224,9 @@ def test_cli_unknown_extension_is_a_usage_error(tmp_path, monkeypatch, command, 
 
 
 def test_cli_plot_checks_before_computing(tmp_path, monkeypatch):
-    monkeypatch.setattr("prefeval.cli._analysis", lambda *a, **k: pytest.fail("computed"))
+    monkeypatch.setattr(
+        "prefeval.cli.analysis.run_analysis", lambda *a, **k: pytest.fail("computed")
+    )
     same = tmp_path / "x.png"
     for args, message in (
         (["--plot-log"], "--plot-log needs --plot"),

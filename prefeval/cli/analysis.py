@@ -1,0 +1,268 @@
+"""The analysis commands (order, pairs, discpower, tau, agree, robustness): each reads
+its options, calls its function of :mod:`prefeval.api` and writes the table."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+import click
+
+from .. import api, options
+from ..analysis.agreement import tau_matrix_text
+from ..analysis.significance import discriminative_power
+from ..core.cube import against_pairs
+from ..core.progress import stderr_notice
+from ..io.runs import resolve_runs
+from ..io.writers import write_table
+from .checks import command, no_against, plotting_for
+from .errors import usage_errors
+from .params import (
+    DEFAULTS,
+    PlotFile,
+    analysis_options,
+    baseline_names,
+    judged,
+    judged_options,
+    significance_options,
+)
+
+
+def run_analysis(command, inputs, prefs, metrics_file, **given):
+    """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
+    point) with the command's :class:`~prefeval.options.Options` (``given``: settings
+    that differ from the command's parameters), after the checks that name its options."""
+
+    qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
+    settings = judged_options(qrels=qrels, metrics=metrics_file, **given)
+    if prefs is None:
+        runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+        names = list(runs)
+        if len(names) < 2:
+            raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")
+    baseline_names(settings.baselines or ())  # a usage error before any computing
+    if settings.against and prefs is None:  # unknown names before any run is read
+        with usage_errors():
+            against_pairs(names, settings.against)
+    function = getattr(api, command)
+    keywords = inspect.signature(function).parameters
+    with usage_errors():
+        return function(
+            qrels,
+            runs or None,
+            prefs=prefs,
+            metrics=metrics_file,
+            notify=stderr_notice,
+            **{  # the settings that differ from the defaults (unset lists stay unset)
+                k: getattr(settings, k)
+                for k in options.FIELDS
+                if k in keywords and getattr(settings, k) != getattr(DEFAULTS, k)
+            },
+            **{k: v for k, v in given.items() if k not in options.FIELDS},
+        )
+
+
+@command()
+@analysis_options(against=False)
+@click.option(
+    "--method",
+    type=click.Choice(options.METHODS),
+    default="mc4",
+    show_default=True,
+    help="Aggregation of per-query rankings.",
+)
+@click.option(
+    "--teleport",
+    type=judged("teleport"),
+    default=0.05,
+    show_default=True,
+    help="MC4 uniform teleport weight (keeps the chain ergodic).",
+)
+def order(inputs, prefs, metrics_file, against, precision, fmt, output):
+    """Order the runs: rows `measure method rank run score`, rank 1 best.
+
+    Per query, each run's win rate W_q(a) = sum_b Delta(a, b) ranks the runs;
+    MC4 (default), Borda, mean win rate or Copeland aggregate them. Baselines are
+    ordered by their mean over queries.
+
+    \b
+    Example:
+      prefeval order qrels.txt runs/input.*
+      prefeval order --prefs prefs.tsv --metrics metrics.tsv --method borda
+    """
+
+    no_against(against, "order", "ranks all runs")
+    table = run_analysis("order", inputs, prefs, metrics_file)
+    write_table(table, output, fmt, precision)
+
+
+@command()
+@analysis_options
+@significance_options
+@click.option(
+    "--pairs",
+    "per_pair",
+    is_flag=True,
+    help="One row per run pair: measure test run_a run_b p_value p_adjusted.",
+)
+@click.option(
+    "--plot",
+    type=PlotFile(),
+    default=None,
+    metavar="FILE",
+    help="Draw Sakai's curves (sorted adjusted p-values, alpha line) to FILE: .png, .pdf "
+    "or .svg (needs matplotlib).",
+)
+@click.option("--plot-log", is_flag=True, help="Log scale for the p-values of --plot.")
+def discpower(inputs, prefs, metrics_file, alpha, per_pair, plot, precision, plot_log, fmt, output):
+    """Discriminative power: share of run pairs significantly different.
+
+    Rows `measure test correction alpha significant pairs percent`. With --against
+    only the pairs with those runs are tested (and corrected for); the default tests
+    are then ttest and sign (hsd needs every pair of a preference).
+
+    \b
+    Example:
+      prefeval discpower --test ttest --test sign qrels.txt runs/input.*
+    """
+
+    if plot_log and not plot:
+        raise click.UsageError("--plot-log needs --plot")
+    plotting = plotting_for(plot)
+    # one row per pair: the curves need it, the summary counts it
+    table = run_analysis("discpower", inputs, prefs, metrics_file, pairs=True)
+    if plot:
+        plotting.discpower_curves(table, plot, alpha=alpha, log=plot_log)
+    result = table if per_pair else discriminative_power(table, alpha)
+    write_table(result, output, fmt, precision)
+
+
+@command()
+@analysis_options(against=False)
+@click.option(
+    "--method",
+    type=click.Choice(options.METHODS),
+    default="mc4",
+    show_default=True,
+    help="How preferences order the runs.",
+)
+def tau(inputs, prefs, metrics_file, against, precision, fmt, output):
+    """Kendall's tau-b between the run orderings of every pair of measures.
+
+    Rows `measure_a measure_b tau`; with the default tsv output, a readable
+    matrix also goes to stderr when it is a terminal.
+
+    \b
+    Example:
+      prefeval tau -B AP -B nDCG qrels.txt runs/input.*
+    """
+
+    no_against(against, "tau", "correlates orderings of all runs")
+    table = run_analysis("tau", inputs, prefs, metrics_file)
+    if fmt == "tsv" and sys.stderr.isatty():
+        digits = 3 if precision is None else precision
+        click.echo(tau_matrix_text(table, digits), err=True, nl=False)
+    write_table(table, output, fmt, precision)
+
+
+@command()
+@analysis_options
+@click.option(
+    "--ties",
+    "ties",
+    is_flag=True,
+    help="Write each measure's share of tied comparisons instead (rows measure ties comparisons).",
+)
+def agree(inputs, prefs, metrics_file, no_baselines, ties, precision, fmt, output):
+    """Sign agreement of preferences with baseline differences, per comparison.
+
+    Rows `measure baseline agreement compared`: among (query, run pair)
+    comparisons where the baseline differs, the share where the preference has
+    the same sign. With --ties: rows `measure ties comparisons`.
+    """
+
+    if not ties and (
+        no_baselines or (prefs is not None and metrics_file is None and len(inputs) < 2)
+    ):
+        raise click.UsageError(
+            "agree compares preferences with baselines: give QRELS RUN... or --metrics FILE "
+            "(or --ties, which needs none)"
+        )
+    table = run_analysis("agree", inputs, prefs, metrics_file)
+    write_table(table, output, fmt, precision)
+
+
+@command()
+@analysis_options(against=False)
+@click.option(
+    "--queries",
+    default=None,
+    metavar="K[,K...]",
+    help="Numbers of queries to draw at random, e.g. 5,10,25.",
+)
+@click.option(
+    "--labels",
+    default=None,
+    metavar="F[,F...]",
+    help="Fractions of each query's relevant judgments to keep, e.g. 0.9,0.7,0.5.",
+)
+@click.option(
+    "--policy",
+    type=click.Choice(options.POLICIES),
+    default="uniform",
+    show_default=True,
+    help="Which labels to remove: at random, or the documents retrieved by the most runs first.",
+)
+@click.option("--samples", type=judged("samples"), default=10, show_default=True)
+@click.option("--seed", type=judged("seed"), default=0, show_default=True)
+@click.option(
+    "--plot",
+    type=PlotFile(),
+    default=None,
+    metavar="FILE",
+    help="Draw Kendall's tau against the level (mean, ±std band) to FILE: .png, .pdf or "
+    ".svg (needs matplotlib).",
+)
+def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, output):
+    """How orderings hold up with fewer queries or fewer relevance labels.
+
+    Rows `measure kind level samples tau_mean tau_std ties agreement` (ties and
+    agreement for label sampling only).
+
+    \b
+    Example:
+      prefeval robustness --queries 5,10,25 --labels 0.9,0.5 qrels.txt runs/input.*
+    """
+
+    no_against(against, "robustness", "correlates orderings of all runs")
+    plotting = plotting_for(plot)
+    table = run_analysis("robustness", inputs, prefs, metrics_file)
+    if plot:
+        plotting.robustness_plot(table, plot)
+    write_table(table, output, fmt, precision)
+
+
+@command()
+@analysis_options
+@click.option(
+    "--ci",
+    "ci",
+    type=judged("ci"),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the t interval of the mean difference.",
+)
+def pairs(inputs, prefs, metrics_file, precision, fmt, output):
+    """Per run pair: mean difference, t confidence interval, wins, ties, losses.
+
+    Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses`: per
+    query Delta(a, b) for a preference, value(a) - value(b) for a metric (b - a when
+    lower is better, ASL), so positive always favours run_a.
+
+    \b
+    Example:
+      prefeval pairs --against sys01 qrels.txt runs/input.*
+    """
+
+    table = run_analysis("pairs", inputs, prefs, metrics_file)
+    write_table(table, output, fmt, precision)

@@ -1,0 +1,295 @@
+"""The commands that compute from QRELS and runs: compare (preferences), metrics
+(baselines with ir-measures) and explain (one pair of runs, level by level)."""
+
+from __future__ import annotations
+
+import click
+
+from ..analysis.baselines import default_baselines, metrics_rows
+from ..core.cube import against_pairs
+from ..core.progress import stderr_notice
+from ..engine.engines import engine_for
+from ..engine.job import Job, compare_tables
+from ..io.runs import read_qrels, resolve_runs
+from ..io.writers import atomic_output, write_frames, write_stdout, write_table
+from ..measures import parse_measures
+from ..present.explain import explain as explain_table
+from ..present.explain import to_text
+from .checks import command
+from .errors import usage_errors
+from .params import (
+    BASELINE_HELP,
+    FORMAT_CHOICE,
+    FORMAT_HELP,
+    against_option,
+    baseline_names,
+    dask_options,
+    engine_options,
+    judged,
+    judged_options,
+    output_options,
+    precision_option,
+)
+
+
+def _parse_measures(measures, has_subtopics):
+
+    with usage_errors():
+        return parse_measures(measures, has_subtopics)
+
+
+@command()
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@engine_options
+@click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
+@click.option(
+    "-n",
+    "--no-summary",
+    "summary",
+    is_flag=True,
+    flag_value=False,
+    default=True,
+    help="Drop the summary rows (query_id all).",
+)
+@against_option
+@click.option(
+    "--both-directions",
+    is_flag=True,
+    help="Also write each pair reversed (Delta(b, a) = -Delta(a, b)): a runs x runs matrix.",
+)
+@dask_options
+@precision_option
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=FORMAT_CHOICE,
+    default="tsv",
+    show_default=True,
+    help=FORMAT_HELP,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to FILE atomically (default: stdout).",
+)
+def compare(qrels, runs, precision, fmt, output):
+    """Preference of every pair of RUNs on QRELS.
+
+    Rows are `measure run_a run_b query_id value`, run_a before run_b in command
+    line order; value > 0 means run_a is preferred. Without -q only the summary
+    rows (query_id `all`: mean over evaluated queries) are written.
+
+    --against RUN keeps the pairs (a, RUN); --both-directions writes each pair,
+    then the same pair reversed.
+
+    \b
+    Example:
+      prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
+    """
+
+    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    names = list(runs)
+    if len(names) < 2:
+        raise click.UsageError("need at least two runs to compare")
+    settings = judged_options()
+    computing = engine_for(settings)
+    computing.prepare()  # before anything is read (Dask: the client's memory)
+    judged = read_qrels(qrels)
+    measure_list = _parse_measures(settings.measures, judged.has_subtopics)
+    pairs = None
+    if settings.against:
+        with usage_errors():
+            pairs = against_pairs(names, settings.against)
+    job = Job(judged, runs, measure_list, settings, pairs, stderr_notice)
+    del judged  # the job holds the judgments (on Dask, the tasks)
+    with usage_errors():  # one query partition at a time: memory bounded by a partition
+        frames, _ = compare_tables(
+            computing, job, settings.per_query, settings.summary, settings.both_directions
+        )
+    write_frames(frames, output, fmt.lower(), precision)
+
+
+@command()
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "-m",
+    "--measure",
+    "-B",
+    "--baseline",
+    "baselines",
+    multiple=True,
+    metavar="MEASURE",
+    help=BASELINE_HELP.replace("Baseline metric(s)", "Metric(s)"),
+)
+@click.option(
+    "-l",
+    "--relevance-level",
+    type=judged("relevance_level"),
+    default=None,
+    metavar="L",
+    help="Relevant means grade >= L (default: grade > 0).",
+)
+@click.option(
+    "-M",
+    "--max-docs",
+    type=judged("max_docs"),
+    default=None,
+    metavar="K",
+    help="Keep each ranking's top K documents, as trec_eval -M.",
+)
+@click.option(
+    "--no-cache",
+    "cache",
+    is_flag=True,
+    flag_value=False,
+    default=None,
+    help="Accepted like the other commands; metrics reads the runs itself and "
+    "neither reads nor writes the cache.",
+)
+@click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
+@click.option(
+    "-n",
+    "--no-summary",
+    "summary",
+    is_flag=True,
+    flag_value=False,
+    default=True,
+    help="Drop the summary rows (query_id all).",
+)
+@output_options
+def metrics(qrels, runs, precision, fmt, output):
+    """Baseline metrics with ir-measures: rows `measure run query_id value`.
+
+    As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
+    every judged query, also those with no relevant document at the level; the sum
+    for NumQ, NumRel, NumRet, NumRelRet; TSE and ASL, undefined without a relevant
+    document, average the queries with one); -q per-query rows of the evaluated queries
+    (those with a relevant document), then the summary rows; -n drops the summary.
+    Every evaluated query appears for every run (a query a run did not answer is
+    evaluated as an empty ranking, as trec_eval -c). Analysis commands read
+    `metrics -q` back with --metrics. The measure column holds ir-measures' name
+    (map is written AP).
+
+    \b
+    Example:
+      prefeval metrics -q -o metrics.tsv qrels.txt runs/input.*
+      prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
+    """
+
+    settings = judged_options()
+    names = baseline_names(settings.baselines) if settings.baselines else None
+    judged = read_qrels(qrels)
+    with usage_errors():
+        table = metrics_rows(
+            judged,
+            list(runs),
+            names or default_baselines(judged.has_subtopics),
+            settings,
+            notify=stderr_notice,
+        )
+    write_table(table, output, fmt, precision)
+
+
+#: ``explain -q QUERY``, the spelling of --query up to 0.1.0, still works for one release
+OLD_QUERY_NOTICE = (
+    "explain -q QUERY is deprecated, use --query QUERY (-q is --per-query in compare and "
+    "metrics; explain -q goes in the next release)"
+)
+
+
+@command()
+@click.argument("qrels", type=click.Path(dir_okay=False))
+@click.argument(
+    "runs", nargs=-1, required=True, metavar="RUN_A RUN_B", type=click.Path(dir_okay=False)
+)
+@engine_options
+@click.option(
+    "--query",
+    "query_ids",
+    multiple=True,
+    metavar="QUERY",
+    help="Explain this query (repeatable, in the order given). Default: the --top queries.",
+)
+@click.option(
+    "-q",
+    "old_queries",
+    multiple=True,
+    metavar="QUERY",
+    hidden=True,
+    help="The old spelling of --query (-q is -q/--per-query in compare and metrics).",
+)
+@click.option(
+    "--top",
+    type=judged("top"),
+    default=None,
+    metavar="N",
+    help="The N queries (default 5) with the largest |Delta| under the first measure, "
+    "equal ones by query id.",
+)
+@precision_option
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "tsv", "csv", "jsonl", "parquet"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="text for people; tsv, csv (header line), jsonl or parquet (binary: -o FILE or a "
+    "redirected stdout): one row per query, population and recall level.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write to FILE atomically (default: stdout).",
+)
+def explain(qrels, runs, query_ids, old_queries, top, precision, fmt, output):
+    """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
+
+    Per query: the value of every measure (as compare -q writes it), the positions of
+    the i-th relevant document in A and B at every recall level of the binary
+    population with sgn and p(i), the levels deciding lexiprecision and lexirecall,
+    then the graded (eq. 5) and subtopic (eq. 6) populations with their weights and
+    RPP, summing to the reported values. RUN_A RUN_B may be one Parquet table of two
+    runs (a run column): A is the first name in sorted order.
+
+    \b
+    Example:
+      prefeval explain --query 301 qrels.txt runs/input.a runs/input.b
+    """
+
+    if old_queries:
+        stderr_notice(OLD_QUERY_NOTICE)
+        if query_ids:
+            raise click.UsageError("give --query only, not -q (its deprecated spelling) too")
+        query_ids = old_queries
+    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    count = len(runs)
+    if count != 2:
+        raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
+    if query_ids and top is not None:
+        raise click.UsageError("give --query or --top, not both")
+    settings = judged_options()
+    judged = read_qrels(qrels)
+    measure_list = _parse_measures(settings.measures, judged.has_subtopics)
+    # a wrong query id is reported before the runs are read
+    with usage_errors():
+        frame = explain_table(judged, runs, settings, queries=list(query_ids) or None)
+    if frame.empty:
+        stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
+    fmt = fmt.lower()
+    if fmt != "text":
+        write_table(frame, output, fmt, precision)
+        return
+    data = to_text(frame, precision, [m.name for m in measure_list]).encode()
+    if output is None or output == "-":
+        write_stdout([data])
+    else:
+        with atomic_output(output) as handle:
+            handle.write(data)

@@ -1,0 +1,322 @@
+"""The parameters the ``prefeval`` commands share: click types judged by
+:mod:`prefeval.options`, the option decorators of each family of commands, and the
+command's :class:`~prefeval.options.Options` judged from its parameters."""
+
+from __future__ import annotations
+
+import click
+
+from .. import options
+from ..analysis.baselines import parse_baselines
+from ..io.writers import OutputError, check_output
+from ..measures import measure_help
+from ..options import OptionError, Options
+from ..present.plots import plot_format
+from .errors import namer, usage_error, usage_errors
+
+FORMAT_CHOICE = click.Choice(["tsv", "csv", "jsonl", "parquet"], case_sensitive=False)
+FORMAT_HELP = (
+    "Output format: tsv (header line), csv (header line), jsonl, or parquet (binary: "
+    "-o FILE or a redirected stdout)."
+)
+
+
+class _JudgedRange:
+    """A numeric option's click type: click parses the text (its job) and shows the range
+    of :data:`prefeval.options.RANGES` in ``--help``; the value is judged by
+    :func:`prefeval.options.check` (the one rule), a broken rule worded with the flag."""
+
+    def __init__(self, field: str):
+        bounds = options.RANGES[field]
+        super().__init__(bounds.lo, bounds.hi, bounds.lo_open, bounds.hi_open)
+        self.field = field
+
+    def convert(self, value, param, ctx):
+        # click's parsing of the number, without its range check: the rule is judged below
+        number = super(click.types._NumberRangeBase, self).convert(value, param, ctx)
+        try:
+            return options.check(self.field, number)
+        except OptionError as error:
+            self.fail(error.worded(namer(ctx)), param, ctx)
+
+
+class JudgedInt(_JudgedRange, click.IntRange):
+    """An integer option judged by :mod:`prefeval.options`."""
+
+
+class JudgedFloat(_JudgedRange, click.FloatRange):
+    """A number option judged by :mod:`prefeval.options` (finite)."""
+
+    name = "float"
+
+
+def judged(field: str) -> click.ParamType:
+    """The click type of the numeric option ``field`` (:class:`JudgedInt` or
+    :class:`JudgedFloat`)."""
+    return (JudgedInt if options.RANGES[field].integer else JudgedFloat)(field)
+
+
+DEFAULTS = Options()
+
+
+def judged_options(**given) -> Options:
+    """The command's :class:`~prefeval.options.Options`, judged from its parameters (those
+    named as the judge's keywords; ``--engine``, ``--scheduler`` and ``--no-cache`` kept
+    in the context, :func:`keep`) and ``given``; the command's bar on a terminal."""
+    ctx = click.get_current_context()
+    values = {**parameters(ctx), "progress": None, **given}
+    if not values.get("baselines"):
+        values["baselines"] = None  # no -B: the default set (--no-baselines: none)
+    values = {k: v for k, v in values.items() if k in options.KEYWORDS}
+    try:
+        return options.judge(command=ctx.command.name, **values)
+    except OptionError as error:
+        raise usage_error(error, ctx) from None
+
+
+def engine_options(func):
+    """Options shared by every command that computes preferences from runs."""
+    decorators = [
+        click.option(
+            "-m",
+            "--measure",
+            "measures",
+            multiple=True,
+            metavar="NAME[,NAME...]",
+            help=measure_help(),
+        ),
+        click.option(
+            "-l",
+            "--relevance-level",
+            type=judged("relevance_level"),
+            default=None,
+            metavar="L",
+            help="Relevant means grade >= L (default: grade > 0).",
+        ),
+        click.option(
+            "-M",
+            "--max-docs",
+            type=judged("max_docs"),
+            default=None,
+            metavar="K",
+            help="Keep each ranking's top K documents (after sorting), as trec_eval -M.",
+        ),
+        click.option(
+            "--no-cache",
+            "cache",
+            is_flag=True,
+            flag_value=False,
+            default=None,
+            help="Do not read or write the cache of reduced runs (also PREFEVAL_CACHE=0).",
+        ),
+        click.option(
+            "--binary",
+            is_flag=True,
+            help="Binary RPP (eq. 4): one population, grade >= level. Default is graded "
+            "RPP (eq. 5).",
+        ),
+    ]
+    for option in reversed(decorators):
+        func = option(func)
+    return func
+
+
+def keep(ctx, param, value):
+    """Callback of the parameters a command's function does not take as arguments
+    (:class:`~prefeval.cli.checks.PrefevalCommand`): kept in the context for
+    :func:`judged_options`."""
+    ctx.meta[f"prefeval.{param.name}"] = value
+    return value
+
+
+def parameters(ctx) -> dict:
+    """The values of the command's parameters: those its function takes, and those kept
+    in the context (:func:`keep`)."""
+    kept = {
+        k.removeprefix("prefeval."): v for k, v in ctx.meta.items() if k.startswith("prefeval.")
+    }
+    return {**kept, **ctx.params}
+
+
+def dask_options(func):
+    """--engine and --scheduler."""
+    func = click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="Dask scheduler address (tcp://host:8786) for --engine dask; default a local "
+        "cluster with Dask's default workers for this machine.",
+    )(func)
+    return click.option(
+        "--engine",
+        type=click.Choice(options.ENGINES, case_sensitive=False),
+        default="local",
+        show_default=True,
+        help="local: this process, by query partitions; dask: the same partitions as tasks "
+        "on a Dask cluster (needs prefeval[dask]).",
+    )(func)
+
+
+PRECISION = click.IntRange(0, 17)
+
+
+def precision_option(func):
+    return click.option(
+        "-p",
+        "--precision",
+        type=PRECISION,
+        default=None,
+        metavar="N",
+        help="Write values rounded to N decimals (0..17, as %.Nf). Default: full precision "
+        "(shortest round-trip form).",
+    )(func)
+
+
+def against_option(func):
+    return click.option(
+        "--against",
+        multiple=True,
+        metavar="RUN",
+        help="Only the pairs with RUN (repeatable), oriented with RUN as run_b.",
+    )(func)
+
+
+BASELINE_HELP = (
+    "Baseline metric(s): ir-measures strings (AP, nDCG@10, RR, ERR_IA@20), trec_eval "
+    "names (map, ndcg_cut_10, P_10, recip_rank), or native TSE, ASL; repeatable, lists "
+    "separated by commas or blanks. Default: AP nDCG RR R@1000 Rprec [+ ERR_IA@20 "
+    "alpha_nDCG@20 StRecall@20 AP_IA]."
+)
+
+
+def analysis_options(func=None, *, against=True, outputs=True):
+    """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
+    ``against=False``: a command that needs every pair (--against is a usage error);
+    ``outputs=False``: without the table options -f, -o, -p."""
+    if func is None:
+        return lambda f: analysis_options(f, against=against, outputs=outputs)
+    decorators = [
+        click.argument(
+            "inputs", nargs=-1, type=click.Path(dir_okay=False), metavar="[QRELS RUN...]"
+        ),
+        click.option(
+            "--prefs",
+            type=click.Path(dir_okay=False, exists=True),
+            default=None,
+            help="Per-query preference table written by `compare -q` (any format) "
+            "instead of computing preferences from QRELS RUN...",
+        ),
+        click.option(
+            "--metrics",
+            "metrics_file",
+            type=click.Path(dir_okay=False, exists=True),
+            default=None,
+            help="Per-query baseline table written by `prefeval "
+            "metrics`, instead of computing baselines.",
+        ),
+        click.option(
+            "-B",
+            "--baseline",
+            "baselines",
+            multiple=True,
+            metavar="MEASURE",
+            help=BASELINE_HELP,
+        ),
+        click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
+    ]
+    if against:
+        decorators.append(against_option)
+    else:  # the command needs every pair: --against is refused with a reason
+        decorators.append(click.option("--against", multiple=True, hidden=True))
+    func = dask_options(engine_options(func))
+    for option in reversed(decorators):
+        func = option(func)
+    return output_options(func) if outputs else func
+
+
+def output_options(func):
+    func = precision_option(func)
+    func = click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, writable=True),
+        default=None,
+        help="Write to FILE atomically (default: stdout).",
+    )(func)
+    return click.option(
+        "-f",
+        "--format",
+        "fmt",
+        type=FORMAT_CHOICE,
+        default="tsv",
+        show_default=True,
+        help=FORMAT_HELP,
+    )(func)
+
+
+def baseline_names(baselines):
+    """Canonical names of the -B/-m values (map -> AP), each once; usage error otherwise."""
+
+    with usage_errors():
+        return [b.name for b in parse_baselines(baselines)]
+
+
+class PlotFile(click.Path):
+    """--plot FILE: a writable .png, .pdf or .svg file (any case), checked before any
+    computing."""
+
+    def __init__(self):
+        super().__init__(dir_okay=False)
+
+    def convert(self, value, param, ctx):
+
+        path = super().convert(value, param, ctx)
+        try:
+            plot_format(path)
+            check_output(path)
+        except (ValueError, OutputError) as error:
+            self.fail(str(error), param, ctx)
+        return path
+
+
+def significance_options(func):
+    """--test, --correction, --alpha, --trials, --seed: the tests of discpower and report."""
+    decorators = [
+        click.option(
+            "--test",
+            "tests",
+            type=click.Choice(options.TESTS),
+            multiple=True,
+            help="Significance test(s); repeatable. Default: all three.",
+        ),
+        click.option(
+            "--correction",
+            type=click.Choice(options.CORRECTIONS),
+            default="bonferroni",
+            show_default=True,
+            help="Multiple-comparison correction of ttest and sign p-values.",
+        ),
+        click.option(
+            "--alpha",
+            type=judged("alpha"),
+            default=0.05,
+            show_default=True,
+        ),
+        click.option(
+            "--trials",
+            type=judged("trials"),
+            default=10000,
+            show_default=True,
+            help="Randomized HSD trials.",
+        ),
+        click.option(
+            "--seed",
+            type=judged("seed"),
+            default=0,
+            show_default=True,
+            help="Seed of the HSD trials.",
+        ),
+    ]
+    for option in reversed(decorators):
+        func = option(func)
+    return func

@@ -1,0 +1,70 @@
+"""The report command: the whole study in one document."""
+
+from __future__ import annotations
+
+import click
+
+from ..io.writers import check_output
+from ..present.report import check_targets, output_paths
+from .analysis import run_analysis
+from .checks import command, no_against, require_matplotlib
+from .errors import usage_errors
+from .params import analysis_options, judged, significance_options
+
+
+@command()
+@analysis_options(against=False, outputs=False)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="The report: FILE.html (one self-contained page), FILE.md or FILE.tex; the "
+    "figures of .md and .tex are written beside it as FILE-<figure>.svg or .pdf.",
+)
+@significance_options
+@click.option(
+    "--robustness",
+    is_flag=True,
+    help="Add the robustness curves: 10%, 25%, 50%, 75% of the queries, and of the "
+    "relevant labels (from QRELS RUN... only).",
+)
+@click.option(
+    "--samples",
+    type=judged("samples"),
+    default=10,
+    show_default=True,
+    help="Samples per level of --robustness.",
+)
+@click.option(
+    "-p",
+    "--precision",
+    "digits",
+    type=judged("digits"),
+    default=3,
+    show_default=True,
+    help="Decimals of the preferences and taus in the tables.",
+)
+def report(inputs, prefs, metrics_file, against, output):
+    """The whole study in one document: HTML, Markdown or LaTeX.
+
+    The data; per preference measure the runs x runs matrix of mean preference with
+    significance marks and its MC4 ordering beside each baseline's; discriminative
+    power (table and curves); Kendall's tau between all measures (heatmap); agreement
+    and ties; with --robustness the robustness curves. The format comes from the
+    extension of -o: .html is one self-contained page; .md and .tex get their figures
+    written beside them (FILE-<figure>.svg, FILE-<figure>.pdf).
+
+    \b
+    Example:
+      prefeval report -o report.html qrels.txt runs/input.*
+    """
+
+    no_against(against, "report", "shows every pair of runs")
+    with usage_errors():
+        check_targets(output, [*inputs, prefs, metrics_file])  # before any computing
+    require_matplotlib("report")
+
+    for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
+        check_output(path)
+    run_analysis("report", inputs, prefs, metrics_file, output=output)
