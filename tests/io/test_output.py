@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import as_other_user, invoke
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 ARGS = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" / "input.sys02"]
 PREFEVAL = [sys.executable, "-m", "prefeval"]
 

@@ -24,7 +24,7 @@ pytest.importorskip("matplotlib")
 # the sample's run sys04 misses a query: its notice is not what these tests look at
 pytestmark = pytest.mark.filterwarnings("ignore::prefeval.PrefevalWarning")
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 RUNS = sorted((SAMPLE / "runs").glob("input.*"))
 FAST = ["--trials", "200"]  # the HSD of the report and of discpower, same seed

@@ -20,7 +20,7 @@ from helpers import bad_parquet_inputs, invoke
 
 from prefeval.cli import cli
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 RUNS = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
 #: every command that reads inputs (``measures`` lists the registry: see test_measures.py)

@@ -19,7 +19,7 @@ from prefeval.engine.dask import compare_partition  # noqa: E402
 from prefeval.io.runs import read_qrels, resolve_runs  # noqa: E402
 from prefeval.measures import parse_measures  # noqa: E402
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 
 
@@ -919,7 +919,7 @@ def test_parquet_from_stdin_or_a_pipe_is_read_on_the_client(scheduler, tmp_path,
     assert want.exit_code == 0, want.stderr
     env = dict(os.environ)
     env["PYTHONPATH"] = (
-        str(Path(__file__).resolve().parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+        str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
     )
     command = [sys.executable, "-m", "prefeval", "compare", "-q", "--engine", "dask",
                "--scheduler", scheduler, str(qrels)]  # fmt: skip

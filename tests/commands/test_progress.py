@@ -12,7 +12,7 @@ from helpers import invoke
 
 from prefeval.core import progress
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 INPUTS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]
 
 

@@ -50,7 +50,7 @@ from hypothesis import strategies as st
 
 from prefeval.cli import cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # PREFEVAL_EXAMPLES=5 runs five times as many examples (a slower, more thorough run)
 SCALE = float(os.environ.get("PREFEVAL_EXAMPLES", "1"))

@@ -86,7 +86,7 @@ def test_corrupt_entries_are_misses(tmp_path, monkeypatch):
 
     folder = tmp_path / "cache"
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
-    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
     args = [
         "order",
         "--no-baselines",
@@ -125,7 +125,7 @@ def test_pruning_touches_only_its_own_entries(tmp_path, monkeypatch):
         os.utime(path, (0, 0))  # the oldest files of all
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
     monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", "0.000001")  # about 1 kB
-    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
     runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
     result = invoke("order", "--no-baselines", sample / "qrels.txt", *runs)
     assert result.exit_code == 0, result.stderr
@@ -146,7 +146,7 @@ def test_bad_cache_size_setting_is_one_line(monkeypatch):
     from helpers import invoke
 
     monkeypatch.setenv("PREFEVAL_CACHE_MAX_GB", "abc")
-    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
     result = invoke(
         "compare",
         sample / "qrels.txt",
@@ -192,7 +192,7 @@ def test_concurrent_processes_share_one_cache(tmp_path):
     import subprocess
     import sys
 
-    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
     args = [
         sys.executable,
         "-m",
@@ -261,7 +261,7 @@ def _order(tmp_path, *extra):
     """order of three sample runs, in-process (a result and its stdout)."""
     from helpers import invoke
 
-    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
     runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
     result = invoke("order", "--no-baselines", "-m", "rpp", *extra, sample / "qrels.txt", *runs)
     assert result.exit_code == 0, result.stderr

@@ -17,7 +17,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 
 from prefeval.present import plots as plotting  # noqa: E402
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 DATA = [str(SAMPLE / "qrels.txt"), *sorted(str(p) for p in (SAMPLE / "runs").iterdir())]
 PREFS = ["rpp", "dcgrpp", "invrpp", "strpp", "stdcgrpp", "stinvrpp", "lexirecall"]
 PREFS += ["lexiprecision", "rrlexiprecision"]

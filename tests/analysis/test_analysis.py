@@ -45,7 +45,7 @@ from prefeval.core.errors import InputError
 from prefeval.io.tables import PREF_COLUMNS, cube_from_table, read_table
 from prefeval.options import Options
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
 SAMPLE_RUNS = sorted(str(p) for p in (SAMPLE / "runs").iterdir())
 

@@ -18,7 +18,7 @@ from prefeval.core.qrels import query_sort_key
 from prefeval.options import Options
 from prefeval.present.explain import COLUMNS, explain
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 SUBTOPICS = SAMPLE / "qrels.subtopics.txt"

@@ -16,7 +16,7 @@ from helpers import invoke, read_tsv
 import prefeval
 from prefeval.core.errors import InputError, PrefevalWarning
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 SUBTOPICS = SAMPLE / "qrels.subtopics.txt"
 RUNS = sorted((SAMPLE / "runs").glob("input.*"))

@@ -28,7 +28,7 @@ from prefeval.io.tables import (
 from prefeval.io.writers import iter_chunks
 from prefeval.options import Options
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
 SAMPLE_RUNS = sorted(str(p) for p in (SAMPLE / "runs").iterdir())
 BOM = b"\xef\xbb\xbf"

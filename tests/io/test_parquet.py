@@ -20,7 +20,7 @@ from helpers import invoke, read_tsv, write_run
 import prefeval
 from prefeval.io.runs import read_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 SUBTOPICS = SAMPLE / "qrels.subtopics.txt"

@@ -22,7 +22,7 @@ from prefeval.core.errors import InputError
 from prefeval.io import runs as runs_module
 from prefeval.io.runs import RunSet, read_run, resolve_runs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 RUNS = sorted((SAMPLE / "runs").glob("input.*"))

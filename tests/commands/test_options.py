@@ -14,7 +14,7 @@ from helpers import invoke
 from prefeval.cli import cli
 from prefeval.core.positions import MAX_RANK
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 RUNS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]
 COMMANDS = sorted(cli.commands)  # a new command is covered too
 

@@ -16,7 +16,7 @@ from prefeval.engine import local as engine
 from prefeval.io.runs import read_qrels
 from prefeval.measures import parse_measures
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 
 

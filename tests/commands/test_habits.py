@@ -15,7 +15,7 @@ import pytest
 from helpers import invoke, read_tsv, write_qrels, write_run
 from scipy import stats
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 RUNS = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
 ALL_RUNS = sorted((SAMPLE / "runs").glob("input.*"))

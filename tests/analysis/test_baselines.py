@@ -28,7 +28,7 @@ from prefeval.io.runs import read_qrels
 from prefeval.io.source import run_name
 from prefeval.options import Options
 
-WEB2012 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "web2012"
+WEB2012 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "web2012"
 STANDARD = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
 
 
@@ -606,7 +606,7 @@ def test_web2012_diversity(web):
 # random order, or lines shuffled) must give every query its own documents: per-query
 # values equal ir-measures' own evaluator on the run, with its trec_eval tie order.
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 CHECKED = ["AP", "nDCG", "nDCG@10", "RR", "P@10", "R@1000", "Rprec", "NumRel"]
 NATIVES = ["TSE", "ASL", "TSE(exposure=rr)"]
 

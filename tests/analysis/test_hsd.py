@@ -244,7 +244,7 @@ def test_degenerate_matrices():
     assert hsd_pvalues(np.ones((4, 1)), all_pairs(1), 10).shape == (0,)
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def python(code: str, **kwargs) -> subprocess.CompletedProcess:
