@@ -835,20 +835,10 @@ def compute_metrics(
     accepts an integer rel, so a non-integer L raises ValueError when some measure needs
     it; L must be a finite number > 0 (:func:`prefeval.core.qrels.check_level`).
     """
-    import ir_measures
     import pyarrow as pa
 
     relevance_level = check_level(relevance_level)
-    qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
-    if baselines is None:
-        baselines = default_baselines(qrels.has_subtopics)
-    parsed = _parse_all(baselines)
-    intent_aware = [b.name for b in parsed if b.intent_aware]
-    if intent_aware and not qrels.has_subtopics:
-        raise ValueError(
-            f"intent-aware measure(s) {', '.join(intent_aware)} need subtopic qrels "
-            f"(iteration = subtopic id); {qrels.name} has none"
-        )
+    qrels, parsed = _qrels_and_baselines(qrels, baselines)
     items = list(resolve_runs(runs).items())
     natives = [i for i, b in enumerate(parsed) if b.kind == "native"]
     general = qrels.general()
@@ -862,7 +852,37 @@ def compute_metrics(
     qvals = pa.array(qlist, pa.string())
 
     values = np.zeros((nb, nr, nq))
-    # ir-measures: one evaluator per qrels flavour, built once for all runs
+    evaluators = _evaluators(qrels, general, parsed, relevance_level, qpos, values)
+    corpus = _relevant_corpus(general, relevance_level, qpos, nq) if natives else None
+    positions = _evaluate_runs(
+        values, items, evaluators, qvals, qlist, qpos, max_docs, progress, corpus, relevant
+    )
+    if natives:
+        _native_metrics(values, parsed, natives, positions, relevant, corpus, qpos)
+    return _metrics_frame(values, parsed, [name for name, _ in items], qlist)
+
+
+def _qrels_and_baselines(qrels, baselines) -> tuple[Qrels, list[Baseline]]:
+    """``qrels`` read (a :class:`~prefeval.core.qrels.Qrels` as given) and ``baselines``
+    parsed (None: :func:`default_baselines`); ValueError for intent-aware measures on
+    qrels without subtopics."""
+    qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
+    if baselines is None:
+        baselines = default_baselines(qrels.has_subtopics)
+    parsed = _parse_all(baselines)
+    intent_aware = [b.name for b in parsed if b.intent_aware]
+    if intent_aware and not qrels.has_subtopics:
+        raise ValueError(
+            f"intent-aware measure(s) {', '.join(intent_aware)} need subtopic qrels "
+            f"(iteration = subtopic id); {qrels.name} has none"
+        )
+    return qrels, parsed
+
+
+def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, values) -> list[_Group]:
+    """The ir-measures evaluators of the baselines ``parsed``, one per qrels flavour and
+    provider part, built once for all runs; ``NumRel`` baselines are not evaluated but
+    counted from the qrels into ``values`` (baselines x runs x queries) here."""
     evaluators: list[_Group] = []
     groups = {False: [], True: []}
     counted = []  # NumRel: from the qrels, whatever the runs retrieved (_num_rel)
@@ -872,115 +892,159 @@ def compute_metrics(
         elif b.kind == "irm":
             groups[b.intent_aware].append(i)
     for i in counted:
-        values[i] = _num_rel(general, _level_target(parsed[i], relevance_level)["rel"], qpos)
+        values[i] = _num_rel(general, _level_target(parsed[i], level)["rel"], qpos)
     for ia, members in groups.items():
         if not members:
             continue
         targets: dict = {}
         for i in members:  # a level no measure takes is an error, queries or none
-            targets.setdefault(_level_target(parsed[i], relevance_level), []).append(i)
-        if not nq:
-            continue
-        frame = qrels.subtopic_frame() if ia else general
-        frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
-        # judgments in one canonical order: ndeval sums over them in the order given,
-        # so the qrels file's line order must not reach the last bits of AP_IA & co
-        keys = ["query_id", "iteration", "doc_id"] if ia else ["query_id", "doc_id"]
-        frame = frame.sort_values(keys, kind="stable", ignore_index=True)
-        if ia:
-            qrels_input = list(
-                map(
-                    ir_measures.Qrel,
-                    frame["query_id"].tolist(),
-                    frame["doc_id"].tolist(),
-                    frame["relevance"].tolist(),
-                    frame["iteration"].astype(str).tolist(),
-                )
+            targets.setdefault(_level_target(parsed[i], level), []).append(i)
+        if qpos:
+            evaluators.extend(_flavour_groups(qrels, general, targets, ia, qpos))
+    return evaluators
+
+
+def _flavour_groups(qrels: Qrels, general, targets: dict, ia: bool, qpos: dict) -> list[_Group]:
+    """The :class:`_Group` evaluators of the measures ``targets`` (measure -> baseline
+    indices) on one qrels flavour (``ia``: subtopic qrels) of the queries ``qpos``."""
+    import ir_measures
+
+    frame = qrels.subtopic_frame() if ia else general
+    frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
+    # judgments in one canonical order: ndeval sums over them in the order given,
+    # so the qrels file's line order must not reach the last bits of AP_IA & co
+    keys = ["query_id", "iteration", "doc_id"] if ia else ["query_id", "doc_id"]
+    frame = frame.sort_values(keys, kind="stable", ignore_index=True)
+    if ia:
+        qrels_input = list(
+            map(
+                ir_measures.Qrel,
+                frame["query_id"].tolist(),
+                frame["doc_id"].tolist(),
+                frame["relevance"].tolist(),
+                frame["iteration"].astype(str).tolist(),
             )
-        else:
-            qrels_input = {
-                q: dict(zip(part["doc_id"].tolist(), part["relevance"].tolist()))
-                for q, part in frame.groupby("query_id", sort=False)
-            }
-        parts = [(targets, False)]
-        if not ia:  # the trec_eval measures apart: their qrels never hold max_rel < 0
-            trec = {m: v for m, v in targets.items() if _provider(m, str(m)).NAME == "pytrec_eval"}
-            # and judged_only ones apart from the others: ir-measures puts the measures
-            # without the option (NumRet, NumQ, ...) into whichever pytrec_eval call it
-            # makes first, so in one evaluator NumRet counted only judged documents or
-            # all of them by the hash seed
-            parts = [
-                ({m: v for m, v in trec.items() if bool(m.params.get("judged_only")) is only}, True)
-                for only in (True, False)
-            ] + [({m: v for m, v in targets.items() if m not in trec}, False)]
-        for part, pad in parts:
-            if not part:
-                continue
-            given, judged = qrels_input, frame["doc_id"]
-            if pad:
-                given, judged = _pad_negative_queries(qrels_input, judged, part)
-            evaluator = ir_measures.evaluator(list(part), given)
-            evaluators.append(_Group(evaluator, part, ia, given, judged))
-
-    corpus = rel_to_q = None
-    if natives:
-        rel_to_q = np.array([qpos.get(q, -1) for q in relevant.query_ids], dtype=np.int64)
-        corpus = _Corpus(nq)
-        # n: the distinct documents of all the rankings and the relevant documents
-        # (rpp-sigir2022 section 5.5), not the judged non-relevant ones
-        rel = general[
-            general["query_id"].isin(qpos).to_numpy()
-            & is_relevant(general["relevance"].to_numpy(), relevance_level)
-        ]
-        corpus.add(
-            rel["query_id"].map(qpos).to_numpy(dtype=np.int64),
-            pa.array(rel["doc_id"].tolist(), pa.string()),
         )
-    positions = []
+    else:
+        qrels_input = {
+            q: dict(zip(part["doc_id"].tolist(), part["relevance"].tolist()))
+            for q, part in frame.groupby("query_id", sort=False)
+        }
+    out = []
+    for part, pad in _provider_parts(targets, ia):
+        if not part:
+            continue
+        given, judged = qrels_input, frame["doc_id"]
+        if pad:
+            given, judged = _pad_negative_queries(qrels_input, judged, part)
+        evaluator = ir_measures.evaluator(list(part), given)
+        out.append(_Group(evaluator, part, ia, given, judged))
+    return out
 
+
+def _provider_parts(targets: dict, ia: bool) -> list[tuple[dict, bool]]:
+    """``targets`` cut into the parts evaluated apart, each with whether its qrels are
+    padded (:func:`_pad_negative_queries`): on general qrels, the trec_eval measures
+    with ``judged_only``, those without, and the others; intent-aware ones together."""
+    if ia:
+        return [(targets, False)]
+    # the trec_eval measures apart: their qrels never hold max_rel < 0
+    trec = {m: v for m, v in targets.items() if _provider(m, str(m)).NAME == "pytrec_eval"}
+    # and judged_only ones apart from the others: ir-measures puts the measures
+    # without the option (NumRet, NumQ, ...) into whichever pytrec_eval call it
+    # makes first, so in one evaluator NumRet counted only judged documents or
+    # all of them by the hash seed
+    return [
+        ({m: v for m, v in trec.items() if bool(m.params.get("judged_only")) is only}, True)
+        for only in (True, False)
+    ] + [({m: v for m, v in targets.items() if m not in trec}, False)]
+
+
+def _relevant_corpus(general, level, qpos: dict, nq: int) -> _Corpus:
+    """The corpus of the native metrics with its relevant documents added: n is the
+    distinct documents of all the rankings and the relevant documents (rpp-sigir2022
+    section 5.5), not the judged non-relevant ones; the runs add theirs."""
+    import pyarrow as pa
+
+    corpus = _Corpus(nq)
+    rel = general[
+        general["query_id"].isin(qpos).to_numpy()
+        & is_relevant(general["relevance"].to_numpy(), level)
+    ]
+    corpus.add(
+        rel["query_id"].map(qpos).to_numpy(dtype=np.int64),
+        pa.array(rel["doc_id"].tolist(), pa.string()),
+    )
+    return corpus
+
+
+def _evaluate_run(values, r: int, ranking: _Ranking, evaluators, qlist, qpos: dict) -> None:
+    """The ir-measures values of run ``r`` (its ``ranking``) written into ``values``
+    (baselines x runs x queries), queries it did not answer given the empty ranking's."""
+    missing = np.flatnonzero(np.diff(ranking.bounds) == 0)
+    for group in evaluators:
+        targets = group.targets
+        # providers hand back the measure objects they were given: look up by id
+        # first (hashing an ir-measures Measure formats its repr)
+        by_id = {id(m): i for m, i in targets.items()}
+        for metric in group.evaluator.iter_calc(_run_input(ranking, qlist, group.ia)):
+            k = qpos.get(metric.query_id)
+            if k is not None:
+                found = by_id.get(id(metric.measure))
+                for i in targets.get(metric.measure, ()) if found is None else found:
+                    values[i, r, k] = metric.value
+        if len(missing) and not group.ia:
+            # queries the run did not answer: the empty ranking's values, not
+            # ir-measures' fill of 0 (NumQ)
+            empty = group.empty_values(values.shape[0], qpos)
+            for i in group.members:
+                values[i, r, missing] = empty[i, missing]
+
+
+def _evaluate_runs(
+    values, items, evaluators, qvals, qlist, qpos: dict, max_docs, progress, corpus, relevant
+) -> list:
+    """Each run of ``items`` (name, source) read once and evaluated into ``values``
+    (baselines x runs x queries) by the ir-measures ``evaluators``; with a ``corpus``
+    (native metrics), its documents added there and its positions of the ``relevant``
+    documents returned, run by run (else an empty list)."""
+    positions = []
     for r, (name, source) in enumerate(
         progress_bar(items, desc="baselines (ir-measures)", unit="run", enable=progress)
     ):
         columns = source.read()
         ranking = _ranking(columns, qvals, max_docs)
-        missing = np.flatnonzero(np.diff(ranking.bounds) == 0)
-        for group in evaluators:
-            targets = group.targets
-            # providers hand back the measure objects they were given: look up by id
-            # first (hashing an ir-measures Measure formats its repr)
-            by_id = {id(m): i for m, i in targets.items()}
-            for metric in group.evaluator.iter_calc(_run_input(ranking, qlist, group.ia)):
-                k = qpos.get(metric.query_id)
-                if k is not None:
-                    found = by_id.get(id(metric.measure))
-                    for i in targets.get(metric.measure, ()) if found is None else found:
-                        values[i, r, k] = metric.value
-            if len(missing) and not group.ia:
-                # queries the run did not answer: the empty ranking's values, not
-                # ir-measures' fill of 0 (NumQ)
-                empty = group.empty_values(nb, qpos)
-                for i in group.members:
-                    values[i, r, missing] = empty[i, missing]
-        if natives:
+        _evaluate_run(values, r, ranking, evaluators, qlist, qpos)
+        if corpus is not None:
             corpus.add(ranking.q, ranking.doc_id)
             ordered = RunColumns(
                 name, columns.path, qvals.take(ranking.q), ranking.doc_id, ranking.score
             )
             positions.append(run_positions(ordered, relevant))
+    return positions
 
-    if natives:
-        n = corpus.sizes()
-        for i in natives:
-            for r, pos in enumerate(positions):
-                values[i, r] = _native_values(parsed[i], pos, relevant, n, rel_to_q, nq)
 
+def _native_metrics(values, parsed, natives, positions, relevant, corpus, qpos: dict) -> None:
+    """The native baselines (indices ``natives`` of ``parsed``) of every run (its
+    ``positions``) written into ``values``, on the corpus sizes of ``corpus``."""
+    rel_to_q = np.array([qpos.get(q, -1) for q in relevant.query_ids], dtype=np.int64)
+    n = corpus.sizes()
+    for i in natives:
+        for r, pos in enumerate(positions):
+            values[i, r] = _native_values(parsed[i], pos, relevant, n, rel_to_q, values.shape[2])
+
+
+def _metrics_frame(values, parsed, runs: list, qlist: list) -> pd.DataFrame:
+    """The rows ``measure, run, query_id, value`` of ``values`` (baselines x runs x
+    queries), baseline by baseline, run by run."""
+    nb, nr, nq = values.shape
     b_idx = np.repeat(np.arange(nb), nr * nq)
     r_idx = np.tile(np.repeat(np.arange(nr), nq), nb)
     q_idx = np.tile(np.arange(nq), nb * nr)
     return pd.DataFrame(
         {
             "measure": np.array([b.name for b in parsed], dtype=object)[b_idx],
-            "run": np.array([name for name, _ in items], dtype=object)[r_idx],
+            "run": np.array(runs, dtype=object)[r_idx],
             "query_id": np.array(qlist, dtype=object)[q_idx],
             "value": values.reshape(-1),
         },

@@ -89,68 +89,93 @@ def gather_inputs(
     ``scheduler``, ``cache``, ``partition_cells`` and ``progress``.
     """
     options = options or Options()
-    measures, against, progress = list(options.measures), options.against, options.progress
-    baselines, no_baselines = options.baselines or (), options.baselines == ()
-    relevance_level, max_docs, binary = options.relevance_level, options.max_docs, options.binary
     judged = read_qrels(qrels) if qrels is not None else None
     sources = resolve_runs(runs) if len(runs) else RunSet([])
     inputs = Inputs(
         Evidence([], []),
         judged,
         sources,
-        relevance_level=relevance_level,
-        max_docs=max_docs,
-        binary=binary,
+        relevance_level=options.relevance_level,
+        max_docs=options.max_docs,
+        binary=options.binary,
     )
     metrics_table = None
     if prefs is not None:
-        wanted = [m.name for m in parse_measures(measures, True)] if measures else []
-        prefs_table, prefs = table_input(prefs, PREF_COLUMNS, "prefs")
-        cube = cube_from_table(prefs_table, prefs, wanted)
-        # the evaluated queries are the qrels' (or the metrics table's), not only those with
-        # rows: a subtopic measure has no rows for a query without subtopic judgments
-        if judged is not None:
-            relevant = relevant_with_notice(judged, relevance_level, None)
-            with_subtopics = None
-            if relevant.has_subtopics:
-                with_subtopics = {
-                    q for q, s in zip(relevant.query_ids, relevant.subtopics) if s.shape[1]
-                }
-            cube = _on_queries(cube, relevant.query_ids, prefs, notify, judged.name, with_subtopics)
-        elif metrics is not None:
-            metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
-            names = metrics_table["query_id"].unique()
-            queries = sorted((q for q in names if q != "all"), key=query_sort_key)
-            if not queries:
-                raise InputError(metrics, None, NO_METRIC_ROWS)
-            cube = _on_queries(cube, queries, prefs, notify, metrics)
-        if against:
-            cube = cube.select_pairs(against_pairs(cube.runs, against))
+        cube, metrics_table, metrics = _cube_from_prefs(prefs, metrics, judged, options, notify)
     else:
-        if judged is None or len(sources) < 2:
-            raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
-        inputs.measures = parse_measures(measures, judged.has_subtopics)
-        # the baselines read the runs again: from the columns the engine parsed, where
-        # they fit (KEEP_COLUMNS), else parsed again from the bytes the run set holds
-        sources.keep_columns(not no_baselines and metrics is None and _columns_fit(sources))
-        chosen = against_pairs(list(sources), against) if against else None
-        job = Job(judged, sources, inputs.measures, options, chosen, notify)
-        # the whole cube, or with ``stream`` the win rates and moments merged partition
-        # by partition (memory then holds one partition's preferences)
-        want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
-        got = gather(engine_for(options).partitions(job, want), want)
-        inputs.relevant, inputs.positions = got.relevant, got.positions
-        cube = got.cube
-        if cube is None:
-            inputs.evidence = Evidence(
-                got.names, list(got.relevant.query_ids), streamed=got.streamed,
-                streamed_pairs=got.streamed_pairs,
-            )  # fmt: skip
+        cube = _computed_cube(inputs, metrics, options, notify, stream, win_rates, positions)
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
-    evidence = inputs.evidence
-    if no_baselines:
+    if options.baselines == ():
         return inputs
+    _add_baselines(inputs, prefs, metrics, metrics_table, options, notify)
+    return inputs
+
+
+def _cube_from_prefs(prefs, metrics, judged, options: Options, notify):
+    """(cube, metrics table or None, ``metrics``' name) of the preference table
+    ``prefs`` on the queries the qrels ``judged`` (or else the metrics table
+    ``metrics``) evaluate, with ``options``' measures and pairs ``against``."""
+    measures, against = list(options.measures), options.against
+    metrics_table = None
+    wanted = [m.name for m in parse_measures(measures, True)] if measures else []
+    prefs_table, prefs = table_input(prefs, PREF_COLUMNS, "prefs")
+    cube = cube_from_table(prefs_table, prefs, wanted)
+    # the evaluated queries are the qrels' (or the metrics table's), not only those with
+    # rows: a subtopic measure has no rows for a query without subtopic judgments
+    if judged is not None:
+        relevant = relevant_with_notice(judged, options.relevance_level, None)
+        with_subtopics = None
+        if relevant.has_subtopics:
+            with_subtopics = {
+                q for q, s in zip(relevant.query_ids, relevant.subtopics) if s.shape[1]
+            }
+        cube = _on_queries(cube, relevant.query_ids, prefs, notify, judged.name, with_subtopics)
+    elif metrics is not None:
+        metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
+        names = metrics_table["query_id"].unique()
+        queries = sorted((q for q in names if q != "all"), key=query_sort_key)
+        if not queries:
+            raise InputError(metrics, None, NO_METRIC_ROWS)
+        cube = _on_queries(cube, queries, prefs, notify, metrics)
+    if against:
+        cube = cube.select_pairs(against_pairs(cube.runs, against))
+    return cube, metrics_table, metrics
+
+
+def _computed_cube(inputs: Inputs, metrics, options: Options, notify, stream, win_rates, positions):
+    """The preference cube the engine computes from ``inputs``' qrels and runs (None
+    with ``stream``, where ``inputs.evidence`` gets the streamed rates instead), its
+    measures, relevant documents and positions set on ``inputs``."""
+    judged, sources = inputs.qrels, inputs.run_sources
+    if judged is None or len(sources) < 2:
+        raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
+    inputs.measures = parse_measures(list(options.measures), judged.has_subtopics)
+    # the baselines read the runs again: from the columns the engine parsed, where
+    # they fit (KEEP_COLUMNS), else parsed again from the bytes the run set holds
+    no_baselines, against = options.baselines == (), options.against
+    sources.keep_columns(not no_baselines and metrics is None and _columns_fit(sources))
+    chosen = against_pairs(list(sources), against) if against else None
+    job = Job(judged, sources, inputs.measures, options, chosen, notify)
+    # the whole cube, or with ``stream`` the win rates and moments merged partition
+    # by partition (memory then holds one partition's preferences)
+    want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
+    got = gather(engine_for(options).partitions(job, want), want)
+    inputs.relevant, inputs.positions = got.relevant, got.positions
+    if got.cube is None:
+        inputs.evidence = Evidence(
+            got.names, list(got.relevant.query_ids), streamed=got.streamed,
+            streamed_pairs=got.streamed_pairs,
+        )  # fmt: skip
+    return got.cube
+
+
+def _add_baselines(inputs: Inputs, prefs, metrics, metrics_table, options: Options, notify):
+    """``inputs``' evidence given its baseline values: read from the metrics table
+    ``metrics`` (``metrics_table`` when already read), or computed by ir-measures on
+    the qrels and runs (then the parsed run columns are let go), or a notice."""
+    evidence, judged, sources = inputs.evidence, inputs.qrels, inputs.run_sources
+    baselines = options.baselines or ()
     if metrics is not None:
         if metrics_table is None:
             metrics_table, metrics = table_input(metrics, METRIC_COLUMNS, "metrics")
@@ -171,9 +196,9 @@ def gather_inputs(
             sources.subset(evidence.runs),
             names,
             query_ids=evidence.query_ids,
-            relevance_level=relevance_level,
-            max_docs=max_docs,
-            progress=progress,
+            relevance_level=options.relevance_level,
+            max_docs=options.max_docs,
+            progress=options.progress,
         )
         evidence.metrics = metrics_from_table(table, evidence.runs, evidence.query_ids, "<metrics>")
         inputs.baselines = names
@@ -182,7 +207,6 @@ def gather_inputs(
         notify("no baselines: give QRELS RUN... or --metrics FILE (or --no-baselines)")
     if evidence.metrics:
         evidence.higher_is_better = {name: higher_is_better(name) for name in evidence.metrics}
-    return inputs
 
 
 #: bytes of parsed run columns (about 1.5 times the runs' stored text) kept from the

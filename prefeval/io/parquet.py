@@ -443,73 +443,21 @@ def table_positions(path: str, relevant, max_docs: int | None = None, data=None)
 
 
 def _grouped_positions(path: str, relevant, max_docs: int | None, data=None) -> dict:
-    import pandas as pd
+    """:func:`table_positions` of a table whose rows come grouped by (run, query), each
+    block of complete groups reduced as it is read; _NotGrouped when they do not."""
+    columns = _many_run_columns(open_parquet(path, data), path)
+    reduction = _GroupedReduction(path, relevant, max_docs)
+    for names, qid, docno, score, rows in _complete_groups(path, columns, data):
+        reduction.add(names, qid, docno, score, rows)
+    return reduction.positions()
+
+
+def _complete_groups(path: str, columns: list[str], data=None):
+    """The rows of a many-run table (run names, query ids, docnos, scores, row numbers)
+    read batch by batch, cut after the last complete (run, query) group of a batch:
+    the group that may go on in the next batch is carried over to it."""
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    columns = _many_run_columns(open_parquet(path, data), path)
-    nq = relevant.n_queries
-    queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
-    docnos = relevant.docnos()
-    judged = pd.Index(docnos.to_pandas())  # codes as relevant.lookup takes
-    parts: dict[str, list] = {}  # run -> RunPositions of the blocks reduced
-    retrieved: dict[str, np.ndarray] = {}  # run -> documents retrieved per query
-    done: dict[str, np.ndarray] = {}  # run -> evaluated queries already reduced
-    done_other: set[tuple[str, str]] = set()  # (run, query id) of queries not evaluated
-
-    def reduce(names, qid, docno, score, rows):
-        rcode, rvalues = dictionary_codes(names)
-        qcode, qvalues = dictionary_codes(qid)
-        dcode, dvalues = dictionary_codes(docno)
-        n = len(rcode)
-        if n == 0:
-            return
-        change = np.flatnonzero((rcode[1:] != rcode[:-1]) | (qcode[1:] != qcode[:-1])) + 1
-        starts = np.concatenate([[0], change])
-        key = rcode.astype(np.int64) * len(qvalues) + qcode
-        if len(np.unique(key[starts])) != len(starts):
-            raise _NotGrouped
-        _duplicate_rows(
-            path, qid, docno, (rcode, qcode, dcode), rows, lambda row: names[row].as_py()
-        )
-        # hashes of the evaluated queries and judged docnos built once (index_in would
-        # hash them again for every batch)
-        qidx = queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
-        if len(judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
-            code = pc.index_in(dvalues, value_set=set_like(docnos, dvalues))
-            code = np.asarray(code.fill_null(-1), dtype=np.int64)
-        else:
-            code = judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
-        code = code[dcode]
-        labels = rvalues.to_pylist()
-        group_run, group_q = rcode[starts], qidx[starts]
-        for r, label in enumerate(labels):
-            seen = done.setdefault(label, np.zeros(nq, dtype=bool))
-            count = retrieved.setdefault(label, np.zeros(nq, dtype=np.int64))
-            mine = group_run == r
-            evaluated = group_q[mine & (group_q >= 0)]
-            if seen[evaluated].any():
-                raise _NotGrouped
-            seen[evaluated] = True
-            for start in starts[mine & (group_q < 0)]:
-                key_other = (label, qid[int(start)].as_py())
-                if key_other in done_other or len(done_other) >= OTHER_GROUPS:
-                    raise _NotGrouped
-                done_other.add(key_other)
-            rows_r = np.flatnonzero((rcode == r) & (qidx >= 0))
-            if len(rows_r):
-                part = reduce_rows(
-                    label,
-                    qidx[rows_r],
-                    score[rows_r],
-                    docno.take(pa.array(rows_r)),
-                    code[rows_r],
-                    relevant,
-                    max_docs,
-                )
-                count += part.retrieved
-                part.retrieved = None  # one count per run, not one per block
-                parts.setdefault(label, []).append(part)
 
     carry = None
     for offset, names, qid, docno, score in _run_rows(path, columns, data):
@@ -530,18 +478,109 @@ def _grouped_positions(path: str, relevant, max_docs: int | None, data=None) -> 
             same = np.asarray(same, dtype=bool)
             breaks = np.flatnonzero(~same)
             tail = int(breaks[-1]) + 1 if len(breaks) else 0
-        reduce(names[:tail], qid[:tail], docno[:tail], score[:tail], rows[:tail])
+        yield names[:tail], qid[:tail], docno[:tail], score[:tail], rows[:tail]
         carry = (names[tail:], qid[tail:], docno[tail:], score[tail:], rows[tail:])
     if carry is not None:
-        reduce(*carry)
-    out = {}
-    for name in sorted(done):
-        mine = parts.get(name, [])
-        doc = np.concatenate([p.doc for p in mine]) if mine else np.zeros(0, np.int64)
-        rank = np.concatenate([p.rank for p in mine]) if mine else np.zeros(0, np.int32)
-        by_doc = np.argsort(doc, kind="stable")
-        out[name] = RunPositions(name, doc[by_doc], rank[by_doc], retrieved[name])
-    return out
+        yield carry
+
+
+class _GroupedReduction:
+    """The positions of the runs of a table read in blocks of complete (run, query)
+    groups, each block reduced (:func:`prefeval.core.positions.reduce_rows`) as it
+    comes; _NotGrouped as soon as a group is seen in two blocks."""
+
+    def __init__(self, path: str, relevant, max_docs: int | None):
+        import pandas as pd
+        import pyarrow as pa
+
+        self.path, self.relevant, self.max_docs = path, relevant, max_docs
+        self.nq = relevant.n_queries
+        self.queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
+        self.docnos = relevant.docnos()
+        self.judged = pd.Index(self.docnos.to_pandas())  # codes as relevant.lookup takes
+        self.parts: dict[str, list] = {}  # run -> RunPositions of the blocks reduced
+        self.retrieved: dict[str, np.ndarray] = {}  # run -> documents retrieved per query
+        self.done: dict[str, np.ndarray] = {}  # run -> evaluated queries already reduced
+        self.done_other: set[tuple[str, str]] = set()  # (run, query id) of queries not evaluated
+
+    def add(self, names, qid, docno, score, rows) -> None:
+        """Reduce one block of complete groups (arrow run names, query ids and docnos,
+        numpy scores and row numbers)."""
+        import pyarrow as pa
+
+        rcode, rvalues = dictionary_codes(names)
+        qcode, qvalues = dictionary_codes(qid)
+        dcode, dvalues = dictionary_codes(docno)
+        n = len(rcode)
+        if n == 0:
+            return
+        change = np.flatnonzero((rcode[1:] != rcode[:-1]) | (qcode[1:] != qcode[:-1])) + 1
+        starts = np.concatenate([[0], change])
+        key = rcode.astype(np.int64) * len(qvalues) + qcode
+        if len(np.unique(key[starts])) != len(starts):
+            raise _NotGrouped
+        _duplicate_rows(
+            self.path, qid, docno, (rcode, qcode, dcode), rows, lambda row: names[row].as_py()
+        )
+        # hashes of the evaluated queries and judged docnos built once (index_in would
+        # hash them again for every batch)
+        qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
+        code = self._judged_codes(dvalues)[dcode]
+        labels = rvalues.to_pylist()
+        group_run, group_q = rcode[starts], qidx[starts]
+        for r, label in enumerate(labels):
+            mine = group_run == r
+            self._mark_groups(label, mine, starts, group_q, qid)
+            rows_r = np.flatnonzero((rcode == r) & (qidx >= 0))
+            if len(rows_r):
+                part = reduce_rows(
+                    label,
+                    qidx[rows_r],
+                    score[rows_r],
+                    docno.take(pa.array(rows_r)),
+                    code[rows_r],
+                    self.relevant,
+                    self.max_docs,
+                )
+                self.retrieved[label] += part.retrieved
+                part.retrieved = None  # one count per run, not one per block
+                self.parts.setdefault(label, []).append(part)
+
+    def _judged_codes(self, dvalues):
+        """The code of each docno of ``dvalues`` among the judged docnos (-1: none)."""
+        import pyarrow.compute as pc
+
+        if len(self.judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
+            code = pc.index_in(dvalues, value_set=set_like(self.docnos, dvalues))
+            return np.asarray(code.fill_null(-1), dtype=np.int64)
+        return self.judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
+
+    def _mark_groups(self, label: str, mine, starts, group_q, qid) -> None:
+        """The groups ``mine`` of a block (first rows ``starts``, evaluated query codes
+        ``group_q``, -1 for others) of run ``label`` marked as seen; _NotGrouped for one
+        seen before (or past OTHER_GROUPS groups of queries not evaluated)."""
+        seen = self.done.setdefault(label, np.zeros(self.nq, dtype=bool))
+        self.retrieved.setdefault(label, np.zeros(self.nq, dtype=np.int64))
+        evaluated = group_q[mine & (group_q >= 0)]
+        if seen[evaluated].any():
+            raise _NotGrouped
+        seen[evaluated] = True
+        for start in starts[mine & (group_q < 0)]:
+            key_other = (label, qid[int(start)].as_py())
+            if key_other in self.done_other or len(self.done_other) >= OTHER_GROUPS:
+                raise _NotGrouped
+            self.done_other.add(key_other)
+
+    def positions(self) -> dict:
+        """run name -> RunPositions of every run seen, its blocks' positions joined."""
+        out = {}
+        for name in sorted(self.done):
+            mine = self.parts.get(name, [])
+            doc = np.concatenate([p.doc for p in mine]) if mine else np.zeros(0, np.int64)
+            rank = np.concatenate([p.rank for p in mine]) if mine else np.zeros(0, np.int32)
+            by_doc = np.argsort(doc, kind="stable")
+            out[name] = RunPositions(name, doc[by_doc], rank[by_doc], self.retrieved[name])
+        return out
 
 
 # --------------------------------------------------------------------------- qrels

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 
 import lazy_loader
 
@@ -115,6 +116,30 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
     count the rows of ``frame`` from 1 (the data rows of a file, header not counted).
     """
 
+    frame, rows = _per_query_rows(frame, path)
+    codes = _TableCodes.of(frame)
+    raw = frame["value"].to_numpy(dtype=float)
+    _check_preferences(codes, raw, rows, path)
+    flat = _cells(codes, rows, path)
+    _check_complete(codes, flat, path)
+    values = np.full(codes.shape, np.nan)
+    values.reshape(-1)[flat] = np.where(codes.a < codes.b, 1.0, -1.0) * raw
+    measure_names = codes.measure_names
+    if measures:
+        wanted = list(dict.fromkeys(str(name) for name in measures))
+        unknown = [name for name in wanted if name not in measure_names]
+        if unknown:
+            raise InputError(path, None, f"no rows for measure(s) {unknown}")
+        keep = [k for k, name in enumerate(measure_names) if name in wanted]
+        measure_names = [measure_names[k] for k in keep]
+        values = values[keep]
+    pairs = np.stack([codes.ia, codes.ja], 1)
+    return PreferenceCube(measure_names, codes.runs, codes.query_ids, pairs, values)
+
+
+def _per_query_rows(frame: pd.DataFrame, path: str):
+    """(the per-query rows of ``frame``, their row numbers from 0 in ``frame``);
+    InputError when there are none or one lacks a key."""
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != SUMMARY_QUERY]
     if frame.empty:
@@ -124,26 +149,67 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
         if frame[column].isna().any():
             row = rows[np.flatnonzero(frame[column].isna().to_numpy())[0]] + 1
             raise InputError(path, None, f"row {row}: missing value")
-    # codes by factorizing each column once (fast on millions of rows)
-    m, measure_names = _first_seen(frame["measure"])
-    n_rows = len(frame)
-    both, runs = _first_seen(pd.concat([frame["run_a"], frame["run_b"]], ignore_index=True))
-    a, b = both[:n_rows], both[n_rows:]
-    # runs in the order they appear reading row by row, run_a before run_b
-    first = np.full(len(runs), 2 * n_rows, dtype=np.int64)
-    for codes, shift in ((a, 0), (b, 1)):
-        seen, where = np.unique(codes, return_index=True)
-        first[seen] = np.minimum(first[seen], 2 * where + shift)
-    a, b, runs = _reorder(a, b, runs, np.argsort(first, kind="stable"))
-    q, query_ids = _first_seen(frame["query_id"])
-    order = sorted(range(len(query_ids)), key=lambda i: query_sort_key(query_ids[i]))
-    q, _, query_ids = _reorder(q, q, query_ids, np.asarray(order, dtype=np.int64))
-    n = len(runs)
-    ia, ja = np.triu_indices(n, 1)
-    pair_index = np.full((n, n), -1, dtype=np.int64)
-    pair_index[ia, ja] = np.arange(len(ia))
-    pair_index[ja, ia] = np.arange(len(ia))
-    raw = frame["value"].to_numpy(dtype=float)
+    return frame, rows
+
+
+@dataclass
+class _TableCodes:
+    """The rows of a preference table as codes: measure ``m``, runs ``a`` and ``b``,
+    query ``q`` into ``measure_names``, ``runs`` and ``query_ids``, and the run pairs
+    (``ia[p]``, ``ja[p]``) of the cube with ``pair_index`` (runs x runs -> p)."""
+
+    m: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    q: np.ndarray
+    measure_names: list
+    runs: list
+    query_ids: list
+    ia: np.ndarray
+    ja: np.ndarray
+    pair_index: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _TableCodes:
+        """The codes of ``frame``'s rows: runs in the order they appear reading row by
+        row, run_a before run_b, measures in order of first row, queries sorted."""
+        # codes by factorizing each column once (fast on millions of rows)
+        m, measure_names = _first_seen(frame["measure"])
+        n_rows = len(frame)
+        both, runs = _first_seen(pd.concat([frame["run_a"], frame["run_b"]], ignore_index=True))
+        a, b = both[:n_rows], both[n_rows:]
+        first = np.full(len(runs), 2 * n_rows, dtype=np.int64)
+        for codes, shift in ((a, 0), (b, 1)):
+            seen, where = np.unique(codes, return_index=True)
+            first[seen] = np.minimum(first[seen], 2 * where + shift)
+        a, b, runs = _reorder(a, b, runs, np.argsort(first, kind="stable"))
+        q, query_ids = _first_seen(frame["query_id"])
+        order = sorted(range(len(query_ids)), key=lambda i: query_sort_key(query_ids[i]))
+        q, _, query_ids = _reorder(q, q, query_ids, np.asarray(order, dtype=np.int64))
+        n = len(runs)
+        ia, ja = np.triu_indices(n, 1)
+        pair_index = np.full((n, n), -1, dtype=np.int64)
+        pair_index[ia, ja] = np.arange(len(ia))
+        pair_index[ja, ia] = np.arange(len(ia))
+        return cls(m, a, b, q, measure_names, runs, query_ids, ia, ja, pair_index)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The cube's shape: measures x run pairs x queries."""
+        return len(self.measure_names), len(self.ia), len(self.query_ids)
+
+    def cell(self, index) -> tuple[int, str]:
+        """(measure code, "measure M, runs A and B, query Q") of the cube's flat
+        ``index``."""
+        k, pp, qq = np.unravel_index(index, self.shape)
+        runs = f"runs {self.runs[self.ia[pp]]} and {self.runs[self.ja[pp]]}"
+        return k, f"measure {self.measure_names[k]}, {runs}, query {self.query_ids[qq]}"
+
+
+def _check_preferences(codes: _TableCodes, raw: np.ndarray, rows, path: str) -> None:
+    """InputError for the first row comparing a run with itself, without a value or
+    with a value outside [-1, 1]."""
+    a, b = codes.a, codes.b
     if np.any(a == b):
         row = rows[np.flatnonzero(a == b)[0]] + 1
         raise InputError(path, None, f"row {row}: a row compares a run with itself")
@@ -159,31 +225,40 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
             f"row {rows[k] + 1}: value {float(raw[k])!r} is not a preference (a preference "
             "lies in [-1, 1])",
         )
-    p = pair_index[a, b]
-    shape = (len(measure_names), len(ia), len(query_ids))
-    flat = (m * shape[1] + p) * shape[2] + q
+
+
+def _cells(codes: _TableCodes, rows, path: str) -> np.ndarray:
+    """The flat index into the cube of each row; InputError for a cell two rows give."""
+    p = codes.pair_index[codes.a, codes.b]
+    shape = codes.shape
+    flat = (codes.m * shape[1] + p) * shape[2] + codes.q
     repeated = pd.Series(flat).duplicated().to_numpy()
     if repeated.any():
         second = int(np.flatnonzero(repeated)[0])
         earlier = int(np.flatnonzero(flat == flat[second])[0])
-        k, pp, qq = np.unravel_index(flat[second], shape)
-        note = " (a pair in both orders counts twice)" if a[earlier] != a[second] else ""
+        _, cell = codes.cell(flat[second])
+        note = (
+            " (a pair in both orders counts twice)" if codes.a[earlier] != codes.a[second] else ""
+        )
         raise InputError(
             path,
             None,
-            f"measure {measure_names[k]}, runs {runs[ia[pp]]} and {runs[ja[pp]]}, query "
-            f"{query_ids[qq]} appear more than once: rows {rows[earlier] + 1} and "
-            f"{rows[second] + 1}{note}",
+            f"{cell} appear more than once: rows {rows[earlier] + 1} and {rows[second] + 1}{note}",
         )
-    filled = np.zeros(shape, dtype=bool)
+    return flat
+
+
+def _check_complete(codes: _TableCodes, flat: np.ndarray, path: str) -> None:
+    """InputError for the first cell (measure, run pair, query) without a row, except
+    the queries a subtopic measure leaves out whole."""
+    filled = np.zeros(codes.shape, dtype=bool)
     filled.reshape(-1)[flat] = True
-    subtopic = np.array([is_subtopic_measure(name) for name in measure_names])
+    subtopic = np.array([is_subtopic_measure(name) for name in codes.measure_names])
     # a query a subtopic measure has no row for is left out; any other gap is missing
     needed = ~subtopic[:, None] | filled.any(axis=1)  # measures x queries
     missing = needed[:, None, :] & ~filled
     if missing.any():
-        k, pp, qq = np.unravel_index(int(np.argmax(missing)), shape)
-        name = measure_names[k]
+        k, cell = codes.cell(int(np.argmax(missing)))
         count = int(missing.sum())
         rule = (
             "a subtopic measure may leave out a whole query, not some pairs of it"
@@ -193,20 +268,8 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
         raise InputError(
             path,
             None,
-            f"incomplete table: no row for measure {name}, runs {runs[ia[pp]]} and "
-            f"{runs[ja[pp]]}, query {query_ids[qq]} ({count} missing in all; {rule})",
+            f"incomplete table: no row for {cell} ({count} missing in all; {rule})",
         )
-    values = np.full(shape, np.nan)
-    values.reshape(-1)[flat] = np.where(a < b, 1.0, -1.0) * raw
-    if measures:
-        wanted = list(dict.fromkeys(str(name) for name in measures))
-        unknown = [name for name in wanted if name not in measure_names]
-        if unknown:
-            raise InputError(path, None, f"no rows for measure(s) {unknown}")
-        keep = [k for k, name in enumerate(measure_names) if name in wanted]
-        measure_names = [measure_names[k] for k in keep]
-        values = values[keep]
-    return PreferenceCube(measure_names, runs, query_ids, np.stack([ia, ja], 1), values)
 
 
 def _first_seen(column: pd.Series) -> tuple[np.ndarray, list]:

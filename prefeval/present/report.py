@@ -247,14 +247,6 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
     it was read from (``prefs``, ``metrics``), for the data section."""
 
     tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h
-    correction, alpha, trials, seed = (
-        options.correction,
-        options.alpha,
-        options.trials,
-        options.seed,
-    )
-    robustness, samples, digits = options.robustness, options.samples, options.digits
-    progress = options.progress
     ev = inputs.evidence
     sources = sources or {}
     orders = order(ev)
@@ -262,10 +254,30 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
     taus = {}
     for a, b, t in taus_frame.itertuples(index=False):
         taus[a, b] = taus[b, a] = t
-    pair_table = pair_tests(ev, tests, correction, trials, seed, progress=progress)
+    pair_table = pair_tests(
+        ev, tests, options.correction, options.trials, options.seed, progress=options.progress
+    )
     means = pair_summary(ev)
     sections = [_data_section(inputs, sources)]
-    sections.append(
+    sections.extend(_preference_sections(ev, orders, taus, pair_table, means, tests, options))
+    sections.append(_discpower_section(ev, pair_table, tests, options))
+    if len(ev.measures) > 1:
+        sections.append(_tau_section(ev, taus, taus_frame, options.digits))
+    sections.append(_agreement_section(ev))
+    if options.robustness:
+        sections.append(_robustness_section(inputs, options))
+    return Report(
+        "prefeval report",
+        sections,
+        _legend(tests, options.correction, options.alpha, options.trials),
+    )
+
+
+def _preference_sections(ev, orders, taus, pair_table, means, tests, options) -> list[Section]:
+    """The "Preferences" section and, per preference measure, its subsection: the
+    runs x runs matrix of mean preferences with significance marks, and its orderings."""
+    alpha, digits = options.alpha, options.digits
+    sections = [
         Section(
             "Preferences",
             [
@@ -273,10 +285,10 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
                 "Δ(row, column) over the queries (positive: the row's run is preferred), "
                 "rows and columns in MC4 order with the first run in bold; then the rank of "
                 "each run under MC4 and under each baseline.",
-                _legend(tests, correction, alpha, trials),
+                _legend(tests, options.correction, alpha, options.trials),
             ],
         )
-    )
+    ]
     for name in ev.preference_measures:
         order_rows = orders[orders["measure"] == name]
         section = Section(name, level=3)
@@ -291,7 +303,13 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
         )
         section.blocks.append(_orderings_table(ev, name, orders, taus, digits))
         sections.append(section)
+    return sections
 
+
+def _discpower_section(ev, pair_table, tests, options) -> Section:
+    """The "Discriminative power" section: the share of significant run pairs per
+    measure and test (the highest per test in bold), and Sakai's curves."""
+    correction, alpha, trials = options.correction, options.alpha, options.trials
     power = discriminative_power(pair_table, alpha)
     header = ["measure", *[_TEST_NAMES[t] for t in tests]]
     rows = []
@@ -309,7 +327,7 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
             cells.append(Cell(f"{percent:.1f}% ({counted})", bold=percent == best[t], number=True))
         rows.append(cells)
     how = "; ".join(f"{_TEST_NAMES[t]} {_how(t, correction, trials)}" for t in tests)
-    discpower = Section(
+    return Section(
         "Discriminative power",
         [
             Table(
@@ -328,40 +346,44 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
             ),
         ],
     )
-    sections.append(discpower)
 
-    if len(ev.measures) > 1:
-        tau_rows = []
-        names = ev.measures
-        for i, a in enumerate(names[:-1]):
-            tau_rows.append(
-                [Cell(a)]
-                + [
-                    Cell(_number(taus[a, b], digits) if j > i else "", number=True)
-                    for j, b in enumerate(names[1:], start=1)
-                ]
-            )
-        sections.append(
-            Section(
-                "Agreement of orderings",
-                [
-                    Figure(
-                        "tau",
-                        "Kendall's τ-b between the run orderings of every two measures "
-                        "(preferences by MC4, baselines by their mean).",
-                        tau_heatmap_figure(taus_frame),
-                    ),
-                    Table(
-                        "Kendall's τ-b between the run orderings of every two measures.",
-                        ["", *names[1:]],
-                        tau_rows,
-                        "tau",
-                        formats=("tex",),  # the heatmap shows the values elsewhere
-                    ),
-                ],
-            )
+
+def _tau_section(ev, taus, taus_frame, digits) -> Section:
+    """The "Agreement of orderings" section: Kendall's τ-b between the run orderings of
+    every two measures, as a heatmap (and as a table in LaTeX)."""
+    tau_rows = []
+    names = ev.measures
+    for i, a in enumerate(names[:-1]):
+        tau_rows.append(
+            [Cell(a)]
+            + [
+                Cell(_number(taus[a, b], digits) if j > i else "", number=True)
+                for j, b in enumerate(names[1:], start=1)
+            ]
         )
+    return Section(
+        "Agreement of orderings",
+        [
+            Figure(
+                "tau",
+                "Kendall's τ-b between the run orderings of every two measures "
+                "(preferences by MC4, baselines by their mean).",
+                tau_heatmap_figure(taus_frame),
+            ),
+            Table(
+                "Kendall's τ-b between the run orderings of every two measures.",
+                ["", *names[1:]],
+                tau_rows,
+                "tau",
+                formats=("tex",),  # the heatmap shows the values elsewhere
+            ),
+        ],
+    )
 
+
+def _agreement_section(ev) -> Section:
+    """The "Agreement and ties" section: the sign agreement of each preference measure
+    with each baseline (when there are both), and each measure's share of ties."""
     agreement = agreement_table(ev)
     tie_shares = ties_table(ev)
     blocks = []
@@ -395,32 +417,36 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
             "ties",
         )
     )
-    sections.append(Section("Agreement and ties", blocks))
+    return Section("Agreement and ties", blocks)
 
-    if robustness:
-        n = len(ev.query_ids)
-        sizes = sorted({max(2, round(share * n)) for share in ROBUSTNESS_QUERY_SHARES} - {n})
-        sizes = [s for s in sizes if s < n]
-        labels = ROBUSTNESS_LABELS if inputs.positions is not None else ()
-        kinds = [
-            *(["fewer queries"] if sizes else []),
-            *(["fewer relevance labels"] if labels else []),
-        ]
-        if not kinds:
-            block = "Too few queries to sample fewer (and no runs to sample labels from)."
-        else:
-            table = run_robustness(
-                inputs, queries=sizes, labels=labels, samples=samples, seed=seed,
-                progress=progress,
-            )  # fmt: skip
-            block = Figure(
-                "robustness",
-                f"Robustness to {' or '.join(kinds)}: Kendall's τ between the ordering on "
-                f"{samples} samples and the full ordering, mean ± standard deviation.",
-                robustness_figure(table),
-            )
-        sections.append(Section("Robustness", [block]))
-    return Report("prefeval report", sections, _legend(tests, correction, alpha, trials))
+
+def _robustness_section(inputs, options) -> Section:
+    """The "Robustness" section: Kendall's τ of the orderings on samples of fewer
+    queries (and of fewer relevance labels, when the runs are known) with the full one."""
+    samples = options.samples
+    ev = inputs.evidence
+    n = len(ev.query_ids)
+    sizes = sorted({max(2, round(share * n)) for share in ROBUSTNESS_QUERY_SHARES} - {n})
+    sizes = [s for s in sizes if s < n]
+    labels = ROBUSTNESS_LABELS if inputs.positions is not None else ()
+    kinds = [
+        *(["fewer queries"] if sizes else []),
+        *(["fewer relevance labels"] if labels else []),
+    ]
+    if not kinds:
+        block = "Too few queries to sample fewer (and no runs to sample labels from)."
+    else:
+        table = run_robustness(
+            inputs, queries=sizes, labels=labels, samples=samples, seed=options.seed,
+            progress=options.progress,
+        )  # fmt: skip
+        block = Figure(
+            "robustness",
+            f"Robustness to {' or '.join(kinds)}: Kendall's τ between the ordering on "
+            f"{samples} samples and the full ordering, mean ± standard deviation.",
+            robustness_figure(table),
+        )
+    return Section("Robustness", [block])
 
 
 # ---------------------------------------------------------------- rendering
