@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import lazy_loader
 
-from ..core import ties
+from ..core import limits, ties
 from ..core.progress import progress_bar
 from ..options import CORRECTIONS, TESTS
 from .orderings import Evidence
@@ -222,13 +222,20 @@ _compiling = threading.Lock()
 
 @functools.cache
 def _compiled():
-    import numba
+    try:
+        import numba
 
-    signature = "void(float64[:, ::1], uint64[:, :, ::1], intp[::1], intp, float64[:, ::1])"
-    try:  # machine code cached on disk (next to this file, else the user's cache)
-        return numba.njit(signature, nogil=True, cache=True)(_shuffle_sums)
-    except RuntimeError:  # no writable cache directory (a read-only install, no home)
-        return numba.njit(signature, nogil=True)(_shuffle_sums)
+        signature = "void(float64[:, ::1], uint64[:, :, ::1], intp[::1], intp, float64[:, ::1])"
+        try:  # machine code cached on disk (next to this file, else the user's cache)
+            return numba.njit(signature, nogil=True, cache=True)(_shuffle_sums)
+        except RuntimeError:  # no writable cache directory (a read-only install, no home)
+            return numba.njit(signature, nogil=True)(_shuffle_sums)
+    except (ImportError, OSError) as error:
+        # llvmlite's library cannot be mapped under an address-space limit (ulimit -v):
+        # memory ran out, which the CLI says in one line
+        if limits.address_space() is not None:
+            raise MemoryError from error
+        raise
 
 
 def _kernel():
