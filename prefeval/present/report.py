@@ -262,7 +262,7 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
     taus = {}
     for a, b, t in taus_frame.itertuples(index=False):
         taus[a, b] = taus[b, a] = t
-    pair_table = pair_tests(ev, tests, correction, trials, seed, progress=progress)
+    pair_table = pair_tests(ev, tests, correction, trials, seed, progress, options.jobs)
     means = pair_summary(ev)
     sections = [_data_section(inputs, sources)]
     sections.append(
