@@ -4,7 +4,7 @@ Usage (from the repository root; the repository need not be installed, it is put
 PYTHONPATH for every command this script starts):
 
     python bench/scaling.py [--jobs 1,2,4,8,16] [--users 300000] [--robust-scale 1]
-                            [--robust-runs 110] [--repeat 2] [--hsd-users 100000]
+                            [--robust-runs 110] [--repeat 1] [--hsd-users 100000]
                             [--hsd-trials 1000] [--scratch bench/scratch/scaling]
                             [--out FILE] [--no-dask] [--quick]
 
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--users", type=int, default=300_000, help="recsys-xl users")
     ap.add_argument("--robust-scale", type=float, default=1.0, help="robust queries x scale")
     ap.add_argument("--robust-runs", type=int, default=110, help="robust text runs used")
-    ap.add_argument("--repeat", type=int, default=2, help="times each command runs")
+    ap.add_argument("--repeat", type=int, default=1, help="times each command runs")
     ap.add_argument("--hsd-users", type=int, default=100_000)
     ap.add_argument("--hsd-trials", type=int, default=1000)
     ap.add_argument("--scratch", default=str(ROOT / "bench" / "scratch" / "scaling"))
