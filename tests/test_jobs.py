@@ -144,3 +144,28 @@ def test_hsd_threads_follow_jobs(monkeypatch):
         assert result.exit_code == 0, result.output
         assert seen and set(seen) == {jobs}
         seen.clear()
+
+
+def test_partitions_in_flight_are_bounded(monkeypatch, concurrency):
+    """With 2 jobs at most 2 partitions are computed ahead of the one the caller holds,
+    and a caller that stops early leaves the others uncomputed."""
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    from prefeval.io.runs import read_qrels
+    from prefeval.measures import parse_measures
+
+    relevant = read_qrels(str(SAMPLE / "qrels.txt")).relevant(None)
+    runs = engine.load_runs(RUNS, relevant, None, notify=None)
+    matrix = engine.position_matrix(runs, relevant)
+    names = [r.name for r in runs]
+    measures = parse_measures(None)
+    cubes = engine.matrix_partitions(matrix, names, relevant, measures, cells=200, jobs=2)
+    first = next(cubes)
+    time.sleep(0.2)  # the pool had time to run ahead, if it would
+    assert concurrency[1] <= 3 and concurrency[0] == 2
+    cubes.close()
+    assert concurrency[1] <= 3
+    whole = engine.query_ranges(relevant.n_queries, len(names), len(measures), cells=200)
+    head = whole[0]
+    assert len(whole) > 6 and list(first.query_ids) == list(
+        relevant.query_ids[head.start : head.stop]
+    )

@@ -384,15 +384,18 @@ def matrix_partitions(
     # matrix (docs/architecture.md, "parallel local engine", on threads vs processes)
     with ThreadPoolExecutor(workers) as pool:
         cubes = in_order(pool, functools.partial(cube, progress=False), ranges, workers)
-        for i, done in enumerate(
-            progress_bar(
-                cubes, desc="comparing runs", unit="query", enable=progress,
-                total=relevant.n_queries, count=lambda c: len(c.query_ids),
-            )
-        ):  # fmt: skip
-            if i:
-                release_free_memory()
-            yield done
+        try:
+            for i, done in enumerate(
+                progress_bar(
+                    cubes, desc="comparing runs", unit="query", enable=progress,
+                    total=relevant.n_queries, count=lambda c: len(c.query_ids),
+                )
+            ):  # fmt: skip
+                if i:
+                    release_free_memory()
+                yield done
+        finally:  # stopped early (an error, a closed output): the partitions not started
+            cubes.close()  # are dropped
 
 
 def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) -> None:
