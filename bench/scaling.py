@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     for layout, (qrels, runs) in inputs.items():
         files = [str(p) for p in runs]
         for n in jobs:
-            rows[f"{layout} floor {n}"] = (layout, f"floor: pyarrow read, {n} threads",
+            threads = f"{n} thread{'s' if n > 1 else ''}"
+            rows[f"{layout} floor {n}"] = (layout, f"floor: pyarrow read, {threads}",
                                            [*me, "_floor", str(n), *files])  # fmt: skip
         for n in jobs:
             rows[f"{layout} -j {n}"] = (layout, f"`compare -j {n}`",
