@@ -18,7 +18,8 @@ not evaluated, runs without results for some queries) are issued as
 :class:`~prefeval.core.errors.PrefevalWarning` (``notify=`` may redirect them, e.g. to
 ``logging``, or ``None`` drops them); ``progress=True`` shows tqdm bars (``tqdm.auto``,
 so widgets in Jupyter); ``cache=False`` neither reads nor writes the cache of reduced runs
-(default: the environment variable ``PREFEVAL_CACHE``).  The keywords are judged into one
+(default: the environment variable ``PREFEVAL_CACHE``); ``jobs=N`` computes on N cores
+(``-j``; default the CPUs the process may use).  The keywords are judged into one
 :class:`~prefeval.options.Options` (:func:`prefeval.options.judge`, the commands' rules);
 a broken rule raises :class:`~prefeval.options.OptionError` (a ``ValueError``; a
 ``TypeError`` for a value of the wrong type).  Bad input raises
@@ -154,6 +155,7 @@ def compare(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -282,6 +284,7 @@ def order(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -328,6 +331,7 @@ def discpower(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -353,7 +357,7 @@ def discpower(
     )  # fmt: skip
     table = pair_tests(
         evidence, list(options.tests), options.correction, options.trials, options.seed,
-        progress=progress,
+        progress=progress, jobs=options.jobs,
     )  # fmt: skip
     return _plain(table if options.pairs else discriminative_power(table, options.alpha))
 
@@ -374,6 +378,7 @@ def tau(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -409,6 +414,7 @@ def agree(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -454,6 +460,7 @@ def robustness(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -502,6 +509,7 @@ def pairs(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -592,6 +600,7 @@ def report(
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> list[str]:

@@ -33,8 +33,9 @@ import math
 import numbers
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
+from .core.parallel import usable_cpus
 from .core.positions import MAX_RANK
 
 #: query partitions hold at most this many cube cells (queries x pairs x measures)
@@ -96,6 +97,7 @@ RANGES = {
     "digits": Range(0, 15, integer=True),
     "top": Range(1, integer=True),
     "partition_cells": Range(1, integer=True),
+    "jobs": Range(1, integer=True),
 }
 
 _NOT_GIVEN = object()
@@ -172,6 +174,8 @@ class Options:
     #                     judged: default the environment's PREFEVAL_CACHE (cache_default)
     progress: bool | None = False  # tqdm bars; None: the command's bar on a terminal
     partition_cells: int = PARTITION_CELLS  # largest query partition, in cube cells
+    jobs: int = field(default_factory=usable_cpus)  # cores the computing may use (-j):
+    #     query partitions at once, HSD threads; default the usable CPUs (usable_cpus)
     method: str = "mc4"  # aggregation of per-query rankings (order, tau)
     teleport: float = 0.05  # MC4's teleport weight
     tests: tuple[str, ...] = TESTS  # significance tests (discpower, report; judged: the
@@ -305,6 +309,7 @@ _RULES: dict[str, Callable] = {
     "samples": lambda f, v: _number(f, v, integer=True),
     "digits": lambda f, v: _number(f, v, integer=True),
     "partition_cells": lambda f, v: _number(f, v, integer=True),
+    "jobs": lambda f, v: usable_cpus() if v is None else _number(f, v, integer=True),
     "top": _optional(lambda f, v: _number(f, v, integer=True)),
     "queries": lambda f, v: () if v is None else _numbers(f, v, integer=True),
     "labels": lambda f, v: () if v is None else _numbers(f, v, integer=False),

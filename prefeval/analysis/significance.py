@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import threading
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import lazy_loader
 
 from ..core import limits, ties
+from ..core.parallel import in_order, usable_cpus
 from ..core.progress import progress_bar
 from ..options import CORRECTIONS, TESTS
 from .orderings import Evidence
@@ -81,28 +80,10 @@ def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
     return np.where(n > 0, np.minimum(1.0, 2.0 * tail), 1.0)
 
 
-def _usable_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 _THREADED_SIZE = 1 << 17  # scores per trial from which threads pay off
 _STREAM_ROWS = 8192  # (trial, query) rows of one random stream
 #: digit codes are uniform below at most 2**48: :func:`_shuffle_sums` divides them exactly
 _CODE_LIMIT = 1 << 48
-
-
-def _in_order(pool: ThreadPoolExecutor, fn, items, ahead: int):
-    """``map(fn, items)`` on ``pool``, at most ``ahead`` calls submitted at a time."""
-    pending: deque = deque()
-    for item in items:
-        pending.append(pool.submit(fn, item))
-        if len(pending) >= ahead:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
 
 
 def _digit_groups(n: int) -> list[tuple[int, list[int]]]:
@@ -268,6 +249,7 @@ def hsd_pvalues(
     *,
     threads: int | None = None,
     chunk_rows: int | None = None,
+    jobs: int | None = None,
 ) -> np.ndarray:
     """Randomized Tukey HSD (Carterette 2012) on a queries x runs score matrix.
 
@@ -278,8 +260,9 @@ def hsd_pvalues(
     name) so that the random permutations, and hence the p-values, do not depend on the
     order of the runs.  Each block of trials (8192 // queries of them, at least 1) has
     its own random stream derived from ``seed`` and the block's number, so the p-values
-    do not depend on ``threads`` (default: the usable CPUs for a matrix of 2**17 scores
-    or more, else 1) nor on ``chunk_rows`` (about how many (trial, query) rows one call
+    do not depend on ``threads`` (default: ``jobs``, the cores it may use (default the
+    usable CPUs, :func:`~prefeval.core.parallel.usable_cpus`), for a matrix of 2**17
+    scores or more, else 1) nor on ``chunk_rows`` (about how many (trial, query) rows one call
     of the compiled kernel handles; memory does not grow with ``trials``).
     """
     scores = np.asarray(scores, dtype=np.float64)
@@ -301,7 +284,7 @@ def hsd_pvalues(
     if threads is None:
         # the compiled kernel releases the GIL; below ~1e5 scores a trial the calls are
         # too short for a second thread to gain anything
-        threads = _usable_cpus() if q * n >= _THREADED_SIZE else 1
+        threads = (jobs or usable_cpus()) if q * n >= _THREADED_SIZE else 1
     workers = max(1, min(threads, len(starts)))
 
     def run(start: int) -> np.ndarray:
@@ -313,7 +296,7 @@ def hsd_pvalues(
         done = progress_bar(
             itertools.chain(
                 _kernel_ticks(),
-                map(run, starts) if pool is None else _in_order(pool, run, starts, 2 * workers),
+                map(run, starts) if pool is None else in_order(pool, run, starts, 2 * workers),
             ),
             desc=f"HSD trials {label}".rstrip(),
             unit="trial",
@@ -354,9 +337,11 @@ def pair_tests(
     trials: int = DEFAULT_TRIALS,
     seed: int | None = 0,
     progress: bool | None = None,
+    jobs: int | None = None,
 ) -> pd.DataFrame:
     """One row per measure, test and run pair: ``measure, test, run_a, run_b, p_value,
-    p_adjusted``."""
+    p_adjusted``; the HSD on at most ``jobs`` cores (``Options.jobs``; default the usable
+    CPUs)."""
     pairs = evidence.pairs()
     run_a = [evidence.runs[i] for i in pairs[:, 0]]
     run_b = [evidence.runs[i] for i in pairs[:, 1]]
@@ -373,7 +358,7 @@ def pair_tests(
                 where = np.empty_like(canonical)
                 where[canonical] = np.arange(len(canonical))
                 scores = evidence.scores(name)[:, canonical]
-                p = hsd_pvalues(scores, where[pairs], trials, seed, progress, label=name)
+                p = hsd_pvalues(scores, where[pairs], trials, seed, progress, label=name, jobs=jobs)
                 adj = p
             else:
                 raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")

@@ -110,6 +110,15 @@ def engine_options(func):
             help="Do not read or write the cache of reduced runs (also PREFEVAL_CACHE=0).",
         ),
         click.option(
+            "-j",
+            "--jobs",
+            type=judged("jobs"),
+            default=None,
+            metavar="N",
+            help="Compute on N cores (query partitions at once, HSD trials); -j 1: one "
+            "thread. Default: the CPUs this process may use (affinity, cgroup quota).",
+        ),
+        click.option(
             "--binary",
             is_flag=True,
             help="Binary RPP (eq. 4): one population, grade >= level. Default is graded "

@@ -10,6 +10,7 @@ The result is a :class:`PreferenceCube`, measures x pairs x queries.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ import lazy_loader
 from ..core import limits, ties
 from ..core.cube import PreferenceCube, run_pairs
 from ..core.errors import InputError
+from ..core.parallel import in_order
 from ..core.positions import RunPositions, position_matrix, run_positions
 from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
@@ -65,10 +67,11 @@ def load_runs(
     notify: Callable[[str], None] | None = stderr_notice,
     progress: bool | None = None,
     use_cache: bool = False,
+    jobs: int | None = None,
 ) -> list[RunPositions]:
-    """Read runs (on all cores), keeping only relevant positions and retrieved counts;
-    with ``use_cache`` (``Options.cache``), run files already reduced against the same
-    judgments come from the cache.
+    """Read runs (on ``jobs`` threads; default all cores), keeping only relevant
+    positions and retrieved counts; with ``use_cache`` (``Options.cache``), run files
+    already reduced against the same judgments come from the cache.
 
     ``sources``: a :class:`~prefeval.io.runs.RunSet`, or what
     :func:`~prefeval.io.runs.resolve_runs` takes.  A file's cache key is the digest of
@@ -123,13 +126,12 @@ def load_runs(
     # runs are independent: read and reduce them on all cores (pyarrow and numpy
     # release the GIL), keeping at most a few whole runs in memory at once
 
-    jobs = runs
     # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
-    workers = limits.reader_threads(min(len(jobs), os.cpu_count() or 1))
+    workers = limits.reader_threads(min(len(runs), jobs or os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
-        results = pool.map(reduce, jobs)
+        results = pool.map(reduce, runs)
         out = list(
-            progress_bar(results, desc="reading runs", unit="run", enable=progress, total=len(jobs))
+            progress_bar(results, desc="reading runs", unit="run", enable=progress, total=len(runs))
         )
     if use_cache:
         cache.prune()
@@ -205,9 +207,11 @@ def compute_cube(
     binary: bool = False,
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> PreferenceCube:
     """All measures for all run pairs (or only ``pairs``, run index pairs (a, b)) and
-    queries (vectorized over pairs and populations)."""
+    queries (vectorized over pairs and populations; on ``threads`` threads, default all
+    cores)."""
     return cube_from_matrix(
         position_matrix(runs, relevant),
         [r.name for r in runs],
@@ -216,6 +220,7 @@ def compute_cube(
         binary=binary,
         progress=progress,
         pairs=pairs,
+        threads=threads,
     )
 
 
@@ -228,9 +233,11 @@ def cube_from_matrix(
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
     queries: range | None = None,
+    threads: int | None = None,
 ) -> PreferenceCube:
     """:func:`compute_cube` on a position matrix (runs x relevant documents of ``relevant``);
-    ``queries``: only the queries of that range of query indices (a partition)."""
+    ``queries``: only the queries of that range of query indices (a partition);
+    ``threads``: how many compare its blocks (default all cores)."""
     part = range(relevant.n_queries) if queries is None else queries
     n_runs, n_q = len(run_names), len(part)
     chosen = run_pairs(n_runs, pairs)
@@ -270,7 +277,7 @@ def cube_from_matrix(
         def work(block):
             return _compare_block(block, matrix, ia, ja, asked)
 
-        with ThreadPoolExecutor(max(1, min(len(blocks), os.cpu_count() or 1))) as pool:
+        with ThreadPoolExecutor(max(1, min(len(blocks), threads or os.cpu_count() or 1))) as pool:
             results = pool.map(work, blocks)
             for _fresh, parts in progress_bar(
                 zip(new_queries, results),
@@ -348,18 +355,47 @@ def matrix_partitions(
     progress: bool | None = None,
     pairs: np.ndarray | None = None,
     cells: int = PARTITION_CELLS,
+    jobs: int = 1,
 ):
     """:func:`partitioned_cubes` from the runs' :func:`~prefeval.core.positions.position_matrix`
     (the reduced runs themselves no longer needed).  Between partitions the memory the
-    previous one's rows and text freed is handed back (:func:`release_free_memory`)."""
+    previous one's rows and text freed is handed back (:func:`release_free_memory`).
+
+    ``jobs``: the threads computing partitions at once, each one partition (its blocks
+    on ``jobs`` threads when it is the only one); the cubes come in query order, at most
+    ``jobs`` computed ahead of the one the caller holds, so memory grows by at most one
+    partition per thread.  The cubes do not depend on ``jobs``."""
     ranges = query_ranges(relevant.n_queries, len(names), len(measures), pairs, cells)
-    for i, part in enumerate(ranges):
-        if i:
-            release_free_memory()
-        yield cube_from_matrix(
+    workers = max(1, min(jobs, len(ranges)))
+
+    def cube(part: range, progress=progress, threads=1) -> PreferenceCube:
+        return cube_from_matrix(
             matrix, names, relevant, measures, binary=binary, progress=progress, pairs=pairs,
-            queries=part,
+            queries=part, threads=threads,
         )  # fmt: skip
+
+    if workers == 1:
+        for i, part in enumerate(ranges):
+            if i:
+                release_free_memory()
+            yield cube(part, threads=jobs)
+        return
+    # the kernels release the GIL in their large numpy operations: threads share the
+    # matrix (docs/architecture.md, "parallel local engine", on threads vs processes)
+    with ThreadPoolExecutor(workers) as pool:
+        cubes = in_order(pool, functools.partial(cube, progress=False), ranges, workers)
+        try:
+            for i, done in enumerate(
+                progress_bar(
+                    cubes, desc="comparing runs", unit="query", enable=progress,
+                    total=relevant.n_queries, count=lambda c: len(c.query_ids),
+                )
+            ):  # fmt: skip
+                if i:
+                    release_free_memory()
+                yield done
+        finally:  # stopped early (an error, a closed output): the partitions not started
+            cubes.close()  # are dropped
 
 
 def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) -> None:
@@ -401,10 +437,10 @@ def _compare_block(block, matrix, ia, ja, asked) -> list[tuple]:
 
 
 class LocalEngine:
-    """The local engine: this process, one query partition at a time
-    (:func:`matrix_partitions`), or the whole cube at once where the analysis keeps it
-    whole (``Want.values``, a cube in the cache, one partition), that cube cached with
-    ``Options.cache``."""
+    """The local engine: this process, ``Options.jobs`` query partitions at a time on
+    as many threads (:func:`matrix_partitions`), or the whole cube at once where the
+    analysis keeps it whole (``Want.values``, a cube in the cache, one partition), that
+    cube cached with ``Options.cache``."""
 
     def prepare(self) -> None:
         """Nothing to prepare here."""
@@ -414,7 +450,7 @@ class LocalEngine:
         relevant = relevant_with_notice(job.qrels, options.relevance_level, job.notify)
         positions = load_runs(
             job.runs, relevant, options.max_docs, notify=job.notify,
-            progress=options.progress, use_cache=options.cache,
+            progress=options.progress, use_cache=options.cache, jobs=options.jobs,
         )  # fmt: skip
         names = [p.name for p in positions]
         measures = [m.name for m in job.measures]
@@ -435,7 +471,7 @@ class LocalEngine:
                 if cube is None:
                     cube = compute_cube(
                         positions, relevant, job.measures, binary=options.binary,
-                        progress=options.progress, pairs=job.pairs,
+                        progress=options.progress, pairs=job.pairs, threads=options.jobs,
                     )  # fmt: skip
                     if job.pairs is None:  # with --against: not the cube the cache keeps
                         if key:
@@ -456,6 +492,7 @@ class LocalEngine:
             matrix_partitions(
                 matrix, names, relevant, job.measures, binary=options.binary,
                 progress=options.progress, pairs=job.pairs, cells=options.partition_cells,
+                jobs=options.jobs,
             ),
             want,
         )  # fmt: skip

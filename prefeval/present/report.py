@@ -255,7 +255,13 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
     for a, b, t in taus_frame.itertuples(index=False):
         taus[a, b] = taus[b, a] = t
     pair_table = pair_tests(
-        ev, tests, options.correction, options.trials, options.seed, progress=options.progress
+        ev,
+        tests,
+        options.correction,
+        options.trials,
+        options.seed,
+        progress=options.progress,
+        jobs=options.jobs,
     )
     means = pair_summary(ev)
     sections = [_data_section(inputs, sources)]
