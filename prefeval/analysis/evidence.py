@@ -18,7 +18,7 @@ from ..core.errors import InputError
 from ..core.progress import stderr_notice
 from ..core.qrels import query_sort_key
 from ..engine.engines import engine_for
-from ..engine.job import Job, Want, gather
+from ..engine.job import Job, Want, fold_evidence
 from ..engine.local import relevant_with_notice
 from ..io.runs import RunSet, read_qrels, resolve_runs
 from ..io.tables import (
@@ -79,7 +79,7 @@ def gather_inputs(
     (``order``: no randomized HSD) only their :class:`~prefeval.core.cube.RankTally` is
     kept, not the queries x runs matrices.  ``engine``: ``"local"`` or ``"dask"`` (on the
     Dask ``scheduler``, default a local cluster): either streams the job's partitions
-    and :func:`prefeval.engine.job.gather` folds them, the same values; the reduced runs
+    and :func:`prefeval.engine.job.fold_evidence` folds them, the same values; the reduced runs
     (``Inputs.positions``: label sampling needs them) come from Dask only with
     ``positions``, and Dask does not use the cache.  Baselines are computed here either
     way.
@@ -160,7 +160,7 @@ def _computed_cube(inputs: Inputs, metrics, options: Options, notify, stream, wi
     # the whole cube, or with ``stream`` the win rates and moments merged partition
     # by partition (memory then holds one partition's preferences)
     want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
-    got = gather(engine_for(options).partitions(job, want), want)
+    got = fold_evidence(engine_for(options).partitions(job, want), want)
     inputs.relevant, inputs.positions = got.relevant, got.positions
     if got.cube is None:
         inputs.evidence = Evidence(

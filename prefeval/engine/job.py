@@ -2,7 +2,7 @@
 (:class:`Partitions`, each a :class:`PartitionResult` reduced where it was computed: in
 this process or on a Dask worker), and folded here, in query order, by the same code
 whatever the engine: compare's tables (:func:`compare_frames`, :func:`whole_frame`) and
-the analysis commands' evidence (:func:`gather`).
+the analysis commands' evidence (:func:`fold_evidence`).
 
 An engine is anything with ``partitions(job, want) -> Partitions`` (:class:`Engine`):
 :class:`prefeval.engine.local.LocalEngine` and :class:`prefeval.engine.dask.DaskEngine`,
@@ -219,7 +219,7 @@ def whole_frame(frames: Iterable[pd.DataFrame], like: PreferenceCube, summary: b
 
 @dataclass
 class Gathered:
-    """What :func:`gather` folds: the evaluated judgments, the run names, and the whole
+    """What :func:`fold_evidence` folds: the evaluated judgments, the run names, and the whole
     cube, or the streamed win rates and moments, and the reduced runs."""
 
     relevant: object
@@ -230,7 +230,7 @@ class Gathered:
     positions: list | None = None
 
 
-def gather(parts: Partitions, want: Want) -> Gathered:
+def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     """The analysis commands' evidence, folded from the partitions in query order: the
     whole cube (from their ``values``), or per measure the win rates stacked (without
     ``win_rates`` only their :class:`~prefeval.core.cube.RankTally`) and the pair moments

@@ -14,6 +14,14 @@ from ..core.errors import InputError
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
+#: the names a column may have in a table or DataFrame (ir-measures', then PyTerrier's)
+QUERY = ("query_id", "qid")
+DOC = ("doc_id", "docno")
+SCORE = ("score",)
+GRADE = ("relevance", "label")
+ITERATION = ("iteration",)
+RUN = ("run", "name")
+
 #: query id of summary rows (as in trec_eval); not allowed as a real query id
 RESERVED_QUERY = "all"
 

@@ -25,16 +25,11 @@ import lazy_loader
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
-from .columns import id_strings
+from .columns import DOC, GRADE, QUERY, SCORE, id_strings
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
-QUERY = ("query_id", "qid")
-DOC = ("doc_id", "docno")
-SCORE = ("score",)
-GRADE = ("relevance", "label")
-RUN = ("run", "name")
 #: kinds of pandas.api.types.infer_dtype that are numbers
 _NUMERIC = ("integer", "floating", "mixed-integer-float", "decimal")
 

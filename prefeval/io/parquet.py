@@ -27,6 +27,12 @@ from ..core.arrays import small_strings
 from ..core.errors import InputError
 from ..core.positions import RunPositions, reduce_rows, run_positions, set_like
 from .columns import (
+    DOC,
+    GRADE,
+    ITERATION,
+    QUERY,
+    RUN,
+    SCORE,
     FirstError,
     RunColumns,
     dictionary_codes,
@@ -40,13 +46,6 @@ from .source import is_stream, read_raw
 pd = lazy_loader.load("pandas")
 
 np = lazy_loader.load("numpy")
-
-QUERY = ("query_id", "qid")
-DOC = ("doc_id", "docno")
-SCORE = ("score",)
-GRADE = ("relevance", "label")
-ITERATION = ("iteration",)
-RUN = ("run", "name")
 
 
 def _file(data, path: str):

@@ -14,9 +14,8 @@ import lazy_loader
 from ..core.errors import InputError
 from ..core.qrels import Qrels
 from . import parquet
-from .columns import RunColumns, id_strings, run_from_arrays
+from .columns import RUN, RunColumns, id_strings, run_from_arrays
 from .frames import (
-    RUN,
     frame_column,
     is_nested,
     is_records,
