@@ -307,8 +307,8 @@ def cube_from_matrix(
         np.add.at(sizes[family.name], pops.query, pops.count[f] * pops.size)
     blocks = []
     # equal sizes are consecutive (by increasing m): blocks of at most _BLOCK elements
-    edges = np.flatnonzero(np.diff(pops.size)) + 1
-    for lo, hi in zip([0, *edges.tolist()], [*edges.tolist(), len(pops.size)]):
+    edges = [0, *(np.flatnonzero(np.diff(pops.size)) + 1).tolist(), len(pops.size)]
+    for lo, hi in zip(edges[:-1], edges[1:]) if len(pops.size) else ():
         step = max(1, _BLOCK // max(1, n_p * int(pops.size[lo])))
         blocks.extend(pops.block(slice(i, min(i + step, hi))) for i in range(lo, hi, step))
     # progress in queries: a query counts when the first block holding one of its
