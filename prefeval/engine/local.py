@@ -14,7 +14,7 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import lazy_loader
 
@@ -152,15 +152,33 @@ def load_runs(
 
 
 @dataclass
-class _Population:
-    """One pseudo-population of a query: its relevant documents and, per family it
-    belongs to, [weight, count]: its weight (p(lambda), p(t), ...; summed over the
-    family's populations it stands for) and how many of them it stands for (a query's
-    populations with all its relevant documents are one)."""
+class _Populations:
+    """The pseudo-populations of a query partition, as the engine compares them, in
+    order: population ``i`` is of query ``query[i]`` (numbered from 0 in the
+    partition) and holds the ``size[i]`` documents ``members[start[i]:][:size[i]]``;
+    per family (axis 0, in the order asked) its weight (p(lambda), p(t), ...; summed
+    over the family's populations it stands for) and how many of them it stands for
+    (``count``; 0: none), a query's populations with all its relevant documents being
+    one."""
 
-    query: int
-    docs: np.ndarray
-    shares: dict[str, list] = field(default_factory=dict)
+    query: np.ndarray
+    size: np.ndarray
+    start: np.ndarray
+    members: np.ndarray
+    weight: np.ndarray
+    count: np.ndarray
+
+    def block(self, at: slice) -> _Populations:
+        """The populations of ``at`` (the members shared)."""
+        return _Populations(
+            self.query[at], self.size[at], self.start[at], self.members,
+            self.weight[:, at], self.count[:, at],
+        )  # fmt: skip
+
+    def docs(self) -> np.ndarray:
+        """(populations x m) their documents, all of size m."""
+        m = int(self.size[0]) if len(self.size) else 0
+        return self.members[self.start[:, None] + np.arange(m)]
 
 
 def query_populations(
@@ -178,26 +196,60 @@ def query_populations(
 
 def _populations(
     relevant: RelevantSet, binary: bool, families: Sequence[Family], queries: range | None = None
-) -> list[_Population]:
-    """Every query's populations (:func:`query_populations`; of the query indices
-    ``queries``, numbered from 0 in that range), those of all its relevant documents
-    merged into one (its weights summed, in order)."""
-    pops: list[_Population] = []
+) -> _Populations:
+    """Every query's populations (:meth:`~prefeval.measures.family.Family.populations_of`
+    of each family; of the query indices ``queries``, numbered from 0 in that range),
+    by size m, then by query, those of a query in the families' order and each
+    family's, those of all its relevant documents merged into one ahead of the others
+    (its weights summed, in order); a query none of whose populations has all its
+    documents has no such one."""
     queries = range(relevant.n_queries) if queries is None else queries
-    for k in queries:
-        lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
-        docs = np.arange(lo, hi)
-        at = k - queries.start
-        base = _Population(at, docs)
-        pops.append(base)
-        for family, _label, mask, weight in query_populations(relevant, k, binary, families):
-            if mask is None or mask.all():
-                share = base.shares.setdefault(family.name, [0.0, 0])
-                share[0] += weight
-                share[1] += 1
-            else:
-                pops.append(_Population(at, docs[mask], {family.name: [weight, 1]}))
-    return pops
+    n, n_f = len(queries), len(families)
+    offsets = relevant.offsets
+    lo = int(offsets[queries.start])
+    m = np.diff(offsets[queries.start : queries.stop + 1]).astype(np.int64)
+    # the merged ones: one per query, its members the query's documents
+    whole_weight = np.zeros((n_f, n))
+    whole_count = np.zeros((n_f, n), dtype=np.int64)
+    members = [np.arange(lo, int(offsets[queries.stop]), dtype=np.int64)]
+    query, slot, size, start, weight, count = [], [], [], [], [], []
+    at = len(members[0])
+    for f, family in enumerate(families):
+        pops = family.populations_of(relevant, queries, binary)
+        q = pops.query - queries.start
+        whole = pops.size == m[q]
+        np.add.at(whole_weight[f], q[whole], pops.weight[whole])  # in order
+        np.add.at(whole_count[f], q[whole], 1)
+        part = ~whole
+        query.append(q[part])
+        slot.append(np.full(int(part.sum()), f))
+        size.append(pops.size[part])
+        start.append(at + pops.start[part])
+        shares = np.zeros((n_f, int(part.sum())))
+        shares[f] = pops.weight[part]
+        weight.append(shares)
+        counts = np.zeros((n_f, int(part.sum())), dtype=np.int64)
+        counts[f] = 1
+        count.append(counts)
+        members.append(pops.docs)
+        at += len(pops.docs)
+    merged = np.flatnonzero(whole_count.any(axis=0))
+    query.insert(0, merged)
+    slot.insert(0, np.full(len(merged), -1))
+    size.insert(0, m[merged])
+    start.insert(0, offsets[queries.start + merged] - lo)
+    weight.insert(0, whole_weight[:, merged])
+    count.insert(0, whole_count[:, merged])
+    query_, slot_, size_ = np.concatenate(query), np.concatenate(slot), np.concatenate(size)
+    order = np.lexsort((np.arange(len(query_)), slot_, query_, size_))
+    return _Populations(
+        query=query_[order],
+        size=size_[order],
+        start=np.concatenate(start).astype(np.int64)[order],
+        members=np.concatenate(members),
+        weight=np.concatenate(weight, axis=1)[:, order],
+        count=np.concatenate(count, axis=1)[:, order],
+    )
 
 
 def compute_cube(
@@ -250,25 +302,22 @@ def cube_from_matrix(
     sums = {f.name: f.sums(mine, n_q, n_p) for f, mine in asked}
     sizes = {f.name: np.zeros(n_q, dtype=np.int64) for f in families}
 
-    pops = [p for p in _populations(relevant, binary, families, part) if p.shares]
-    for pop in pops:
-        for name, (_weight, count) in pop.shares.items():
-            sizes[name][pop.query] += count * len(pop.docs)
-    by_size: dict[int, list[_Population]] = {}
-    for pop in pops:
-        by_size.setdefault(len(pop.docs), []).append(pop)
+    pops = _populations(relevant, binary, families, part)
+    for f, family in enumerate(families):
+        np.add.at(sizes[family.name], pops.query, pops.count[f] * pops.size)
     blocks = []
-    for m, group in sorted(by_size.items()):
-        step = max(1, _BLOCK // max(1, n_p * m))
-        blocks.extend(group[i : i + step] for i in range(0, len(group), step))
+    # equal sizes are consecutive (by increasing m): blocks of at most _BLOCK elements
+    edges = [0, *(np.flatnonzero(np.diff(pops.size)) + 1).tolist(), len(pops.size)]
+    for lo, hi in zip(edges[:-1], edges[1:]) if len(pops.size) else ():
+        step = max(1, _BLOCK // max(1, n_p * int(pops.size[lo])))
+        blocks.extend(pops.block(slice(i, min(i + step, hi))) for i in range(lo, hi, step))
     # progress in queries: a query counts when the first block holding one of its
     # populations is done
-    seen: set[int] = set()
-    new_queries = []
-    for block in blocks:
-        fresh = {int(p.query) for p in block} - seen
-        seen |= fresh
-        new_queries.append(len(fresh))
+    first = np.full(n_q, len(blocks))
+    for i, block in enumerate(blocks):
+        np.minimum.at(first, block.query, i)
+    new_queries = np.bincount(first[first < len(blocks)], minlength=len(blocks)).tolist()
+    seen = int((first < len(blocks)).sum())
 
     if n_p:
         # blocks are independent: compare on all cores (numpy releases the GIL in the
@@ -284,7 +333,7 @@ def cube_from_matrix(
                 desc="comparing runs",
                 unit="query",
                 enable=progress,
-                total=len(seen),
+                total=seen,
                 count=lambda item: item[0],
             ):
                 for name, queries, contribution in parts:
@@ -412,24 +461,22 @@ def _compare_block(block, matrix, ia, ja, asked) -> list[tuple]:
     (:func:`prefeval.measures.families_of`) with populations in the block: its
     kernel's (:meth:`~prefeval.measures.family.Family.compare`) on them.
     """
-    queries = np.array([p.query for p in block])
-    docs = np.stack([p.docs for p in block])  # (B, m)
+    docs = block.docs()  # (B, m)
     # sorted position vectors: (B, runs, m)
     positions = np.sort(np.moveaxis(matrix[:, docs], 0, 1), axis=-1)
     pos_a = positions[:, ia, :]
     pos_b = positions[:, ja, :]
     sign_diff = np.sign(pos_b - pos_a).astype(np.int8)  # sgn(f'_i - f_i): + when a is earlier
     out = []
-    for family, mine in asked:
-        share = [p.shares.get(family.name, (0.0, 0)) for p in block]
-        count = np.array([c for _, c in share])
+    for f, (family, mine) in enumerate(asked):
+        count = block.count[f]
         if count.any():
             sel = count > 0
-            weight = np.array([w for w, _ in share])[sel]
+            weight = block.weight[f][sel]
             contribution = family.compare(
                 mine, sign_diff[sel], pos_a[sel], pos_b[sel], weight, count[sel]
             )
-            out.append((family.name, queries[sel], contribution))
+            out.append((family.name, block.query[sel], contribution))
     return out
 
 

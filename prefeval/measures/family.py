@@ -3,7 +3,8 @@
 A family is a set of measures read off the same pseudo-populations of a query (sets of
 its relevant documents) and the same comparison of the runs' sorted positions on them,
 D = sgn(f'_i - f_i).  The engine (:mod:`prefeval.engine.local`) knows no measure: it
-asks each family of the measures asked for its populations, hands it the comparisons
+asks each family of the measures asked for its populations on a range of queries at
+once (:meth:`Family.populations_of`, arrays), hands it the comparisons
 of a block of populations (:meth:`Family.compare`), adds the contributions up per query
 and lets the family turn the sums into values (:meth:`Family.finish`).  Explain asks
 the families for their columns, their fields on a population and its recall levels,
@@ -14,10 +15,53 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # annotations only
-    import numpy as np
+import lazy_loader
+
+np = lazy_loader.load("numpy")
+
+
+@dataclass(frozen=True)
+class Populations:
+    """The pseudo-populations of a family on a range of queries, as arrays: query by
+    query, in the family's order within a query.  Population ``i`` is of query
+    ``query[i]`` (an index of the :class:`~prefeval.core.qrels.RelevantSet`), weighs
+    ``weight[i]`` and holds ``size[i]`` relevant documents of that query: the global
+    document numbers ``docs[start[i]:start[i] + size[i]]``, in their order (``start``
+    is the running sum of ``size``); ``key[i]`` is what its label is made of
+    (:meth:`Family.label`)."""
+
+    query: np.ndarray  # int64
+    size: np.ndarray  # int64
+    weight: np.ndarray  # float64
+    docs: np.ndarray  # int64
+    key: np.ndarray  # float64
+
+    @property
+    def start(self) -> np.ndarray:
+        """Where each population's documents begin in :attr:`docs`."""
+        return np.cumsum(self.size) - self.size
+
+    @classmethod
+    def whole(cls, relevant, queries: range) -> Populations:
+        """One population per query of ``queries`` holding all its relevant documents,
+        weight 1 (key NaN)."""
+        offsets = relevant.offsets
+        n = len(queries)
+        return cls(
+            query=np.arange(queries.start, queries.stop, dtype=np.int64),
+            size=np.diff(offsets[queries.start : queries.stop + 1]).astype(np.int64),
+            weight=np.ones(n),
+            docs=np.arange(offsets[queries.start], offsets[queries.stop], dtype=np.int64),
+            key=np.full(n, np.nan),
+        )
+
+    @classmethod
+    def empty(cls) -> Populations:
+        """No population."""
+        ints = np.zeros(0, dtype=np.int64)
+        return cls(ints, ints, np.zeros(0), ints, np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -56,12 +100,27 @@ class Family:
     population_columns: tuple[str, ...] = ()
     flag_columns: tuple[str, ...] = ()
 
-    def populations(self, relevant, k: int, binary: bool) -> Iterator[tuple[str, Any, float]]:
-        """The pseudo-populations of query ``k`` of ``relevant`` (a
-        :class:`~prefeval.core.qrels.RelevantSet`): (label, mask over the query's
-        relevant documents or None for all of them, weight), the label as explain
-        shows it."""
+    def populations_of(self, relevant, queries: range, binary: bool) -> Populations:
+        """The pseudo-populations of the queries of the range ``queries`` (indices of
+        ``relevant``, a :class:`~prefeval.core.qrels.RelevantSet`)."""
         raise NotImplementedError
+
+    def label(self, relevant, k: int, key: float) -> str:
+        """The label explain shows of a population of query ``k`` (its
+        :attr:`Populations.key`)."""
+        return ""
+
+    def populations(self, relevant, k: int, binary: bool) -> Iterator[tuple[str, Any, float]]:
+        """The pseudo-populations of query ``k`` (:meth:`populations_of`): (label, mask
+        over the query's relevant documents or None for all of them, weight)."""
+        pops = self.populations_of(relevant, range(k, k + 1), binary)
+        lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
+        for i, start in enumerate(pops.start):
+            mask = None
+            if pops.size[i] != hi - lo:
+                mask = np.zeros(hi - lo, dtype=bool)
+                mask[pops.docs[start : start + pops.size[i]] - lo] = True
+            yield self.label(relevant, k, pops.key[i]), mask, pops.weight[i]
 
     def kind(self, binary: bool) -> str:
         """What explain calls its populations: ``binary`` (the query's relevant

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import lazy_loader
 
 from ..core.positions import UNRETRIEVED
-from .family import Family
+from .family import Family, Populations
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
@@ -84,8 +84,8 @@ class Lexicographic(Family):
     def kind(self, binary):
         return "binary"
 
-    def populations(self, relevant, k, binary):
-        yield "", None, 1.0
+    def populations_of(self, relevant, queries, binary):
+        return Populations.whole(relevant, queries)
 
     def sums(self, measures, n_queries, n_pairs):
         return (np.zeros((n_queries, n_pairs, len(measures))),)

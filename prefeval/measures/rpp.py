@@ -16,7 +16,7 @@ from functools import lru_cache
 import lazy_loader
 
 from ..core import ties
-from .family import Family, Render
+from .family import Family, Populations, Render
 
 np = lazy_loader.load("numpy")
 
@@ -74,17 +74,34 @@ def rpp_values(sign_diff: np.ndarray, columns: Sequence[int] | None = None) -> n
     return np.stack(values, -1) if values else np.zeros((*d.shape[:-1], 0))
 
 
-def graded_populations(grades: np.ndarray):
-    """Pseudo-populations of eq. 5: for each distinct grade lambda, the documents with
-    grade >= lambda, weighted p(lambda) proportional to m_lambda (section 5.3).
-
-    Yields (lambda, mask, weight) by increasing lambda; weights sum to 1.
-    """
-    levels = np.unique(grades)
-    masks = [grades >= lam for lam in levels]
-    sizes = np.array([mask.sum() for mask in masks], dtype=float)
-    for lam, mask, size in zip(levels, masks, sizes):
-        yield float(lam), mask, size / sizes.sum()
+def graded_populations(relevant, queries: range) -> Populations:
+    """Pseudo-populations of eq. 5 of the queries of ``queries``: for each distinct grade
+    lambda of a query, its documents with grade >= lambda, weighted p(lambda)
+    proportional to m_lambda (section 5.3); by increasing lambda (the key), the weights
+    of a query summing to 1."""
+    offsets = relevant.offsets
+    lo, hi = int(offsets[queries.start]), int(offsets[queries.stop])
+    grade = relevant.grade[lo:hi]
+    m = np.diff(offsets[queries.start : queries.stop + 1])
+    query = np.repeat(np.arange(queries.start, queries.stop, dtype=np.int64), m)
+    # the distinct (query, grade) pairs, by query and increasing grade: the levels
+    order = np.lexsort((grade, query))
+    q, g = query[order], grade[order]
+    new = np.ones(len(q), dtype=bool)
+    new[1:] = (q[1:] != q[:-1]) | (g[1:] != g[:-1])
+    level_query, level = q[new], g[new]
+    # a level's documents: those of its query with grade >= lambda, in their order
+    width = m[level_query - queries.start]
+    of_level = np.repeat(np.arange(len(level_query)), width)
+    within = np.arange(len(of_level)) - np.repeat(np.cumsum(width) - width, width)
+    candidate = np.repeat(offsets[level_query], width) + within
+    keep = relevant.grade[candidate] >= level[of_level]
+    size = np.bincount(of_level[keep], minlength=len(level_query)).astype(np.int64)
+    # sum of m_lambda per query: integers, exact as the floats' sum
+    total = np.zeros(len(queries), dtype=np.int64)
+    np.add.at(total, level_query - queries.start, size)
+    weight = size.astype(float) / total[level_query - queries.start].astype(float)
+    return Populations(level_query, size, weight, candidate[keep], level.astype(float))
 
 
 def subtopic_populations(members: np.ndarray):
@@ -228,13 +245,13 @@ class GradedRPP(RPPFamily):
     def kind(self, binary):
         return "binary" if binary else "graded"
 
-    def populations(self, relevant, k, binary):
+    def populations_of(self, relevant, queries, binary):
         if binary:
-            yield "", None, 1.0
-            return
-        lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
-        for lam, mask, weight in graded_populations(relevant.grade[lo:hi]):
-            yield f"grade>={lam:g}", mask, weight
+            return Populations.whole(relevant, queries)
+        return graded_populations(relevant, queries)
+
+    def label(self, relevant, k, key):
+        return "" if np.isnan(key) else f"grade>={float(key):g}"
 
 
 class SubtopicRPP(RPPFamily):
@@ -250,12 +267,32 @@ class SubtopicRPP(RPPFamily):
     def kind(self, binary):
         return "subtopic"
 
-    def populations(self, relevant, k, binary):
+    def populations_of(self, relevant, queries, binary):
         if not relevant.has_subtopics:
-            return
-        ids = relevant.subtopic_ids[k]
-        for t, mask, weight in subtopic_populations(relevant.subtopics[k]):
-            yield "subtopic=*" if t is None else f"subtopic={ids[t]}", mask, weight
+            return Populations.empty()
+        # per query: the judgments hold a matrix of each query
+        query, size, weight, docs, key = [], [], [], [], []
+        for k in queries:
+            lo = int(relevant.offsets[k])
+            for t, mask, w in subtopic_populations(relevant.subtopics[k]):
+                members = lo + np.flatnonzero(mask)
+                query.append(k)
+                size.append(len(members))
+                weight.append(w)
+                docs.append(members)
+                key.append(-1 if t is None else t)
+        if not query:
+            return Populations.empty()
+        return Populations(
+            np.array(query, dtype=np.int64),
+            np.array(size, dtype=np.int64),
+            np.array(weight, dtype=np.float64),
+            np.concatenate(docs).astype(np.int64),
+            np.array(key, dtype=np.float64),
+        )
+
+    def label(self, relevant, k, key):
+        return "subtopic=*" if key < 0 else f"subtopic={relevant.subtopic_ids[k][int(key)]}"
 
 
 GRADED = GradedRPP()

@@ -7,12 +7,14 @@ import glob
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import invoke, partition_cells, read_tsv
 
 from prefeval.core import ties
 from prefeval.core.cube import SummaryAccumulator
 from prefeval.engine import local as engine
+from prefeval.io.frames import qrels_from_frame
 from prefeval.io.runs import read_qrels
 from prefeval.measures import parse_measures
 
@@ -302,3 +304,17 @@ def test_api_compare_takes_the_command_s_path(monkeypatch, qrels, both):
     pd.testing.assert_frame_equal(merged, whole, check_exact=True)
     assert list(whole.query_id[:3]) == sorted(set(whole.query_id) - {"all"})[:3]
     assert (whole.query_id == "all").sum() == (merged.query_id == "all").sum() > 0
+
+
+def test_partition_without_populations():
+    """Queries where no family asked has a population (subtopic RPP, no document
+    relevant to a subtopic): undefined values, no block to compare."""
+    frame = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d1"], "relevance": [1, 2]})
+    relevant = qrels_from_frame(frame).relevant(None)
+    relevant.subtopics = [np.zeros((1, 0), dtype=bool)] * 2
+    relevant.subtopic_ids = [np.zeros(0, dtype=np.int64)] * 2
+    measures = parse_measures(["strpp"], has_subtopics=True)
+    matrix = np.array([[1, 2], [2, 1]])
+    cube = engine.cube_from_matrix(matrix, ["a", "b"], relevant, measures)
+    assert cube.values.shape == (1, 1, 2)
+    assert np.isnan(cube.values).all()

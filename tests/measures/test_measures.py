@@ -18,6 +18,7 @@ from helpers import invoke, read_tsv, tsv_to_dict, write_qrels, write_run
 import prefeval.measures as registry
 from prefeval.cli import cli
 from prefeval.engine.dask import compare_partition
+from prefeval.io.frames import qrels_from_frame
 from prefeval.measures import Measure, lexicographic, measure_help, parse_measure, register, rpp
 from prefeval.options import Options
 from prefeval.present.explain import COLUMNS, explain, to_text
@@ -232,3 +233,40 @@ def test_measures_output_file(tmp_path):
         )
         assert proc.returncode == 2 and proc.stdout == ""
         assert proc.stderr == "prefeval: cannot write /dev/full: No space left on device\n"
+
+
+def test_graded_populations_of_many_queries():
+    """A family's populations of a range of queries, built at once, are those of eq. 5
+    per query: each distinct grade, its documents with grade >= it, p(lambda) ~ m_lambda."""
+    frame = pd.DataFrame(
+        {
+            "query_id": ["q1"] * 3 + ["q2"] + ["q3"] * 4,
+            "doc_id": ["d1", "d2", "d3", "d1", "d1", "d2", "d3", "d4"],
+            "relevance": [1, 3, 1, 2, 1, 2, 2, 3],
+        }
+    )
+    relevant = qrels_from_frame(frame).relevant(None)
+    assert relevant.query_ids == ["q1", "q2", "q3"]
+    pops = rpp.GRADED.populations_of(relevant, range(3), binary=False)
+    assert pops.query.tolist() == [0, 0, 1, 2, 2, 2]
+    assert pops.key.tolist() == [1.0, 3.0, 2.0, 1.0, 2.0, 3.0]
+    assert pops.size.tolist() == [3, 1, 1, 4, 3, 1]
+    assert pops.weight.tolist() == [0.75, 0.25, 1.0, 0.5, 0.375, 0.125]
+    assert pops.docs.tolist() == [0, 1, 2, 1, 3, 4, 5, 6, 7, 5, 6, 7, 7]
+    # a partition: the same populations of its queries
+    part = rpp.GRADED.populations_of(relevant, range(1, 3), binary=False)
+    assert part.query.tolist() == [1, 2, 2, 2]
+    assert part.docs.tolist() == pops.docs[4:].tolist()
+    # per query, as explain shows them
+    shown = [(label, None if mask is None else mask.tolist(), w) for label, mask, w in
+             rpp.GRADED.populations(relevant, 2, binary=False)]  # fmt: skip
+    assert shown == [
+        ("grade>=1", None, 0.5),
+        ("grade>=2", [False, True, True, True], 0.375),
+        ("grade>=3", [False, False, False, True], 0.125),
+    ]
+    whole = lexicographic.LEXICOGRAPHIC.populations_of(relevant, range(1, 3), binary=False)
+    assert whole.query.tolist() == [1, 2]
+    assert whole.size.tolist() == [1, 4]
+    assert whole.weight.tolist() == [1.0, 1.0]
+    assert whole.docs.tolist() == [3, 4, 5, 6, 7]
