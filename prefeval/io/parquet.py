@@ -312,27 +312,27 @@ def _row_group_chunks(pfile) -> list[list[int]]:
     return chunks
 
 
-def _chunk_batches(pfile, groups: list[int], columns: list[str]):
+def _chunk_batches(pfile, groups: list[int], columns: list[str], threads: bool = True):
     """The RecordBatches (up to :data:`BATCH_ROWS` rows) of ``columns`` of row groups
-    ``groups``."""
+    ``groups`` (on Arrow's threads when ``threads`` and :func:`limits.arrow_threads`)."""
     return pfile.iter_batches(
         batch_size=BATCH_ROWS,
         row_groups=groups,
         columns=columns,
-        use_threads=limits.arrow_threads(),
+        use_threads=threads and limits.arrow_threads(),
     )
 
 
-def _batches(path: str, columns: list[str], data=None):
+def _batches(path: str, columns: list[str], data=None, threads: bool = True):
     """(file row of the first row, RecordBatch) of ``columns``, :data:`BATCH_ROWS` at a
-    time, in file order."""
+    time, in file order (on Arrow's threads when ``threads``, see :func:`_chunk_batches`)."""
     import pyarrow as pa
 
     pfile = open_parquet(path, data)
 
     def read():
         for groups in _row_group_chunks(pfile):
-            yield from _chunk_batches(pfile, groups, columns)
+            yield from _chunk_batches(pfile, groups, columns, threads)
 
     batches = read()
     offset = 0
@@ -360,13 +360,16 @@ def _checked(path: str, columns: list[str], offset: int, batch) -> tuple:
     )
 
 
-def _run_rows(path: str, columns: list[str], data=None, pool=None, ahead: int = 0):
+def _run_rows(
+    path: str, columns: list[str], data=None, pool=None, ahead: int = 0, threads: bool = True
+):
     """(offset, run names, query ids, docnos, scores) of every batch of a many-run
     table, each column checked (rows in errors counted in the whole file); with a
-    thread ``pool``, its chunks of row groups are read and checked on it, up to
-    ``ahead`` ahead, and come (with their errors) in file order."""
+    thread ``pool``, its chunks of row groups are read (each on one thread) and checked
+    on it, up to ``ahead`` ahead, and come (with their errors) in file order; without,
+    read on Arrow's threads when ``threads``."""
     if pool is None:
-        for offset, batch in _batches(path, columns, data):
+        for offset, batch in _batches(path, columns, data, threads):
             yield _checked(path, columns, offset, batch)
         return
     import pyarrow as pa
@@ -398,7 +401,8 @@ def _chunk_rows(path: str, columns: list[str], data, offset: int, groups: list[i
     checked = []
     try:
         pfile = open_parquet(path, data)
-        batches = _chunk_batches(pfile, groups, columns)
+        # chunks are read on threads of their own: not on Arrow's too
+        batches = _chunk_batches(pfile, groups, columns, threads=False)
         while True:
             try:
                 batch = next(batches)
@@ -516,7 +520,8 @@ def table_positions(
     positions are the same: ranks depend only on each (run, query)'s rows.  With
     ``jobs`` > 1, batches are read, checked and reduced on ``jobs`` threads (pyarrow
     and numpy release the GIL), a few ahead, and merged in file order: the same
-    positions and the same first error as on one thread.
+    positions and the same first error as on one thread; with ``jobs`` = 1 the
+    grouped table is read on this thread only.
     """
 
     path = os.fspath(path)
@@ -554,12 +559,13 @@ def _complete_groups(path: str, columns: list[str], data=None, pool=None, ahead:
     """The rows of a many-run table (run names, query ids, docnos, scores, row numbers)
     read batch by batch, cut after the last complete (run, query) group of a batch:
     the group that may go on in the next batch is carried over to it (``pool``,
-    ``ahead``: see :func:`_run_rows`)."""
+    ``ahead``: see :func:`_run_rows`; read on this thread only without a pool)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     carry = None
-    for offset, names, qid, docno, score in _run_rows(path, columns, data, pool, ahead):
+    rows_read = _run_rows(path, columns, data, pool, ahead, threads=False)
+    for offset, names, qid, docno, score in rows_read:
         rows = np.arange(offset, offset + len(score), dtype=np.int64)
         if carry is not None:
             names = pa.concat_arrays([carry[0], names])
