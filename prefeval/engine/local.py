@@ -85,7 +85,13 @@ def load_runs(
     tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
     for run in runs:
         if run.kind == "table" and run.path not in tables:
-            tables[run.path] = parquet.table_positions(run.path, relevant, max_docs, run.data)
+            tables[run.path] = parquet.table_positions(
+                run.path,
+                relevant,
+                max_docs,
+                run.data,
+                limits.reader_threads(jobs or os.cpu_count() or 1),
+            )
 
     def reduce(run):
         if run.kind == "table":

@@ -19,6 +19,9 @@ counted from 1, as the data rows of a text table) or ``FILE: column X: ...``.
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import lazy_loader
 
@@ -292,37 +295,44 @@ def _many_run_columns(pfile, path: str) -> list[str]:
     ]
 
 
-def _batches(path: str, columns: list[str], data=None):
+def _row_group_chunks(pfile) -> list[list[int]]:
+    """The row groups of a file read together, in file order: a few at a time (up to
+    BATCH_ROWS / 2 rows; over the whole file, iter_batches reads ahead and holds most
+    of a large file: 1.7 GB of Arrow memory for 200M rows); small row groups together."""
+    chunks, groups, rows = [], [], 0
+    for group in range(pfile.num_row_groups):
+        size = pfile.metadata.row_group(group).num_rows
+        if groups and rows + size > BATCH_ROWS // 2:
+            chunks.append(groups)
+            groups, rows = [], 0
+        groups.append(group)
+        rows += size
+    if groups:
+        chunks.append(groups)
+    return chunks
+
+
+def _chunk_batches(pfile, groups: list[int], columns: list[str], threads: bool = True):
+    """The RecordBatches (up to :data:`BATCH_ROWS` rows) of ``columns`` of row groups
+    ``groups`` (on Arrow's threads when ``threads`` and :func:`limits.arrow_threads`)."""
+    return pfile.iter_batches(
+        batch_size=BATCH_ROWS,
+        row_groups=groups,
+        columns=columns,
+        use_threads=threads and limits.arrow_threads(),
+    )
+
+
+def _batches(path: str, columns: list[str], data=None, threads: bool = True):
     """(file row of the first row, RecordBatch) of ``columns``, :data:`BATCH_ROWS` at a
-    time, in file order."""
+    time, in file order (on Arrow's threads when ``threads``, see :func:`_chunk_batches`)."""
     import pyarrow as pa
 
     pfile = open_parquet(path, data)
 
     def read():
-        # a few row groups at a time (up to BATCH_ROWS / 2 rows): over the whole file,
-        # iter_batches reads ahead and holds most of a large file (1.7 GB of Arrow
-        # memory for 200M rows); small row groups are read together
-        groups, rows = [], 0
-        for group in range(pfile.num_row_groups):
-            size = pfile.metadata.row_group(group).num_rows
-            if groups and rows + size > BATCH_ROWS // 2:
-                yield from pfile.iter_batches(
-                    batch_size=BATCH_ROWS,
-                    row_groups=groups,
-                    columns=columns,
-                    use_threads=limits.arrow_threads(),
-                )
-                groups, rows = [], 0
-            groups.append(group)
-            rows += size
-        if groups:
-            yield from pfile.iter_batches(
-                batch_size=BATCH_ROWS,
-                row_groups=groups,
-                columns=columns,
-                use_threads=limits.arrow_threads(),
-            )
+        for groups in _row_group_chunks(pfile):
+            yield from _chunk_batches(pfile, groups, columns, threads)
 
     batches = read()
     offset = 0
@@ -337,18 +347,95 @@ def _batches(path: str, columns: list[str], data=None):
         offset += batch.num_rows
 
 
-def _run_rows(path: str, columns: list[str], data=None):
-    """(offset, run names, query ids, docnos, scores) of every batch of a many-run
-    table, each column checked (rows in errors counted in the whole file)."""
+def _checked(path: str, columns: list[str], offset: int, batch) -> tuple:
+    """(offset, run names, query ids, docnos, scores) of one batch of a many-run table,
+    each column checked (rows in errors counted in the whole file)."""
     run, query, doc, score = columns
-    for offset, batch in _batches(path, columns, data):
-        yield (
-            offset,
-            ids(batch.column(0), "run name", path, name=run, offset=offset),
-            ids(batch.column(1), "query id", path, name=query, offset=offset),
-            ids(batch.column(2), "document id", path, name=doc, offset=offset),
-            numbers(batch.column(3), "score", path, name=score, offset=offset),
-        )
+    return (
+        offset,
+        ids(batch.column(0), "run name", path, name=run, offset=offset),
+        ids(batch.column(1), "query id", path, name=query, offset=offset),
+        ids(batch.column(2), "document id", path, name=doc, offset=offset),
+        numbers(batch.column(3), "score", path, name=score, offset=offset),
+    )
+
+
+def _run_rows(
+    path: str, columns: list[str], data=None, pool=None, ahead: int = 0, threads: bool = True
+):
+    """(offset, run names, query ids, docnos, scores) of every batch of a many-run
+    table, each column checked (rows in errors counted in the whole file); with a
+    thread ``pool``, its chunks of row groups are read (each on one thread) and checked
+    on it, up to ``ahead`` ahead, and come (with their errors) in file order; without,
+    read on Arrow's threads when ``threads``."""
+    if pool is None:
+        for offset, batch in _batches(path, columns, data, threads):
+            yield _checked(path, columns, offset, batch)
+        return
+    import pyarrow as pa
+
+    pfile = open_parquet(path, data)
+    try:
+        chunks, offset = [], 0
+        for groups in _row_group_chunks(pfile):
+            chunks.append((offset, groups))
+            offset += sum(pfile.metadata.row_group(g).num_rows for g in groups)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise unreadable(path, error) from None
+
+    def chunk_rows(chunk):
+        return _chunk_rows(path, columns, data, *chunk)
+
+    for checked, error in _ordered(pool, ahead, chunk_rows, chunks):
+        yield from checked
+        if error is not None:
+            raise error
+
+
+def _chunk_rows(path: str, columns: list[str], data, offset: int, groups: list[int]):
+    """([checked batch, ...], the error that stopped the reading or None) of the row
+    groups ``groups`` of a many-run table, their first row at file row ``offset``
+    (:func:`_checked`; a file of its own opened, for a thread of its own)."""
+    import pyarrow as pa
+
+    checked = []
+    try:
+        pfile = open_parquet(path, data)
+        # chunks are read on threads of their own: not on Arrow's too
+        batches = _chunk_batches(pfile, groups, columns, threads=False)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return checked, None
+            except (pa.ArrowException, OSError, ValueError) as error:
+                raise unreadable(path, error) from None
+            checked.append(_checked(path, columns, offset, batch))
+            offset += batch.num_rows
+    except InputError as error:
+        return checked, error
+
+
+def _ordered(pool, ahead: int, work, items):
+    """``work(item)`` of each of ``items`` in their order, computed on the thread
+    ``pool``, at most ``ahead`` ahead of the one taken (an error comes where its item
+    comes: an error taking the next item after the results of the items before it)."""
+    pending: deque = deque()
+    items = iter(items)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            break
+        except BaseException as error:
+            while pending:
+                yield pending.popleft().result()
+            raise error
+        pending.append(pool.submit(work, item))
+        if len(pending) > ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def run_names(path: str, data=None) -> list[str]:
@@ -420,19 +507,28 @@ class _NotGrouped(Exception):
     """The rows of one run's query are not consecutive in the table."""
 
 
-def table_positions(path: str, relevant, max_docs: int | None = None, data=None) -> dict:
+def table_positions(
+    path: str, relevant, max_docs: int | None = None, data=None, jobs: int = 1
+) -> dict:
     """run name -> :class:`prefeval.core.positions.RunPositions` of every run of a many-run
-    table, read batch by batch.
+    table, read batch by batch, on ``jobs`` threads.
 
     When the rows of each (run, query) are consecutive (as a table written run by run
     or query by query has them, in any order of the blocks), every complete block is
     reduced as soon as it is read, so memory is bounded by a batch; otherwise the
-    runs are read one at a time (:func:`table_run`).  Either way the positions are
-    the same: ranks depend only on each (run, query)'s rows.
+    runs are read one at a time (:func:`table_run`, on one thread).  Either way the
+    positions are the same: ranks depend only on each (run, query)'s rows.  With
+    ``jobs`` > 1, batches are read, checked and reduced on ``jobs`` threads (pyarrow
+    and numpy release the GIL), a few ahead, and merged in file order: the same
+    positions and the same first error as on one thread; with ``jobs`` = 1 the
+    grouped table is read on this thread only.
     """
 
     path = os.fspath(path)
     try:
+        if jobs > 1:
+            with ThreadPoolExecutor(jobs) as pool:
+                return _grouped_positions(path, relevant, max_docs, data, pool, jobs)
         return _grouped_positions(path, relevant, max_docs, data)
     except _NotGrouped:
         return {
@@ -441,25 +537,35 @@ def table_positions(path: str, relevant, max_docs: int | None = None, data=None)
         }
 
 
-def _grouped_positions(path: str, relevant, max_docs: int | None, data=None) -> dict:
+def _grouped_positions(
+    path: str, relevant, max_docs: int | None, data=None, pool=None, ahead: int = 0
+) -> dict:
     """:func:`table_positions` of a table whose rows come grouped by (run, query), each
-    block of complete groups reduced as it is read; _NotGrouped when they do not."""
+    block of complete groups reduced as it is read (on the thread ``pool``, up to
+    ``ahead`` blocks ahead, merged in file order); _NotGrouped when they do not."""
     columns = _many_run_columns(open_parquet(path, data), path)
     reduction = _GroupedReduction(path, relevant, max_docs)
-    for names, qid, docno, score, rows in _complete_groups(path, columns, data):
-        reduction.add(names, qid, docno, score, rows)
+    blocks = _complete_groups(path, columns, data, pool, ahead)
+    if pool is None:
+        reduced = (reduction.reduce(*block) for block in blocks)
+    else:
+        reduced = _ordered(pool, ahead, lambda block: reduction.reduce(*block), blocks)
+    for block in reduced:
+        reduction.merge(block)
     return reduction.positions()
 
 
-def _complete_groups(path: str, columns: list[str], data=None):
+def _complete_groups(path: str, columns: list[str], data=None, pool=None, ahead: int = 0):
     """The rows of a many-run table (run names, query ids, docnos, scores, row numbers)
     read batch by batch, cut after the last complete (run, query) group of a batch:
-    the group that may go on in the next batch is carried over to it."""
+    the group that may go on in the next batch is carried over to it (``pool``,
+    ``ahead``: see :func:`_run_rows`; read on this thread only without a pool)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     carry = None
-    for offset, names, qid, docno, score in _run_rows(path, columns, data):
+    rows_read = _run_rows(path, columns, data, pool, ahead, threads=False)
+    for offset, names, qid, docno, score in rows_read:
         rows = np.arange(offset, offset + len(score), dtype=np.int64)
         if carry is not None:
             names = pa.concat_arrays([carry[0], names])
@@ -486,7 +592,10 @@ def _complete_groups(path: str, columns: list[str], data=None):
 class _GroupedReduction:
     """The positions of the runs of a table read in blocks of complete (run, query)
     groups, each block reduced (:func:`prefeval.core.positions.reduce_rows`) as it
-    comes; _NotGrouped as soon as a group is seen in two blocks."""
+    comes; _NotGrouped as soon as a group is seen in two blocks.
+
+    :meth:`reduce` uses nothing the blocks change (blocks may be reduced on several
+    threads); :meth:`merge` takes the reduced blocks in file order."""
 
     def __init__(self, path: str, relevant, max_docs: int | None):
         import pandas as pd
@@ -501,10 +610,16 @@ class _GroupedReduction:
         self.retrieved: dict[str, np.ndarray] = {}  # run -> documents retrieved per query
         self.done: dict[str, np.ndarray] = {}  # run -> evaluated queries already reduced
         self.done_other: set[tuple[str, str]] = set()  # (run, query id) of queries not evaluated
+        # pandas builds an index's hash table on first use: one thread at a time (its
+        # lookups of Python strings hold the GIL anyway)
+        self.lock = threading.Lock()
 
-    def add(self, names, qid, docno, score, rows) -> None:
-        """Reduce one block of complete groups (arrow run names, query ids and docnos,
-        numpy scores and row numbers)."""
+    def reduce(self, names, qid, docno, score, rows):
+        """One block of complete groups (arrow run names, query ids and docnos, numpy
+        scores and row numbers) reduced, for :meth:`merge`: (first rows of its groups,
+        their evaluated query codes, the query ids, [(run, its groups, its
+        RunPositions or None), ...]), None for an empty block; its own errors
+        (_NotGrouped within the block, a repeated row) raised."""
         import pyarrow as pa
 
         rcode, rvalues = dictionary_codes(names)
@@ -512,7 +627,7 @@ class _GroupedReduction:
         dcode, dvalues = dictionary_codes(docno)
         n = len(rcode)
         if n == 0:
-            return
+            return None
         change = np.flatnonzero((rcode[1:] != rcode[:-1]) | (qcode[1:] != qcode[:-1])) + 1
         starts = np.concatenate([[0], change])
         key = rcode.astype(np.int64) * len(qvalues) + qcode
@@ -523,14 +638,15 @@ class _GroupedReduction:
         )
         # hashes of the evaluated queries and judged docnos built once (index_in would
         # hash them again for every batch)
-        qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
+        with self.lock:
+            qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
         code = self._judged_codes(dvalues)[dcode]
         labels = rvalues.to_pylist()
         group_run, group_q = rcode[starts], qidx[starts]
+        runs = []
         for r, label in enumerate(labels):
-            mine = group_run == r
-            self._mark_groups(label, mine, starts, group_q, qid)
             rows_r = np.flatnonzero((rcode == r) & (qidx >= 0))
+            part = None
             if len(rows_r):
                 part = reduce_rows(
                     label,
@@ -541,6 +657,18 @@ class _GroupedReduction:
                     self.relevant,
                     self.max_docs,
                 )
+            runs.append((label, group_run == r, part))
+        return starts, group_q, qid, runs
+
+    def merge(self, reduced) -> None:
+        """Take one block :meth:`reduce` gave (in file order): its groups marked as seen
+        (_NotGrouped for one seen in an earlier block), its positions kept."""
+        if reduced is None:
+            return
+        starts, group_q, qid, runs = reduced
+        for label, mine, part in runs:
+            self._mark_groups(label, mine, starts, group_q, qid)
+            if part is not None:
                 self.retrieved[label] += part.retrieved
                 part.retrieved = None  # one count per run, not one per block
                 self.parts.setdefault(label, []).append(part)
@@ -552,7 +680,8 @@ class _GroupedReduction:
         if len(self.judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
             code = pc.index_in(dvalues, value_set=set_like(self.docnos, dvalues))
             return np.asarray(code.fill_null(-1), dtype=np.int64)
-        return self.judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
+        with self.lock:
+            return self.judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
 
     def _mark_groups(self, label: str, mine, starts, group_q, qid) -> None:
         """The groups ``mine`` of a block (first rows ``starts``, evaluated query codes
