@@ -19,14 +19,14 @@ from .checks import command
 from .errors import usage_errors
 from .params import (
     BASELINE_HELP,
-    FORMAT_CHOICE,
-    FORMAT_HELP,
     against_option,
     baseline_names,
     dask_options,
     engine_options,
+    format_option,
     judged,
     judged_options,
+    output_option,
     output_options,
     precision_option,
 )
@@ -60,22 +60,8 @@ def _parse_measures(measures, has_subtopics):
 )
 @dask_options
 @precision_option
-@click.option(
-    "-f",
-    "--format",
-    "fmt",
-    type=FORMAT_CHOICE,
-    default="tsv",
-    show_default=True,
-    help=FORMAT_HELP,
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Write to FILE atomically (default: stdout).",
-)
+@format_option
+@output_option
 def compare(qrels, runs, precision, fmt, output):
     """Preference of every pair of RUNs on QRELS.
 
@@ -242,13 +228,7 @@ OLD_QUERY_NOTICE = (
     help="text for people; tsv, csv (header line), jsonl or parquet (binary: -o FILE or a "
     "redirected stdout): one row per query, population and recall level.",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Write to FILE atomically (default: stdout).",
-)
+@output_option
 def explain(qrels, runs, query_ids, old_queries, top, precision, fmt, output):
     """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
 

@@ -8,7 +8,7 @@ from ..io.writers import write_stdout, write_table
 from ..measures import describe, measure_table, parse_measures
 from .checks import command
 from .errors import usage_errors
-from .params import FORMAT_CHOICE, FORMAT_HELP
+from .params import format_option, output_option
 
 
 @command("measures")
@@ -21,22 +21,8 @@ from .params import FORMAT_CHOICE, FORMAT_HELP
     metavar="NAME[,NAME...]",
     help="Describe this measure, as NAME does; repeatable, comma lists allowed.",
 )
-@click.option(
-    "-f",
-    "--format",
-    "fmt",
-    type=FORMAT_CHOICE,
-    default="tsv",
-    show_default=True,
-    help=FORMAT_HELP,
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, writable=True),
-    default=None,
-    help="Write the listing to FILE atomically (default: stdout).",
-)
+@format_option
+@output_option(what="Write the listing")
 def measures(names, more, fmt, output):
     """The preference measures: name, family, aliases, paper and equation.
 

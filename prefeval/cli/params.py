@@ -243,15 +243,8 @@ def analysis_options(func=None, *, against=True, outputs=True):
     return output_options(func) if outputs else func
 
 
-def output_options(func):
-    func = precision_option(func)
-    func = click.option(
-        "-o",
-        "--output",
-        type=click.Path(dir_okay=False, writable=True),
-        default=None,
-        help="Write to FILE atomically (default: stdout).",
-    )(func)
+def format_option(func):
+    """-f/--format: the table formats (tsv by default)."""
     return click.option(
         "-f",
         "--format",
@@ -261,6 +254,24 @@ def output_options(func):
         show_default=True,
         help=FORMAT_HELP,
     )(func)
+
+
+def output_option(func=None, *, what: str = "Write"):
+    """-o/--output FILE, written atomically; ``what``: the help's first word(s)."""
+    if func is None:
+        return lambda f: output_option(f, what=what)
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, writable=True),
+        default=None,
+        help=f"{what} to FILE atomically (default: stdout).",
+    )(func)
+
+
+def output_options(func):
+    """-f, -o and -p of the commands that write a table."""
+    return format_option(output_option(precision_option(func)))
 
 
 def baseline_names(baselines):
