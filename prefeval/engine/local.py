@@ -383,24 +383,6 @@ def query_partitions(
     return [range(lo, min(lo + size, n_queries)) for lo in range(0, n_queries, size)]
 
 
-def partitioned_cubes(
-    runs: list[RunPositions],
-    relevant: RelevantSet,
-    measures: Sequence[Measure],
-    binary: bool = False,
-    progress: bool | None = None,
-    pairs: np.ndarray | None = None,
-    cells: int = PARTITION_CELLS,
-):
-    """:func:`compute_cube` one query partition (:func:`query_partitions`) at a time:
-    yields the cube of each, in query order, so that memory is bounded by a partition."""
-    names = [r.name for r in runs]
-    yield from matrix_partitions(
-        position_matrix(runs, relevant), names, relevant, measures, binary, progress, pairs,
-        cells,
-    )  # fmt: skip
-
-
 def matrix_partitions(
     matrix: np.ndarray,
     names: list[str],
@@ -412,8 +394,10 @@ def matrix_partitions(
     cells: int = PARTITION_CELLS,
     jobs: int = 1,
 ):
-    """:func:`partitioned_cubes` from the runs' :func:`~prefeval.core.positions.position_matrix`
-    (the reduced runs themselves no longer needed).  Between partitions the memory the
+    """:func:`compute_cube` one query partition (:func:`query_ranges`) at a time, from the
+    runs' :func:`~prefeval.core.positions.position_matrix` (the reduced runs themselves no
+    longer needed): the cube of each, in query order, so that memory is bounded by a
+    partition.  Between partitions the memory the
     previous one's rows and text freed is handed back (:func:`release_free_memory`).
 
     ``jobs``: the threads computing partitions at once, each one partition (its blocks

@@ -13,6 +13,7 @@ from helpers import invoke, partition_cells, read_tsv
 
 from prefeval.core import ties
 from prefeval.core.cube import SummaryAccumulator
+from prefeval.core.positions import position_matrix
 from prefeval.engine import local as engine
 from prefeval.io.frames import qrels_from_frame
 from prefeval.io.runs import read_qrels
@@ -41,7 +42,10 @@ def _inputs(qrels):
 def test_partitions_hold_the_whole_cube(small_partitions, qrels):
     runs, relevant, measures = _inputs(qrels)
     whole = engine.compute_cube(runs, relevant, measures)
-    parts = list(engine.partitioned_cubes(runs, relevant, measures, cells=small_partitions))
+    matrix, names = position_matrix(runs, relevant), [r.name for r in runs]
+    parts = list(
+        engine.matrix_partitions(matrix, names, relevant, measures, cells=small_partitions)
+    )
     sizes = [len(p.query_ids) for p in parts]
     cells = len(measures) * len(whole.pairs)
     assert len(parts) > 2 and sum(sizes) == len(whole.query_ids)
