@@ -6,46 +6,53 @@ between pairs of TREC runs, trec_eval style.
 
 ``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree``,
 ``robustness``, ``pairs`` and ``explain`` (:mod:`prefeval.api`) return the DataFrame the
-command of the same name writes; ``prefeval.report`` writes the report.
+command of the same name writes; ``prefeval.report`` writes the report.  ``dir(prefeval)``
+lists them (a notebook's tab completion offers them), and each one's docstring has an
+example on the sample data.
 
-Heavy modules are imported lazily so that ``import prefeval`` and ``prefeval --help``
-stay fast.
+>>> import prefeval
+>>> prefeval.compare("sample_data/qrels.txt",
+...                  ["sample_data/runs/input.sys01", "sample_data/runs/input.sys02"],
+...                  measures="rpp")
+  measure  run_a  run_b query_id    value
+0     rpp  sys01  sys02      all -0.25082
+
+Heavy modules are imported lazily (``lazy_loader``: the names below are imported on
+first use) so that ``import prefeval`` and ``prefeval --help`` stay fast.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
+import lazy_loader
 
 from ._version import __version__
 
-_LAZY = {
-    "compare": "prefeval.api",
-    "metrics": "prefeval.api",
-    "order": "prefeval.api",
-    "discpower": "prefeval.api",
-    "tau": "prefeval.api",
-    "agree": "prefeval.api",
-    "robustness": "prefeval.api",
-    "pairs": "prefeval.api",
-    "explain": "prefeval.api",
-    "report": "prefeval.api",
-    "PrefevalWarning": "prefeval.core.errors",
-    "PreferenceCube": "prefeval.core.cube",
-    "read_qrels": "prefeval.io.runs",
-    "read_run": "prefeval.io.runs",
-    "Qrels": "prefeval.core.qrels",
-    "RunPositions": "prefeval.core.positions",
-    "InputError": "prefeval.core.errors",
-    "MEASURES": "prefeval.measures",
-    "parse_measures": "prefeval.measures",
+#: module -> the names ``prefeval`` exports from it, imported on first use
+_EXPORTS = {
+    "api": [
+        "compare",
+        "metrics",
+        "order",
+        "discpower",
+        "tau",
+        "agree",
+        "robustness",
+        "pairs",
+        "explain",
+        "report",
+    ],
+    "core.errors": ["PrefevalWarning", "InputError"],
+    "core.cube": ["PreferenceCube"],
+    "io.runs": ["read_qrels", "read_run"],
+    "core.qrels": ["Qrels"],
+    "core.positions": ["RunPositions"],
+    "measures": ["MEASURES", "parse_measures"],
 }
 
-__all__ = ["__version__", *_LAZY]
+__getattr__, _, _ = lazy_loader.attach(__name__, submod_attrs=_EXPORTS)
+__all__ = ["__version__", *(name for names in _EXPORTS.values() for name in names)]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'prefeval' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    """The public names (``dir(prefeval)``, a notebook's tab completion)."""
+    return list(__all__)

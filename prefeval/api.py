@@ -33,13 +33,19 @@ import functools
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import lazy_loader
 
 from .analysis.agreement import agreement_table, tau_table, ties_table
-from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
+from .analysis.baselines import (
+    default_baselines,
+    is_measure,
+    metrics_rows,
+    parse_baseline,
+    parse_baselines,
+)
 from .analysis.evidence import gather_inputs
 from .analysis.orderings import order as order_table
 from .analysis.robustness import robustness as run_robustness
@@ -78,10 +84,16 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def warn(message: str) -> None:
     """Issue a notice as a :class:`PrefevalWarning`, attributed to the first caller
     outside the prefeval package (the user's line)."""
+    _warn_user(message, PrefevalWarning)
+
+
+def _warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn(message, category)`` attributed to the first caller outside the
+    prefeval package (the user's line, which Python's default filters look at)."""
     level, frame = 1, sys._getframe(0)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, PrefevalWarning, stacklevel=level)
+    warnings.warn(message, category, stacklevel=level)
 
 
 Notify = Callable[[str], None] | None
@@ -118,8 +130,27 @@ def _command(func):
 
 def _judged(command: str, given: dict) -> Options:
     """The :class:`~prefeval.options.Options` of an API function's call, judged from its
-    arguments ``given`` (its ``locals()``): those the judge takes."""
-    return judge(command=command, **{k: v for k, v in given.items() if k in KEYWORDS})
+    arguments ``given`` (its ``locals()``): those the judge takes, with the API's own
+    readings: ``baselines`` may hold ir-measures measure objects (:func:`_measure_names`),
+    and ``summary=None`` (the default) means ``not per_query``: per-query rows alone, or
+    the summary rows alone."""
+    given = {k: v for k, v in given.items() if k in KEYWORDS}
+    if "baselines" in given:
+        given["baselines"] = _measure_names(given["baselines"])
+    if "summary" in given and given["summary"] is None:
+        given["summary"] = not given.get("per_query")
+    return judge(command=command, **given)
+
+
+def _measure_names(value):
+    """Baseline measures as the judge takes them (a string or strings): an ir-measures
+    measure object (``ir_measures.AP``, ``nDCG@10``), alone or in a list, as its name
+    (``AP(rel=2)`` keeps its ``rel``); anything else as given, for the judge to check."""
+    if is_measure(value):
+        value = [value]
+    elif value is None or isinstance(value, str) or not isinstance(value, Iterable):
+        return value
+    return [parse_baseline(v).name if is_measure(v) else v for v in value]
 
 
 def _baselines(names) -> list[str]:
@@ -149,7 +180,7 @@ def compare(
     max_docs: int | None = None,
     binary: bool = False,
     per_query: bool = False,
-    summary: bool = True,
+    summary: bool | None = None,
     against=None,
     both_directions: bool = False,
     engine: str = "local",
@@ -163,18 +194,25 @@ def compare(
     run_b, query_id, value``; value > 0 prefers run_a (RPP: rpp-sigir2022 eq. 4-6;
     lexirecall eq. 11; lexiprecision).
 
-    Pairs follow the order of ``runs``; without ``per_query`` only the summary rows
-    (query_id ``"all"``, the mean over evaluated queries), with it per-query rows first;
-    ``summary=False`` drops the summary rows (``-n``).  ``measures``: names or a comma
-    list (default: all the qrels support).  ``against``: run name(s); only the pairs
-    (a, RUN), RUN as run_b, are computed.  ``both_directions``: each pair then its
-    reverse (Delta(b, a) = -Delta(a, b)), for a runs x runs pivot.
+    Pairs follow the order of ``runs``.  Without ``per_query`` the summary rows
+    (query_id ``"all"``, the mean over the evaluated queries); with ``per_query=True``
+    the per-query rows only (as ir-measures' ``iter_calc``), so ``groupby().mean()``
+    sees no summary row; ``per_query=True, summary=True`` gives both, per-query rows
+    first, as the command's ``-q`` writes them.  ``measures``: names or a comma list
+    (default: all the qrels support).  ``against``: run name(s); only the pairs (a, RUN),
+    RUN as run_b, are computed.  ``both_directions``: each pair then its reverse
+    (Delta(b, a) = -Delta(a, b)), for a runs x runs pivot.
 
     >>> import prefeval
-    >>> prefs = prefeval.compare("sample_data/qrels.txt",
-    ...                          ["sample_data/runs/input.sys01", "sample_data/runs/input.sys02"],
-    ...                          measures="rpp,lexirecall", per_query=True)
-    >>> prefs[prefs.query_id == "301"]  # doctest: +SKIP
+    >>> runs = ["sample_data/runs/input.sys01", "sample_data/runs/input.sys02"]
+    >>> prefeval.compare("sample_data/qrels.txt", runs, measures="rpp,lexirecall")
+          measure  run_a  run_b query_id    value
+    0         rpp  sys01  sys02      all -0.25082
+    1  lexirecall  sys01  sys02      all -0.35000
+    >>> prefs = prefeval.compare("sample_data/qrels.txt", runs, measures="rpp",
+    ...                          per_query=True)
+    >>> len(prefs), round(float(prefs.value.mean()), 5)  # 20 queries; their mean
+    (20, -0.25082)
     """
 
     options = _judged("compare", locals())
@@ -200,34 +238,56 @@ def metrics(
     qrels,
     runs,
     *,
-    baselines=None,
+    measures=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
     per_query: bool = False,
-    summary: bool = True,
+    summary: bool | None = None,
     cache: bool | None = None,
     progress: bool = False,
     notify: Notify = warn,
+    baselines=None,
 ) -> pd.DataFrame:
     """Baseline metrics with ir-measures (``prefeval metrics``): rows ``measure, run,
-    query_id, value``; as trec_eval -c, only the summary rows (query_id ``"all"``: the
-    mean over every judged query, or the sum for NumQ/NumRel/NumRet/NumRelRet) unless
-    ``per_query``, which puts every run's value on every evaluated query (those with a
-    relevant document) first; ``summary=False`` drops the summary rows
-    (:func:`prefeval.analysis.baselines.metrics_rows`).
+    query_id, value``.  Without ``per_query`` the summary rows, as trec_eval -c and
+    ir-measures' ``calc_aggregate`` (query_id ``"all"``: the mean over every judged
+    query, or the sum for NumQ/NumRel/NumRet/NumRelRet); with ``per_query=True`` the
+    per-query rows only, as ir-measures' ``iter_calc`` (every run's value on every
+    evaluated query: those with a relevant document); ``per_query=True, summary=True``
+    gives both, per-query rows first, as the command's ``-q`` writes them
+    (:func:`prefeval.analysis.baselines.metrics_rows`).  The summary is not the mean of
+    the per-query rows where some judged query has no relevant document.
 
-    ``baselines``: ir-measures strings (``"AP"``, ``"nDCG@10"``, ...), trec_eval names
-    (``map``, ``ndcg_cut_10``), comma lists, or the native ``TSE``/``ASL``; default AP
-    nDCG RR R@1000 Rprec (+ the intent-aware ones on subtopic qrels).  A
-    ``per_query=True`` table is a ``metrics=`` table for the analysis functions.
+    ``measures`` (``-m``): ir-measures measures (``ir_measures.AP``, ``nDCG@10``), their
+    strings (``"AP"``, ``"nDCG@10"``), trec_eval names (``map``, ``ndcg_cut_10``),
+    comma lists, or the native ``TSE``/``ASL``, alone or in a list; default AP nDCG RR
+    R@1000 Rprec (+ the intent-aware ones on subtopic qrels).  ``baselines=`` is its old
+    name: it still works, with a :class:`DeprecationWarning`.  A ``per_query=True``
+    table is a ``metrics=`` table for the analysis functions.
 
     >>> import prefeval
-    >>> table = prefeval.metrics("sample_data/qrels.txt", "sample_data/runs/input.sys01",
-    ...                          baselines="AP,ndcg_cut_10", per_query=True)
-    >>> table[table.query_id == "all"]  # doctest: +SKIP
+    >>> from ir_measures import AP, nDCG
+    >>> prefeval.metrics("sample_data/qrels.txt", "sample_data/runs/input.sys01",
+    ...                  measures=[AP, nDCG@10])
+       measure    run query_id     value
+    0       AP  sys01      all  0.095394
+    1  nDCG@10  sys01      all  0.096487
+    >>> rows = prefeval.metrics("sample_data/qrels.txt", "sample_data/runs/input.sys01",
+    ...                         measures="map", per_query=True)
+    >>> rows.query_id.nunique(), "all" in set(rows.query_id)
+    (20, False)
     """
 
-    options = _judged("metrics", locals())
+    if baselines is not None:
+        if measures is not None:
+            raise TypeError("metrics() got measures= and baselines=: give measures= only")
+        _warn_user(
+            "metrics(baselines=...) is deprecated: use measures=... (the metrics to compute, "
+            "as `prefeval metrics -m`)",
+            DeprecationWarning,
+        )
+        measures = baselines
+    options = _judged("metrics", {**locals(), "measures": None, "baselines": measures})
     names = _baselines(options.baselines)
     sources = _runs(runs)
     judged = read_qrels(qrels_input(qrels))
@@ -298,8 +358,22 @@ def order(
     ``qrels, runs`` or ``prefs=`` (a per-query :func:`compare` table).
 
     >>> import prefeval, glob
-    >>> prefeval.order("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...                baselines=["AP"], method="borda")  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> from ir_measures import AP
+    >>> prefeval.order("sample_data/qrels.txt", runs, measures="rpp", baselines=AP)
+       measure method  rank    run     score
+    0      rpp    mc4     1  sys06  0.800000
+    1      rpp    mc4     2  sys03  0.109091
+    2      rpp    mc4     3  sys04  0.043290
+    3      rpp    mc4     4  sys05  0.023229
+    4      rpp    mc4     5  sys02  0.014489
+    5      rpp    mc4     6  sys01  0.009901
+    6       AP   mean     1  sys06  0.527486
+    7       AP   mean     2  sys03  0.404890
+    8       AP   mean     3  sys04  0.310597
+    9       AP   mean     4  sys05  0.307428
+    10      AP   mean     5  sys02  0.148218
+    11      AP   mean     6  sys01  0.095394
     """
 
     options = _judged("order", locals())
@@ -346,8 +420,15 @@ def discpower(
     pair).  Inputs as :func:`order`.
 
     >>> import prefeval, glob
-    >>> prefeval.discpower("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...                    tests="sign", baselines=["AP"])  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> from ir_measures import AP, nDCG
+    >>> prefeval.discpower("sample_data/qrels.txt", runs, measures="rpp,lexirecall",
+    ...                    baselines=[AP, nDCG@10], tests="ttest")
+          measure   test  correction  alpha  significant  pairs    percent
+    0         rpp  ttest  bonferroni   0.05            9     15  60.000000
+    1  lexirecall  ttest  bonferroni   0.05            4     15  26.666667
+    2          AP  ttest  bonferroni   0.05            9     15  60.000000
+    3     nDCG@10  ttest  bonferroni   0.05            9     15  60.000000
     """
 
     options = _judged("discpower", locals())
@@ -388,8 +469,17 @@ def tau(
     Preferences are ordered by ``method`` (as :func:`order`), baselines by their mean.
 
     >>> import prefeval, glob
-    >>> prefeval.tau("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...              measures="rpp", baselines=["AP", "nDCG"])  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> from ir_measures import AP, nDCG
+    >>> prefeval.tau("sample_data/qrels.txt", runs, measures="rpp,lexirecall",
+    ...              baselines=[AP, nDCG@10])
+        measure_a   measure_b  tau
+    0         rpp  lexirecall  1.0
+    1         rpp          AP  1.0
+    2         rpp     nDCG@10  1.0
+    3  lexirecall          AP  1.0
+    4  lexirecall     nDCG@10  1.0
+    5          AP     nDCG@10  1.0
     """
 
     options = _judged("tau", locals())
@@ -425,8 +515,15 @@ def agree(
     run name(s); only the pairs with them.
 
     >>> import prefeval, glob
-    >>> prefeval.agree("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...                baselines=["AP"])  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> from ir_measures import AP
+    >>> prefeval.agree("sample_data/qrels.txt", runs, measures="rpp,lexirecall",
+    ...                baselines=[AP, "ndcg_cut_10"])
+          measure baseline  agreement  compared
+    0         rpp       AP   0.929293       297
+    1         rpp  nDCG@10   0.890511       274
+    2  lexirecall       AP   0.858586       297
+    3  lexirecall  nDCG@10   0.795620       274
     """
 
     options = _judged("agree", locals())
@@ -472,8 +569,14 @@ def robustness(
     most-retrieved first (``policy="pool"``); ``samples`` draws each, ``seed``.
 
     >>> import prefeval, glob
-    >>> prefeval.robustness("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...                     queries=[5, 10], samples=3, baselines=[])  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> prefeval.robustness("sample_data/qrels.txt", runs, measures="rpp", baselines="AP",
+    ...                     queries=[5, 10], samples=3)
+      measure     kind  level  samples  tau_mean   tau_std  ties  agreement
+    0     rpp  queries      5        3  0.899808  0.046869   NaN        NaN
+    1      AP  queries      5        3  0.866667  0.108866   NaN        NaN
+    2     rpp  queries     10        3  0.988697  0.015984   NaN        NaN
+    3      AP  queries     10        3  0.955556  0.062854   NaN        NaN
     """
 
     options = _judged("robustness", locals())
@@ -520,8 +623,16 @@ def pairs(
     ``against``: run name(s); only the pairs (a, RUN).  Inputs as :func:`order`.
 
     >>> import prefeval, glob
-    >>> prefeval.pairs("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...                against="sys01", baselines=["AP"])  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> table = prefeval.pairs("sample_data/qrels.txt", runs, measures="rpp",
+    ...                        baselines="map", against="sys01")
+    >>> table[["measure", "run_a", "run_b", "wins", "ties", "losses"]].head(5)
+      measure  run_a  run_b  wins  ties  losses
+    0     rpp  sys02  sys01    12     4       4
+    1     rpp  sys03  sys01    20     0       0
+    2     rpp  sys04  sys01    18     1       1
+    3     rpp  sys05  sys01    17     1       2
+    4     rpp  sys06  sys01    20     0       0
     """
 
     options = _judged("pairs", locals())
@@ -556,7 +667,14 @@ def explain(
     >>> import prefeval
     >>> rows = prefeval.explain("sample_data/qrels.txt", ["sample_data/runs/input.sys01",
     ...                         "sample_data/runs/input.sys02"], queries=["301"])
-    >>> rows[rows.row == "level"]  # doctest: +SKIP
+    >>> rows.loc[rows.row == "measure", ["query_id", "measure", "value"]]
+      query_id          measure     value
+    0      301              rpp  0.000000
+    1      301           dcgrpp  0.100638
+    2      301           invrpp  0.230011
+    3      301       lexirecall  1.000000
+    4      301    lexiprecision  1.000000
+    5      301  rrlexiprecision  0.233333
     """
 
     options = judge(
@@ -617,8 +735,13 @@ def report(
     :func:`order`; needs matplotlib (``pip install 'prefeval[plot]'``).
 
     >>> import prefeval, glob
-    >>> prefeval.report("sample_data/qrels.txt", sorted(glob.glob("sample_data/runs/*")),
-    ...                 output="report.html", baselines=["AP"])  # doctest: +SKIP
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> written = prefeval.report("sample_data/qrels.txt", runs, baselines="AP",
+    ...                           tests="ttest", output=os.path.join(folder, "report.html"))
+    >>> [os.path.basename(path) for path in written]
+    ['report.html']
     """
 
     if output is None:

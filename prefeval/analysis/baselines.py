@@ -80,6 +80,7 @@ __all__ = [
     "compute_metrics",
     "default_baselines",
     "higher_is_better",
+    "is_measure",
     "metrics_rows",
     "metrics_summary",
     "parse_baseline",
@@ -132,6 +133,14 @@ def default_baselines(has_subtopics: bool) -> list[str]:
     """The baselines reported by default: standard ones, plus intent-aware ones for
     subtopic qrels."""
     return DEFAULT_BASELINES + (DEFAULT_SUBTOPIC_BASELINES if has_subtopics else [])
+
+
+def is_measure(value) -> bool:
+    """Whether ``value`` is an ir-measures measure object (``ir_measures.AP``,
+    ``nDCG@10``), which :func:`parse_baseline` takes as its string."""
+    import ir_measures
+
+    return isinstance(value, ir_measures.Measure)
 
 
 def higher_is_better(measure_name) -> bool:
@@ -312,8 +321,8 @@ def _irm_name(measure) -> str:
 
 
 def parse_baselines(texts) -> list[Baseline]:
-    """Every baseline that ``texts`` (one string or several) name, in order, each once
-    (``map`` and ``AP`` are one measure).
+    """Every baseline that ``texts`` (one string or ir-measures measure, or several) name,
+    in order, each once (``map`` and ``AP`` are one measure).
 
     A string is one measure (:func:`parse_baseline`, e.g. ``TSE(exposure=rbp,gamma=0.5)``),
     else a trec_eval name (``map``, ``ndcg_cut_10``, ``P_10``, ``recip_rank``, ``P``:
@@ -321,7 +330,7 @@ def parse_baselines(texts) -> list[Baseline]:
     either separated by commas or blanks outside parentheses (``'AP nDCG@10'``,
     ``AP,nDCG@10``).  ValueError names the first measure neither understands.
     """
-    if isinstance(texts, (str, Baseline)):
+    if isinstance(texts, (str, Baseline)) or is_measure(texts):
         texts = [texts]
     out: dict[str, Baseline] = {}
     for text in texts:

@@ -84,12 +84,14 @@ def quiet(function, *args, **kwargs):
     "options, kwargs",
     [
         ([], {}),
-        (["-q"], {"per_query": True}),
+        (["-q"], {"per_query": True, "summary": True}),
+        (["-q", "-n"], {"per_query": True}),  # per_query=True: the per-query rows only
         (["-q", "-n"], {"per_query": True, "summary": False}),
         (
             ["-q", "--binary", "-l", "2", "-M", "20", "-m", "rpp,LR", "-m", "rrLP"],
             {
                 "per_query": True,
+                "summary": True,
                 "binary": True,
                 "relevance_level": 2,
                 "max_docs": 20,
@@ -105,25 +107,30 @@ def test_compare_as_cli(options, kwargs):
 
 def test_compare_subtopics_as_cli():
     cli = _cli_table("compare", "-q", "-m", "ST-RPP,rpp", SUBTOPICS, *RUNS)
-    api = quiet(prefeval.compare, str(SUBTOPICS), RUNS, measures="ST-RPP,rpp", per_query=True)
+    api = quiet(
+        prefeval.compare, str(SUBTOPICS), RUNS, measures="ST-RPP,rpp", per_query=True, summary=True
+    )
     assert_same_as_cli(api, cli)
 
 
 def test_metrics_as_cli():
     cli = _cli_table("metrics", "-B", "AP", "-B", "nDCG@10", "-M", "30", QRELS, *RUNS)
-    api = quiet(prefeval.metrics, QRELS, RUNS, baselines=["AP", "nDCG@10"], max_docs=30)
+    api = quiet(prefeval.metrics, QRELS, RUNS, measures=["AP", "nDCG@10"], max_docs=30)
     assert_same_as_cli(api, cli)
     # trec_eval names and lists, per-query rows, no summary: as -m map,ndcg_cut_10 -q -n
     cli = _cli_table("metrics", "-m", "map,ndcg_cut_10", "-q", "-n", QRELS, *RUNS)
-    api = quiet(prefeval.metrics, QRELS, RUNS, baselines="map ndcg_cut_10", per_query=True,
-                summary=False)  # fmt: skip
+    api = quiet(prefeval.metrics, QRELS, RUNS, measures="map ndcg_cut_10", per_query=True)
     assert_same_as_cli(api, cli)
     assert set(api.measure) == {"AP", "nDCG@10"} and "all" not in set(api.query_id)
+    # both, in the command's -q layout
+    cli = _cli_table("metrics", "-m", "map", "-q", QRELS, *RUNS)
+    api = quiet(prefeval.metrics, QRELS, RUNS, measures="map", per_query=True, summary=True)
+    assert_same_as_cli(api, cli)
 
 
 def test_against_and_both_directions_as_cli():
     cli = _cli_table("compare", "-q", "--against", "sys02", "--both-directions", QRELS, *RUNS)
-    api = quiet(prefeval.compare, QRELS, RUNS, per_query=True, against="sys02",
+    api = quiet(prefeval.compare, QRELS, RUNS, per_query=True, summary=True, against="sys02",
                 both_directions=True)  # fmt: skip
     assert_same_as_cli(api, cli)
     cli = _cli_table("pairs", "--against", "sys01", "-B", "AP", "--ci", "0.9", QRELS, *RUNS)
@@ -180,7 +187,7 @@ def test_tables_as_inputs(tmp_path):
     assert invoke("metrics", "-q", "-B", "AP", "-o", metrics, QRELS, *RUNS).exit_code == 0
     cli = _cli_table("order", "--prefs", prefs, "--metrics", metrics)
     api_prefs = quiet(prefeval.compare, QRELS, RUNS, per_query=True)
-    api_metrics = quiet(prefeval.metrics, QRELS, RUNS, baselines="AP", per_query=True)
+    api_metrics = quiet(prefeval.metrics, QRELS, RUNS, measures="AP", per_query=True)
     assert_same_as_cli(quiet(prefeval.order, prefs=api_prefs, metrics=api_metrics), cli)
     assert_same_as_cli(quiet(prefeval.order, prefs=prefs, metrics=str(metrics)), cli)
     # the same ordering as from the runs themselves
@@ -283,8 +290,8 @@ def test_flavours_in_analysis_and_metrics(frames):
     qrels = frames["qrels"].rename(columns={"query_id": "qid", "relevance": "label"})
     want = quiet(prefeval.order, QRELS, RUNS, baselines=["AP", "ASL"])
     pd.testing.assert_frame_equal(quiet(prefeval.order, qrels, many, baselines=["AP", "ASL"]), want)
-    want = quiet(prefeval.metrics, QRELS, RUNS, baselines="nDCG@10")
-    pd.testing.assert_frame_equal(quiet(prefeval.metrics, qrels, many, baselines="nDCG@10"), want)
+    want = quiet(prefeval.metrics, QRELS, RUNS, measures="nDCG@10")
+    pd.testing.assert_frame_equal(quiet(prefeval.metrics, qrels, many, measures="nDCG@10"), want)
 
 
 def test_run_names():
@@ -309,7 +316,8 @@ def test_integer_ids_are_the_texts_ids():
     qrels = pd.DataFrame({"qid": [151, 151], "docno": [7, 8], "label": [1, 1]})
     run_a = {151.0: {7: 2.0, 8: 1.0}}
     run_b = pd.DataFrame({"query_id": ["151", "151"], "doc_id": ["8", "9"], "score": [2, 1]})
-    got = quiet(prefeval.compare, qrels, {"a": run_a, "b": run_b}, measures="rpp", per_query=True)
+    got = quiet(prefeval.compare, qrels, {"a": run_a, "b": run_b}, measures="rpp",
+                per_query=True, summary=True)  # fmt: skip
     # relevant positions a: (1, 2), b: (1, unretrieved): RPP(a, b) = (0 + 1) / 2
     assert got.values.tolist() == [
         ["rpp", "a", "b", "151", 0.5],
@@ -329,7 +337,9 @@ def test_ids_are_plain_strings():
     one = got[got.query_id == "301"]
     assert len(one) == 6 * 15  # every measure and pair of 6 runs on query 301
     assert set(one.query_id) == {"301"}
-    pivot = got[got.query_id == "all"].pivot(index=["measure", "run_a"], columns="run_b")
+    assert "all" not in set(got.query_id)  # per_query=True: the per-query rows only
+    summary = quiet(prefeval.compare, QRELS, RUNS)
+    pivot = summary.pivot(index=["measure", "run_a"], columns="run_b")
     assert pivot.shape[0] > 0
     order = quiet(prefeval.order, QRELS, RUNS, baselines="AP")
     assert all(type(x) is str for x in order["run"]) and order["rank"].dtype.kind == "i"
@@ -524,3 +534,133 @@ def test_huge_iteration_is_an_input_error(iteration):
     )
     with pytest.raises(InputError, match="row 1: iteration must be 0, Q0 or an integer"):
         quiet(prefeval.compare, qrels, RUNS)
+
+
+# --------------------------------------------------------------------------- ir-measures
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ir_measures.AP,  # alone: a KeyError from inside ir-measures before
+        [ir_measures.AP, ir_measures.nDCG @ 10],
+        "AP",
+        ["AP", "nDCG@10"],
+        "map,ndcg_cut_10",
+        [ir_measures.AP, "ndcg_cut_10"],
+        (m for m in [ir_measures.AP, ir_measures.nDCG @ 10]),
+    ],
+)
+def test_metrics_takes_ir_measures(given):
+    got = quiet(prefeval.metrics, QRELS, RUNS[:2], measures=given)
+    measures = ["AP"] if given is ir_measures.AP or given == "AP" else ["AP", "nDCG@10"]
+    assert got.measure.tolist() == [m for m in measures for _ in range(2)]
+    assert got.run.tolist() == ["sys01", "sys02"] * len(measures)
+    # the sample data's values, as ir-measures' own calc_aggregate gives them
+    assert got.value.round(6).tolist()[:2] == [0.095394, 0.148218]
+    if len(measures) == 2:
+        assert got.value.round(6).tolist()[2:] == [0.096487, 0.171888]
+
+
+def test_metrics_values_are_ir_measures_calc_aggregate():
+    """measures= means what ir_measures.calc_aggregate(measures, qrels, run) means."""
+    measures = [ir_measures.AP, ir_measures.nDCG @ 10, ir_measures.P @ 5]
+    qrels = list(ir_measures.read_trec_qrels(str(QRELS)))
+    run = list(ir_measures.read_trec_run(str(RUNS[0])))
+    want = ir_measures.calc_aggregate(measures, qrels, run)
+    got = quiet(prefeval.metrics, QRELS, RUNS[0], measures=measures)
+    assert dict(zip(got.measure, got.value)) == pytest.approx(
+        {str(m): v for m, v in want.items()}, abs=1e-12
+    )
+
+
+def test_explicit_rel_of_a_measure_object_is_kept():
+    """AP(rel=1) as an object opts out of relevance_level, as the string does."""
+    obj = quiet(prefeval.metrics, QRELS, RUNS[:2], measures=ir_measures.AP(rel=1),
+                relevance_level=3)  # fmt: skip
+    text = quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP(rel=1)", relevance_level=3)
+    level = quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP", relevance_level=3)
+    pd.testing.assert_frame_equal(obj, text)
+    assert obj.measure.tolist() == ["AP(rel=1)"] * 2
+    assert obj.value.tolist() != level.value.tolist()
+
+
+@pytest.mark.parametrize("command", ["order", "discpower", "tau", "agree", "pairs"])
+def test_analysis_takes_ir_measures(command):
+    kwargs = (
+        {"measures": "rpp", "tests": "ttest"} if command == "discpower" else {"measures": "rpp"}
+    )
+    want = quiet(getattr(prefeval, command), QRELS, RUNS, baselines=["AP", "nDCG@10"], **kwargs)
+    for given in ([ir_measures.AP, ir_measures.nDCG @ 10], "map ndcg_cut_10"):
+        got = quiet(getattr(prefeval, command), QRELS, RUNS, baselines=given, **kwargs)
+        pd.testing.assert_frame_equal(got, want)
+    one = quiet(getattr(prefeval, command), QRELS, RUNS, baselines=ir_measures.AP, **kwargs)
+    pd.testing.assert_frame_equal(
+        one, quiet(getattr(prefeval, command), QRELS, RUNS, baselines="AP", **kwargs)
+    )
+
+
+def test_robustness_and_report_take_ir_measures(tmp_path):
+    got = quiet(prefeval.robustness, QRELS, RUNS, measures="rpp", baselines=ir_measures.AP,
+                queries=[5], samples=2)  # fmt: skip
+    assert got.measure.tolist() == ["rpp", "AP"]
+    written = quiet(prefeval.report, QRELS, RUNS, measures="rpp", tests="ttest",
+                    baselines=[ir_measures.AP, ir_measures.nDCG @ 10],
+                    output=tmp_path / "r.html")  # fmt: skip
+    page = Path(written[-1]).read_text()
+    assert "nDCG@10" in page
+
+
+def test_metrics_baselines_keyword_is_deprecated():
+    with pytest.warns(DeprecationWarning, match=r"use measures=") as caught:
+        old = quiet(prefeval.metrics, QRELS, RUNS[:2], baselines="AP")
+    assert caught[0].filename == __file__  # attributed to the caller's line
+    pd.testing.assert_frame_equal(old, quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP"))
+    with pytest.raises(TypeError, match="give measures= only"):
+        quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP", baselines="AP")
+
+
+def test_bad_measures_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown baseline measure 'nope'"):
+        quiet(prefeval.metrics, QRELS, RUNS[:2], measures=["AP", "nope"])
+    with pytest.raises(TypeError, match="is not a string or a list of strings"):
+        quiet(prefeval.order, QRELS, RUNS, baselines=[ir_measures.AP, 5])
+
+
+def test_per_query_rows_only():
+    """per_query=True: the per-query rows (as iter_calc), the summary a separate call (as
+    calc_aggregate); for compare the summary is their mean."""
+    rows = quiet(prefeval.compare, QRELS, RUNS, measures="rpp", per_query=True)
+    summary = quiet(prefeval.compare, QRELS, RUNS, measures="rpp")
+    assert "all" not in set(rows.query_id) and set(summary.query_id) == {"all"}
+    means = rows.groupby(["run_a", "run_b"], sort=False)["value"].mean()
+    assert means.tolist() == pytest.approx(summary.value.tolist(), abs=1e-15)
+    assert summary.value.iloc[0] == pytest.approx(-0.25081994494028204, abs=1e-15)
+    with pytest.raises(ValueError, match="leaves no rows"):
+        quiet(prefeval.compare, QRELS, RUNS, per_query=False, summary=False)
+
+
+def test_dir_lists_the_commands():
+    from prefeval.cli import cli
+
+    names = dir(prefeval)
+    assert set(cli.commands) - {"measures"} <= set(names)  # measures: MEASURES
+    assert {"MEASURES", "read_qrels", "PrefevalWarning", "__version__"} <= set(names)
+    assert all(getattr(prefeval, name) is not None for name in names)
+
+
+def test_docstring_examples_run(monkeypatch):
+    """Every public function's docstring has an example, and it gives what it shows (run
+    from the repository root, where sample_data/ is)."""
+    import doctest
+
+    import prefeval.api
+
+    monkeypatch.chdir(SAMPLE.parent)
+    for name in prefeval.api.__all__:
+        assert ">>> " in getattr(prefeval.api, name).__doc__, name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrefevalWarning)
+        for module in (prefeval, prefeval.api):
+            result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+            assert result.failed == 0 and result.attempted > 0, module

@@ -126,7 +126,7 @@ def test_cli_equals_api_and_oracle(collection):
     result = invoke("compare", "-q", qrels, *runs)
     assert result.exit_code == 0, result.stderr
     got = tsv_to_dict(result.stdout)
-    assert got == _api(qrels, runs, per_query=True)
+    assert got == _api(qrels, runs, per_query=True, summary=True)
     expected = oracle.evaluate_files(qrels, runs)
     expected.update({(*k, "all"): v for k, v in oracle.summarize(expected).items()})
     oracle.assert_matches(got, expected, 1e-12)
@@ -315,7 +315,7 @@ def test_formats_round_trip(collection, fmt, parse):
     result = invoke("compare", "-q", "-f", fmt, qrels, *runs)
     assert result.exit_code == 0, result.stderr
     rows = parse(result.stdout)
-    frame = prefeval.compare(qrels, runs, per_query=True, notify=None)
+    frame = prefeval.compare(qrels, runs, per_query=True, summary=True, notify=None)
     assert len(rows) == len(frame)
     for row, expected in zip(rows, frame.itertuples(index=False, name=None)):
         assert row[:4] == tuple(str(x) for x in expected[:4])

@@ -492,7 +492,11 @@ def test_spilled_rates_read_back_what_was_added():
 def test_the_library_takes_the_engine(scheduler):
     import prefeval
 
-    for name, kwargs in (("compare", {"per_query": True}), ("order", {}), ("pairs", {})):
+    for name, kwargs in (
+        ("compare", {"per_query": True, "summary": True}),
+        ("order", {}),
+        ("pairs", {}),
+    ):
         local = getattr(prefeval, name)(
             str(SAMPLE / "qrels.txt"), RUNS, baselines=[] if name != "compare" else None,
             notify=None, **kwargs,
@@ -756,7 +760,7 @@ def test_the_library_s_rows_and_notices_are_the_local_engine_s(scheduler, monkey
     said = {"local": [], "dask": []}
     frames = {
         where: prefeval.compare(
-            str(SAMPLE / "qrels.txt"), RUNS, per_query=True, engine=where,
+            str(SAMPLE / "qrels.txt"), RUNS, per_query=True, summary=True, engine=where,
             scheduler=scheduler if where == "dask" else None, notify=said[where].append,
         )
         for where in ("local", "dask")
@@ -774,9 +778,11 @@ def test_one_file_under_two_names(scheduler, tmp_path):
     one = tmp_path / "one.parquet"
     frame[frame.run == "sys01"].drop(columns="run").to_parquet(one)
     runs = {"A": str(one), "B": str(one), "C": RUNS[1]}
-    local = prefeval.compare(str(SAMPLE / "qrels.txt"), runs, per_query=True, notify=None)
+    local = prefeval.compare(
+        str(SAMPLE / "qrels.txt"), runs, per_query=True, summary=True, notify=None
+    )
     remote = prefeval.compare(
-        str(SAMPLE / "qrels.txt"), runs, per_query=True, notify=None, engine="dask",
+        str(SAMPLE / "qrels.txt"), runs, per_query=True, summary=True, notify=None, engine="dask",
         scheduler=scheduler,
     )  # fmt: skip
     pd.testing.assert_frame_equal(local, remote)

@@ -22,7 +22,7 @@ RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 
 #: the commands compared across -j: compare -q, order, discpower (ttest)
 COMMANDS = [
-    ("compare", ["-q"], {"per_query": True}),
+    ("compare", ["-q"], {"per_query": True, "summary": True}),
     ("order", ["--no-baselines"], {"baselines": []}),
     ("discpower", ["--no-baselines", "--test", "ttest"], {"baselines": [], "tests": "ttest"}),
 ]

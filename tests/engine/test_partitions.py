@@ -289,7 +289,7 @@ def test_api_compare_takes_the_command_s_path(monkeypatch, qrels, both):
     from prefeval.engine import job
 
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    kw = dict(per_query=True, notify=None, both_directions=both, against=None)
+    kw = dict(per_query=True, summary=True, notify=None, both_directions=both, against=None)
     partition_cells(monkeypatch, 1 << 40)
     whole = prefeval.compare(SAMPLE / qrels, RUNS, **kw)
     calls = []

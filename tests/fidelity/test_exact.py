@@ -194,6 +194,7 @@ def prefeval_values(data):
             [str(p) for p in data["runs"]],
             measures=measures,
             per_query=True,
+            summary=True,
             relevance_level=level,
             binary=binary,
             notify=None,

@@ -66,7 +66,7 @@ def xy(tmp_path):
 
 
 def _values(qrels, runs, **kwargs) -> dict:
-    frame = prefeval.compare(qrels, runs, per_query=True, notify=None, **kwargs)
+    frame = prefeval.compare(qrels, runs, per_query=True, summary=True, notify=None, **kwargs)
     return {
         (m, a, b): v
         for m, a, b, q, v in zip(
@@ -263,7 +263,7 @@ def _runs_from_positions(tmp_path, relevant: list[str], vectors: dict[str, list]
 
 
 def _per_query(qrels, paths, **kwargs) -> dict:
-    frame = prefeval.compare(qrels, paths, per_query=True, notify=None, **kwargs)
+    frame = prefeval.compare(qrels, paths, per_query=True, summary=True, notify=None, **kwargs)
     return {
         (m, a, b): v
         for m, a, b, q, v in zip(

@@ -71,6 +71,7 @@ class Collection:
             self.qrels_frame(),
             runs if runs is not None else self.run_frames(),
             per_query=True,
+            summary=True,
             relevance_level=self.level,
             max_docs=self.max_docs,
             binary=self.binary,
@@ -173,6 +174,7 @@ def test_matches_oracle_measure_subsets(c, measures):
         c.run_frames(),
         measures=",".join(measures),
         per_query=True,
+        summary=True,
         relevance_level=c.level,
         max_docs=c.max_docs,
         binary=c.binary,
@@ -343,6 +345,7 @@ def test_line_order_and_format(c, variant, tag, compress, rnd):
                 qrels,
                 paths,
                 per_query=True,
+                summary=True,
                 relevance_level=c.level,
                 max_docs=c.max_docs,
                 binary=c.binary,
@@ -374,10 +377,14 @@ def test_mixed_whitespace_line_read_like_uniform_file(tmp_path):
     other.write_text("1 Q0 c 1 9.0\n1 Q0 a 2 8.0\n1 Q0 b 3 7.0\n")
     # run: a (2.0) c (1.5) b (1.0) -> relevant at 1 3 ; other: c a b -> 2 3
     # RPP(run, other) = (sgn(2 - 1) + sgn(3 - 3)) / 2 = 1/2 ; lexirecall: level 1 -> +1
-    want = oracle.frame_to_dict(prefeval.compare(qrels, [uniform, other], per_query=True))
+    want = oracle.frame_to_dict(
+        prefeval.compare(qrels, [uniform, other], per_query=True, summary=True)
+    )
     assert want[("rpp", "run", "other", "1")] == 0.5
     assert want[("lexirecall", "run", "other", "1")] == 1.0
-    got = oracle.frame_to_dict(prefeval.compare(qrels, [mixed, other], per_query=True))
+    got = oracle.frame_to_dict(
+        prefeval.compare(qrels, [mixed, other], per_query=True, summary=True)
+    )
     assert got == want
 
 

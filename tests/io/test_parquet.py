@@ -130,10 +130,12 @@ def test_one_file_per_run_as_text(layout, tmp_path, text_compare):
     odd = tmp_path / "input.sys01.txt"
     odd.write_bytes(paths[0].read_bytes())
     with pytest.warns(prefeval.PrefevalWarning):
-        frame = prefeval.compare(str(QRELS), [odd, *paths[1:]], per_query=True)
+        frame = prefeval.compare(str(QRELS), [odd, *paths[1:]], per_query=True, summary=True)
     frame["run_a"] = frame["run_a"].replace("sys01.txt", "sys01")
     assert frame.equals(
-        prefeval.compare(str(QRELS), [str(p) for p in RUNS], per_query=True, notify=None)
+        prefeval.compare(
+            str(QRELS), [str(p) for p in RUNS], per_query=True, summary=True, notify=None
+        )
     )
 
 
@@ -228,8 +230,8 @@ def test_run_count_after_expansion(tmp_path):
 def test_name_column_and_api(tmp_path):
     table = many_run_table(tmp_path, layout="int query ids, dictionary docnos", column="name")
     qrels = write(qrels_frame(QRELS), tmp_path / "qrels.parquet")
-    got = prefeval.compare(qrels, table, per_query=True, notify=None)
-    assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, notify=None))
+    got = prefeval.compare(qrels, table, per_query=True, summary=True, notify=None)
+    assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, summary=True, notify=None))
     with pytest.raises(prefeval.InputError, match="table of many runs"):
         prefeval.compare(QRELS, {"a": table, "b": RUNS[0]})
 
@@ -247,8 +249,8 @@ def test_analysis_commands_on_sample_runs_parquet(command):
 
 
 API_CALLS = [
-    ("compare", {"per_query": True}),
-    ("metrics", {"per_query": True}),
+    ("compare", {"per_query": True, "summary": True}),
+    ("metrics", {"per_query": True, "summary": True}),
     ("order", {}),
     ("discpower", {"trials": 50}),
     ("tau", {}),
@@ -412,7 +414,7 @@ def test_parquet_prefs_table_types(tmp_path):
         # one index type for every partition written: int32 (pandas would pick int8 here)
         assert schema.field(name).type == pa.dictionary(pa.int32(), pa.string())
     assert schema.field("value").type == pa.float64()
-    api = prefeval.compare(QRELS, RUNS, per_query=True, notify=None)
+    api = prefeval.compare(QRELS, RUNS, per_query=True, summary=True, notify=None)
     back = pd.read_parquet(out)
     assert back["value"].tolist() == api["value"].tolist()  # exact, no rounding
     assert back["query_id"].astype(str).tolist() == api["query_id"].tolist()
@@ -651,7 +653,7 @@ def test_many_run_table_batch_by_batch(layout, batch, max_docs, monkeypatch, tmp
     table_run = parquet.table_run
     monkeypatch.setattr(parquet, "table_run", lambda *a: by_run.append(a) or table_run(*a))
     table = write(change(all_runs()), tmp_path / "t.parquet", row_group_size=300)
-    kw = dict(per_query=True, notify=None, max_docs=max_docs)
+    kw = dict(per_query=True, summary=True, notify=None, max_docs=max_docs)
     got = prefeval.compare(QRELS, table, **kw)
     assert got.equals(prefeval.compare(QRELS, RUNS, **kw))
     assert len(got) > 1000
@@ -697,11 +699,13 @@ def test_many_run_table_with_queries_not_judged(monkeypatch, tmp_path):
         "split": pd.concat([extra.iloc[:3], frame, extra.iloc[3:]], ignore_index=True),
     }.items():
         path = write(rows, tmp_path / f"{layout}.parquet")
-        got = prefeval.compare(QRELS, path, per_query=True, notify=None)
-        assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, notify=None)), layout
+        got = prefeval.compare(QRELS, path, per_query=True, summary=True, notify=None)
+        assert got.equals(
+            prefeval.compare(QRELS, RUNS, per_query=True, summary=True, notify=None)
+        ), layout
     monkeypatch.setattr(parquet, "OTHER_GROUPS", 3)  # too many such blocks: run by run
-    got = prefeval.compare(QRELS, path, per_query=True, notify=None)
-    assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, notify=None))
+    got = prefeval.compare(QRELS, path, per_query=True, summary=True, notify=None)
+    assert got.equals(prefeval.compare(QRELS, RUNS, per_query=True, summary=True, notify=None))
     twice = pd.concat([extra.iloc[:5], extra.iloc[4:5], frame], ignore_index=True)
     path = write(twice, tmp_path / "twice.parquet")
     one_line_error(invoke("compare", QRELS, path), path, "row 6: document")

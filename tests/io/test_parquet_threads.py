@@ -97,7 +97,7 @@ def test_compare_jobs_on_a_table(monkeypatch, tmp_path):
     the text runs)."""
     monkeypatch.setattr(parquet, "BATCH_ROWS", 128)
     path = write(all_runs(), tmp_path / "t.parquet", row_group_size=40)
-    kw = dict(per_query=True, notify=None)
+    kw = dict(per_query=True, summary=True, notify=None)
     one = prefeval.compare(QRELS, path, jobs=1, **kw)
     assert one.equals(prefeval.compare(QRELS, RUNS, jobs=1, **kw))
     calls = []
