@@ -1,5 +1,6 @@
 # Two commands set everything up on a fresh machine with Python 3 and make:
-#   make demo   - create .venv, install prefeval, compare the bundled sample runs
+#   make demo   - create .venv, install prefeval (with its plot and dask extras), compare
+#                 the bundled sample runs
 #   make test   - create .venv with the test extras, run the whole test suite on every core
 #   make test-min - the same in .venv-min, with the lowest versions pyproject allows
 PYTHON ?= python3
@@ -15,8 +16,9 @@ MIN_VERSIONS := tests/minimum-versions.txt
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+# with the extras the README's examples use: matplotlib (plots, report) and Dask
+$(VENV)/.installed: pyproject.toml Makefile | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[plot,dask]'
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python

@@ -1,11 +1,12 @@
-"""The README's examples run as written, so the README cannot drift from the tool.
+"""The README's examples, then those of docs/commands.md and docs/api.md, run as
+written, so none can drift from the tool.
 
 Every fenced ``sh`` block runs line by line (a trailing backslash continues a line;
 comment lines are skipped), every ``python`` block as a script and every ``make``
-block as a Makefile, in README order, from a folder that looks like the repository
-root after ``make demo`` (``sample_data/`` beside, ``.venv/bin`` first on PATH), so
-the files one example writes are there for the next. Blocks tagged ``console`` (the
-set-up commands themselves) are shown, not run.
+block as a Makefile, in order (the README's, then the docs' in DOCUMENTS), from a folder
+that looks like the repository root after ``make demo`` (``sample_data/`` beside,
+``.venv/bin`` first on PATH), so the files one example writes are there for the next.
+Blocks tagged ``console`` (the set-up commands themselves) are shown, not run.
 """
 
 from __future__ import annotations
@@ -19,20 +20,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the documents whose examples run, in this order
+DOCUMENTS = ("README.md", "docs/commands.md", "docs/api.md")
 FENCE = re.compile(r"^[ \t]*```(\w*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
 RUN = ("sh", "python", "make")
 
 
-def readme_blocks() -> list[tuple[int, str, str]]:
-    """(line number, language, dedented text) of every fenced block, in order."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def readme_blocks(document: str = "README.md") -> list[tuple[str, str, str]]:
+    """(``document:line``, language, dedented text) of every fenced block, in order."""
+    text = (ROOT / document).read_text(encoding="utf-8")
     out = []
     for match in FENCE.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
         body = match.group(2)
         indent = min((len(x) - len(x.lstrip()) for x in body.splitlines() if x.strip()), default=0)
         body = "\n".join(x[indent:] for x in body.splitlines()) + "\n"
-        out.append((line, match.group(1), body))
+        out.append((f"{document}:{line}", match.group(1), body))
     return out
 
 
@@ -50,16 +53,17 @@ def shell_commands(body: str) -> list[str]:
     return commands
 
 
-BLOCKS = [b for b in readme_blocks() if b[1] in RUN]
+BLOCKS = [b for document in DOCUMENTS for b in readme_blocks(document) if b[1] in RUN]
 
 
 def test_readme_has_examples_of_every_command():
     from prefeval.cli import cli
 
-    shell = "\n".join(body for _, lang, body in BLOCKS if lang == "sh")
+    readme = [(lang, body) for _, lang, body in readme_blocks() if lang in RUN]
+    shell = "\n".join(body for lang, body in readme if lang == "sh")
     missing = [c for c in cli.commands if not re.search(rf"\bprefeval {c}\b", shell)]
     assert not missing, f"README has no runnable example of {missing}"
-    assert any(lang == "python" for _, lang, _ in BLOCKS)
+    assert any(lang == "python" for lang, _ in readme)
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +83,12 @@ def environment():
 
 @pytest.fixture(scope="module")
 def ran() -> set:
-    """The README lines of the blocks this process has run in ``workdir``."""
+    """The ``document:line`` of the blocks this process has run in ``workdir``."""
     return set()
 
 
 @pytest.mark.parametrize(
-    "line, lang, body", BLOCKS, ids=[f"README.md:{line}-{lang}" for line, lang, _ in BLOCKS]
+    "line, lang, body", BLOCKS, ids=[f"{line}-{lang}" for line, lang, _ in BLOCKS]
 )
 def test_readme_block_runs(line, lang, body, workdir, environment, ran):
     # a block may read what the blocks before it wrote: those this process has not run
@@ -108,6 +112,6 @@ def run_block(line, lang, body, workdir, environment):
         proc = subprocess.run(
             job, cwd=workdir, env=environment, capture_output=True, text=True, timeout=600
         )
-        what = f"README.md:{line}: {job[-1]}"
+        what = f"{line}: {job[-1]}"
         assert proc.returncode == 0, f"{what}\nstdout:\n{proc.stdout[-2000:]}\n{proc.stderr}"
         assert "Traceback" not in proc.stderr, f"{what}\n{proc.stderr}"
