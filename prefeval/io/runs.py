@@ -227,6 +227,11 @@ def read_qrels(source, *, name: str | None = None):
     A DataFrame uses ir-measures' column names ``query_id, doc_id, relevance`` (or
     PyTerrier's ``qid, docno, label``) and, optionally, ``iteration`` (``0``/``Q0`` or an
     integer subtopic id); see :mod:`prefeval.io.frames`.
+
+    >>> import prefeval
+    >>> qrels = prefeval.read_qrels("sample_data/qrels.txt")
+    >>> len(qrels.query_ids()), qrels.has_subtopics
+    (20, False)
     """
 
     if isinstance(source, Qrels):
@@ -245,7 +250,13 @@ def read_qrels(source, *, name: str | None = None):
 
 def read_run(source, *, name: str | None = None) -> RunColumns:
     """Read one run from a path or a pandas DataFrame (``query_id, doc_id, score``, or
-    PyTerrier's ``qid, docno, score``: see :mod:`prefeval.io.frames`)."""
+    PyTerrier's ``qid, docno, score``: see :mod:`prefeval.io.frames`).
+
+    >>> import prefeval
+    >>> run = prefeval.read_run("sample_data/runs/input.sys01")
+    >>> run.name, len(run.doc_id)
+    ('sys01', 1000)
+    """
 
     if isinstance(source, RunColumns):
         return source

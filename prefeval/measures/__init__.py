@@ -163,6 +163,10 @@ def parse_measures(specs, has_subtopics: bool = False) -> list[Measure]:
 
     Duplicates are dropped, order of first mention kept.  Subtopic measures are an
     error when the qrels carry no subtopics.
+
+    >>> import prefeval
+    >>> [m.name for m in prefeval.parse_measures(["RPP,LR", "rpp"])]
+    ['rpp', 'lexirecall']
     """
     names: list[str] = []
     for spec in specs or []:

@@ -653,14 +653,22 @@ def test_docstring_examples_run(monkeypatch):
     """Every public function's docstring has an example, and it gives what it shows (run
     from the repository root, where sample_data/ is)."""
     import doctest
-
-    import prefeval.api
+    import inspect
 
     monkeypatch.chdir(SAMPLE.parent)
-    for name in prefeval.api.__all__:
-        assert ">>> " in getattr(prefeval.api, name).__doc__, name
+    functions = [
+        getattr(prefeval, n) for n in dir(prefeval) if inspect.isfunction(getattr(prefeval, n))
+    ]
+    assert len(functions) == 13
+    finder, runner = (
+        doctest.DocTestFinder(),
+        doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE),
+    )
+    tests = [t for f in functions for t in finder.find(f) if t.examples]
+    assert sorted(t.name for t in tests) == sorted(f.__name__ for f in functions)
+    tests += finder.find(prefeval)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrefevalWarning)
-        for module in (prefeval, prefeval.api):
-            result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-            assert result.failed == 0 and result.attempted > 0, module
+        for test in tests:
+            runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
