@@ -192,12 +192,12 @@ def metrics(qrels, runs, names, precision, fmt, output):
     wanted, runid = without_runid(settings.baselines or ())
     measure_names = baseline_names(wanted) if wanted else None
     runs = resolved_runs(runs)
+    judged = read_qrels(qrels)
     if runid:
         stderr_notice(RUNID_NOTICE[names])
         if not wanted:  # runid alone: no values to write
             write_table(no_metrics(), output, fmt, precision)
             return
-    judged = read_qrels(qrels)
     with usage_errors():
         table = metrics_rows(
             judged,

@@ -357,7 +357,7 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
         return [Run(name or str(source.name), "columns", source.path, source)]
     if not isinstance(source, (str, os.PathLike)):
         return [Run(name or f"run{i + 1}", "frame", None, source)]
-    path = os.fspath(source)
+    path = str(os.fspath(source))  # a NamedPath's plain path
     try:
         data = stored(path, whole)
     except InputError as error:
