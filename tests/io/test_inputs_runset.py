@@ -57,6 +57,7 @@ print("OPENS", json.dumps(list(count.values())), file=sys.stderr)
     [
         ["compare", "-q"],
         ["metrics"],
+        ["metrics", "--names", "tag"],  # the tags read from the bytes held
         ["order"],
         ["order", "--no-baselines"],
         ["tau"],
