@@ -74,8 +74,11 @@ def run_name(path) -> str:
     name = str(path).replace("\\", "/").split("/")[-1]
     if name.startswith("input."):
         name = name[6:]
-    if name.endswith(".gz"):
+    if name.endswith(".gz") and name != ".gz":
         name = name[:-3]
+    for suffix in (".run", ".trec", ".txt", ".res", ".tsv", ".parquet", ".pq"):
+        if name.endswith(suffix) and name != suffix:
+            return name[: -len(suffix)]
     return name
 
 

@@ -13,7 +13,16 @@ metrics of the papers that ir-measures lacks are computed here from rank positio
     average search length (rpp-sigir2022, eq. 1 and section 5.5): the mean rank of the
     relevant documents.  Smaller is better.
 
-Both use pessimistic imputation: the ``u`` relevant documents a run did not retrieve take
+and one of trec_eval that ir-measures lacks, computed from ir-measures' ``AP``:
+
+``gm_map``
+    geometric mean average precision (trec_eval's ``gm_map``, m_gm_map.c): per query
+    ``log(max(AP, 0.00001))``, the value trec_eval (and pytrec_eval) computes per query
+    and trec_eval -q does not print; the summary is ``exp`` of their mean, the geometric
+    mean of AP with AP floored at ``MIN_GEO_MEAN`` = 0.00001.  The mean of the per-query
+    values orders runs as the geometric mean does, so the analyses take it as they are.
+
+TSE and ASL use pessimistic imputation: the ``u`` relevant documents a run did not retrieve take
 positions ``n-u+1 .. n`` at the bottom of a corpus of ``n`` documents, where ``n`` is, per
 query, the number of distinct documents in all the runs evaluated together (after
 ``max_docs``) and the relevant documents: "the number of unique items in union of all
@@ -62,7 +71,7 @@ from dataclasses import dataclass, field
 import lazy_loader
 
 from ..core.errors import InputError
-from ..core.positions import run_positions, trec_order
+from ..core.positions import missing_notice, run_positions, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, is_relevant
 from ..io.columns import RunColumns
@@ -75,6 +84,7 @@ pd = lazy_loader.load("pandas")
 __all__ = [
     "DEFAULT_BASELINES",
     "DEFAULT_SUBTOPIC_BASELINES",
+    "GM_MAP",
     "NATIVE_BASELINES",
     "Baseline",
     "compute_metrics",
@@ -83,8 +93,10 @@ __all__ = [
     "is_measure",
     "metrics_rows",
     "metrics_summary",
+    "no_metrics",
     "parse_baseline",
     "parse_baselines",
+    "without_runid",
 ]
 
 DEFAULT_BASELINES = ["AP", "nDCG", "RR", "R@1000", "Rprec"]
@@ -103,6 +115,9 @@ DEFAULT_GAMMA = 0.5
 # ndeval (pyndeval) computes cutoff measures up to rank 20 only
 _NDEVAL_MAX_CUTOFF = 20
 _MAX_CUTOFF = 2**31 - 1
+#: trec_eval's geometric mean AP (:func:`gm_map`): its name, and the floor of AP
+GM_MAP = "gm_map"
+MIN_GEO_MEAN = 0.00001
 #: the name of NumRet(rel=1) written without rel (NumRelRet, num_rel_ret): rel follows -l
 _NUM_REL_RET = "NumRelRet"
 
@@ -169,6 +184,10 @@ def parse_baseline(text) -> Baseline:
             return _parse_irm(text, shown, from_text=False)
         raise ValueError(f"baseline measure must be a string, not {type(text).__name__}")
     text = text.strip()
+    if text == GM_MAP:
+        import ir_measures
+
+        return Baseline(GM_MAP, True, "irm", False, measure=ir_measures.AP)
     match = _NATIVE_RE.match(text)
     if match:
         return _parse_native(match.group(1), match.group(2), text)
@@ -341,11 +360,36 @@ def parse_baselines(texts) -> list[Baseline]:
 
 _parse_all = parse_baselines
 
+#: trec_eval's ``runid`` (``runid all TAG``): a run's tag, not a value; the run column of
+#: prefeval's tables is where a run's name goes (its tag with ``--names tag``)
+RUNID = "runid"
+
+
+def without_runid(texts) -> tuple[list, bool]:
+    """``texts`` (what :func:`parse_baselines` takes) without trec_eval's ``runid``, and
+    whether it was among them (alone or in a list)."""
+    if isinstance(texts, (str, Baseline)):
+        texts = [texts]
+    out, found = [], False
+    for text in texts:
+        pieces = _split_list(text.strip()) if isinstance(text, str) else [text]
+        if RUNID in pieces:
+            found = True
+            out.extend(p for p in pieces if p != RUNID)
+        else:
+            out.append(text)
+    return out, found
+
 
 def _expand(text) -> list[Baseline]:
     if not isinstance(text, str):
         return [parse_baseline(text)]
     text = text.strip()
+    if text == RUNID:
+        raise ValueError(
+            "runid (trec_eval's run tag) is not a value: the run column names each run "
+            "(--names tag: by its run tag)"
+        )
     try:
         return [parse_baseline(text)]
     except ValueError as error:
@@ -391,7 +435,17 @@ def _parse_trec(text: str) -> list[Baseline] | None:
             measures = ir_measures.parse_trec_measure(text)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return [_parse_irm(m, text) for m in measures] or None
+    parsed = [_parse_irm(m, text) for m in measures]
+    if GM_MAP in _nickname_members(text):  # the nickname's gm_map, which ir-measures skips
+        parsed.append(parse_baseline(GM_MAP))
+    return parsed or None
+
+
+def _nickname_members(text: str) -> set[str]:
+    """The trec_eval measures of the nickname ``text`` (``official``...), or none."""
+    import pytrec_eval
+
+    return set(pytrec_eval.supported_nicknames.get(text, ()))
 
 
 # --------------------------------------------------------------------------- runs
@@ -806,6 +860,7 @@ def compute_metrics(
     relevance_level: float | None = None,
     max_docs: int | None = None,
     progress: bool | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Baseline metric values per run and query: rows ``measure, run, query_id, value``.
 
@@ -843,6 +898,9 @@ def compute_metrics(
     retrieved documents with grade >= L as trec_eval does at ``-l L``.  ir-measures only
     accepts an integer rel, so a non-integer L raises ValueError when some measure needs
     it; L must be a finite number > 0 (:func:`prefeval.core.qrels.check_level`).
+
+    ``notify`` (when given) is told, as ``compare`` tells it, of each run without results
+    for some of the queries prefeval evaluates (:func:`~prefeval.core.positions.missing_notice`).
     """
     import pyarrow as pa
 
@@ -863,11 +921,21 @@ def compute_metrics(
     values = np.zeros((nb, nr, nq))
     evaluators = _evaluators(qrels, general, parsed, relevance_level, qpos, values)
     corpus = _relevant_corpus(general, relevance_level, qpos, nq) if natives else None
-    positions = _evaluate_runs(
+    positions, answered = _evaluate_runs(
         values, items, evaluators, qvals, qlist, qpos, max_docs, progress, corpus, relevant
     )
+    if notify is not None:
+        evaluated = _evaluated_queries(qrels, general, relevance_level, relevant)
+        rows = np.array([qpos[q] for q in evaluated if q in qpos], dtype=np.int64)
+        for (name, _), counts in zip(items, answered):
+            missing = int((counts[rows] == 0).sum())
+            if missing:
+                notify(missing_notice(name, missing, len(evaluated)))
     if natives:
         _native_metrics(values, parsed, natives, positions, relevant, corpus, qpos)
+    for i, baseline in enumerate(parsed):
+        if baseline.name == GM_MAP:  # trec_eval's per-query value of gm_map
+            values[i] = np.log(np.maximum(values[i], MIN_GEO_MEAN))
     return _metrics_frame(values, parsed, [name for name, _ in items], qlist)
 
 
@@ -1016,13 +1084,15 @@ def _evaluate_runs(
     """Each run of ``items`` (name, source) read once and evaluated into ``values``
     (baselines x runs x queries) by the ir-measures ``evaluators``; with a ``corpus``
     (native metrics), its documents added there and its positions of the ``relevant``
-    documents returned, run by run (else an empty list)."""
-    positions = []
+    documents returned, run by run (else an empty list); and per run the number of its
+    documents per query (after ``max_docs``; 0: a query it did not answer)."""
+    positions, answered = [], []
     for r, (name, source) in enumerate(
         progress_bar(items, desc="baselines (ir-measures)", unit="run", enable=progress)
     ):
         columns = source.read()
         ranking = _ranking(columns, qvals, max_docs)
+        answered.append(np.diff(ranking.bounds))
         _evaluate_run(values, r, ranking, evaluators, qlist, qpos)
         if corpus is not None:
             corpus.add(ranking.q, ranking.doc_id)
@@ -1030,7 +1100,7 @@ def _evaluate_runs(
                 name, columns.path, qvals.take(ranking.q), ranking.doc_id, ranking.score
             )
             positions.append(run_positions(ordered, relevant))
-    return positions
+    return positions, answered
 
 
 def _native_metrics(values, parsed, natives, positions, relevant, corpus, qpos: dict) -> None:
@@ -1109,6 +1179,7 @@ def metrics_rows(
         relevance_level=relevance_level,
         max_docs=max_docs,
         progress=progress,
+        notify=notify,
     )
     parts = []
     if per_query:
@@ -1118,11 +1189,19 @@ def metrics_rows(
     return pd.concat(parts, ignore_index=True)
 
 
+def no_metrics() -> pd.DataFrame:
+    """The table of :func:`metrics_rows` without rows (``metrics -m runid``)."""
+    return pd.DataFrame(
+        {c: pd.Series(dtype=float if c == "value" else str) for c in COLUMNS}, columns=COLUMNS
+    )
+
+
 def metrics_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Summary rows ``measure, run, 'all', value`` of a :func:`compute_metrics` table, one
     per (measure, run) in the table's order, as trec_eval prints them: the mean over the
     queries with a value, except that ir-measures' count measures (``NumQ``, ``NumRel``,
-    ``NumRet``, ``NumRelRet``, whose aggregator sums) are summed."""
+    ``NumRet``, ``NumRelRet``, whose aggregator sums) are summed and ``gm_map`` is ``exp``
+    of the mean (its per-query values are logarithms: the geometric mean)."""
     from ir_measures.measures.base import SumAgg
 
     summed = {}
@@ -1133,12 +1212,15 @@ def metrics_summary(table: pd.DataFrame) -> pd.DataFrame:
     means, sums = groups.mean(), groups.sum()  # NaN (no value) skipped
     keys = means.index
     use_sum = np.array([summed[m] for m in keys.get_level_values(0)], dtype=bool)
+    value = np.where(use_sum, sums.to_numpy(dtype=float), means.to_numpy(dtype=float))
+    geometric = keys.get_level_values(0).to_numpy(dtype=object) == GM_MAP
+    value[geometric] = np.exp(value[geometric])
     return pd.DataFrame(
         {
             "measure": keys.get_level_values(0).to_numpy(dtype=object),
             "run": keys.get_level_values(1).to_numpy(dtype=object),
             "query_id": "all",
-            "value": np.where(use_sum, sums.to_numpy(dtype=float), means.to_numpy(dtype=float)),
+            "value": value,
         },
         columns=COLUMNS,
     )

@@ -13,7 +13,6 @@ from ..analysis.agreement import tau_matrix_text
 from ..analysis.significance import discriminative_power
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
-from ..io.runs import resolve_runs
 from ..io.writers import write_table
 from .checks import command, no_against, plotting_for
 from .errors import usage_errors
@@ -24,6 +23,7 @@ from .params import (
     baseline_names,
     judged,
     judged_options,
+    resolved_runs,
     significance_options,
 )
 
@@ -35,8 +35,8 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     settings = judged_options(qrels=qrels, metrics=metrics_file, **given)
+    runs = resolved_runs(runs)  # named as with --prefs: the names of the prefs table
     if prefs is None:
-        runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
         names = list(runs)
         if len(names) < 2:
             raise click.UsageError("give QRELS and at least two RUNs, or --prefs FILE")

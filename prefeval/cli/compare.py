@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import click
 
-from ..analysis.baselines import default_baselines, metrics_rows
+from ..analysis.baselines import default_baselines, metrics_rows, no_metrics, without_runid
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
 from ..engine.engines import engine_for
 from ..engine.job import Job, compare_tables
-from ..io.runs import read_qrels, resolve_runs
+from ..io.runs import read_qrels
 from ..io.writers import atomic_output, write_frames, write_stdout, write_table
 from ..measures import parse_measures
 from ..present.explain import explain as explain_table
@@ -26,9 +26,12 @@ from .params import (
     format_option,
     judged,
     judged_options,
+    names_option,
     output_option,
     output_options,
     precision_option,
+    resolved_runs,
+    run_arguments,
 )
 
 
@@ -40,7 +43,9 @@ def _parse_measures(measures, has_subtopics):
 
 @command()
 @click.argument("qrels", type=click.Path(dir_okay=False))
-@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument(
+    "runs", nargs=-1, required=True, type=click.Path(dir_okay=False), callback=run_arguments
+)
 @engine_options
 @click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
 @click.option(
@@ -53,6 +58,7 @@ def _parse_measures(measures, has_subtopics):
     help="Drop the summary rows (query_id all).",
 )
 @against_option
+@names_option
 @click.option(
     "--both-directions",
     is_flag=True,
@@ -77,7 +83,7 @@ def compare(qrels, runs, precision, fmt, output):
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
 
-    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    runs = resolved_runs(runs)
     names = list(runs)
     if len(names) < 2:
         raise click.UsageError("need at least two runs to compare")
@@ -101,7 +107,9 @@ def compare(qrels, runs, precision, fmt, output):
 
 @command()
 @click.argument("qrels", type=click.Path(dir_okay=False))
-@click.argument("runs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument(
+    "runs", nargs=-1, required=True, type=click.Path(dir_okay=False), callback=run_arguments
+)
 @click.option(
     "-m",
     "--measure",
@@ -147,8 +155,16 @@ def compare(qrels, runs, precision, fmt, output):
     default=True,
     help="Drop the summary rows (query_id all).",
 )
+@click.option(
+    "-c",
+    "complete",
+    is_flag=True,
+    help="Accepted for trec_eval -c, which prefeval always does: the summary averages "
+    "over every judged query, a query a run did not answer counting as an empty ranking.",
+)
+@names_option
 @output_options
-def metrics(qrels, runs, precision, fmt, output):
+def metrics(qrels, runs, names, precision, fmt, output):
     """Baseline metrics with ir-measures: rows `measure run query_id value`.
 
     As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
@@ -159,7 +175,12 @@ def metrics(qrels, runs, precision, fmt, output):
     Every evaluated query appears for every run (a query a run did not answer is
     evaluated as an empty ranking, as trec_eval -c). Analysis commands read
     `metrics -q` back with --metrics. The measure column holds ir-measures' name
-    (map is written AP).
+    (map is written AP). A run that did not answer some evaluated queries gets a notice,
+    as in compare.
+
+    gm_map (trec_eval's geometric mean AP) has per-query rows log(max(AP, 0.00001)),
+    trec_eval's per-query value, and the summary exp of their mean. runid writes no
+    rows: the run column holds each run's name, its run tag with --names tag.
 
     \b
     Example:
@@ -168,17 +189,33 @@ def metrics(qrels, runs, precision, fmt, output):
     """
 
     settings = judged_options()
-    names = baseline_names(settings.baselines) if settings.baselines else None
+    wanted, runid = without_runid(settings.baselines or ())
+    measure_names = baseline_names(wanted) if wanted else None
+    runs = resolved_runs(runs)
     judged = read_qrels(qrels)
+    if runid:
+        stderr_notice(RUNID_NOTICE[names])
+        if not wanted:  # runid alone: no values to write
+            write_table(no_metrics(), output, fmt, precision)
+            return
     with usage_errors():
         table = metrics_rows(
             judged,
-            list(runs),
-            names or default_baselines(judged.has_subtopics),
+            runs,
+            measure_names or default_baselines(judged.has_subtopics),
             settings,
             notify=stderr_notice,
         )
     write_table(table, output, fmt, precision)
+
+
+#: the notice of ``metrics -m runid``, by --names
+RUNID_NOTICE = {
+    "file": "runid: no rows; the run column names each run, by its file name (--names tag: "
+    "by its run tag, trec_eval's runid)",
+    "tag": "runid: no rows; the run column names each run by its run tag (--names tag), "
+    "trec_eval's runid",
+}
 
 
 #: ``explain -q QUERY``, the spelling of --query up to 0.1.0, still works for one release
@@ -191,7 +228,12 @@ OLD_QUERY_NOTICE = (
 @command()
 @click.argument("qrels", type=click.Path(dir_okay=False))
 @click.argument(
-    "runs", nargs=-1, required=True, metavar="RUN_A RUN_B", type=click.Path(dir_okay=False)
+    "runs",
+    nargs=-1,
+    required=True,
+    metavar="RUN_A RUN_B",
+    type=click.Path(dir_okay=False),
+    callback=run_arguments,
 )
 @engine_options
 @click.option(
@@ -217,6 +259,7 @@ OLD_QUERY_NOTICE = (
     help="The N queries (default 5) with the largest |Delta| under the first measure, "
     "equal ones by query id.",
 )
+@names_option
 @precision_option
 @click.option(
     "-f",
@@ -249,7 +292,7 @@ def explain(qrels, runs, query_ids, old_queries, top, precision, fmt, output):
         if query_ids:
             raise click.UsageError("give --query only, not -q (its deprecated spelling) too")
         query_ids = old_queries
-    runs = resolve_runs(runs)  # each opened once; a many-run table stands for its runs
+    runs = resolved_runs(runs)
     count = len(runs)
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")

@@ -8,6 +8,7 @@ import click
 
 from .. import options
 from ..analysis.baselines import parse_baselines
+from ..io.runs import NAMINGS, resolve_runs, run_argument
 from ..io.writers import OutputError, check_output
 from ..measures import measure_help
 from ..options import OptionError, Options
@@ -198,6 +199,41 @@ BASELINE_HELP = (
 )
 
 
+NAMES_HELP = (
+    "How runs given as files are named: file (the file name without a leading input., a "
+    ".gz and one of .run .trec .txt .res .tsv .parquet .pq) or tag (the run tag of every "
+    "line, trec_eval's runid: a TREC run's 6th column, a Parquet run's tag or run_id "
+    "column). A RUN given as NAME=PATH is named NAME."
+)
+
+
+def names_option(func):
+    """--names file|tag: how :func:`resolved_runs` names runs given as files."""
+    return click.option(
+        "--names",
+        type=click.Choice(NAMINGS),
+        default="file",
+        show_default=True,
+        help=NAMES_HELP,
+    )(func)
+
+
+def run_arguments(ctx, param, value):
+    """Callback of the RUN arguments: ``NAME=PATH`` names a run
+    (:func:`prefeval.io.runs.run_argument`); of ``[QRELS RUN...]``, the RUNs only."""
+    if param.name == "inputs":
+        return value[:1] + tuple(run_argument(v) for v in value[1:])
+    return tuple(run_argument(v) for v in value)
+
+
+def resolved_runs(runs):
+    """The command's RUN arguments resolved once
+    (:func:`prefeval.io.runs.resolve_runs`: each opened once, a many-run table standing
+    for its runs), named as ``NAME=PATH`` and ``--names`` say."""
+    names = parameters(click.get_current_context()).get("names", "file")
+    return resolve_runs(runs, names)
+
+
 def analysis_options(func=None, *, against=True, outputs=True):
     """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
     ``against=False``: a command that needs every pair (--against is a usage error);
@@ -206,7 +242,11 @@ def analysis_options(func=None, *, against=True, outputs=True):
         return lambda f: analysis_options(f, against=against, outputs=outputs)
     decorators = [
         click.argument(
-            "inputs", nargs=-1, type=click.Path(dir_okay=False), metavar="[QRELS RUN...]"
+            "inputs",
+            nargs=-1,
+            type=click.Path(dir_okay=False),
+            metavar="[QRELS RUN...]",
+            callback=run_arguments,
         ),
         click.option(
             "--prefs",
@@ -232,6 +272,7 @@ def analysis_options(func=None, *, against=True, outputs=True):
             help=BASELINE_HELP,
         ),
         click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
+        names_option,
     ]
     if against:
         decorators.append(against_option)

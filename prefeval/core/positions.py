@@ -61,6 +61,16 @@ class RunPositions:
         return int((self.retrieved == 0).sum())
 
 
+def missing_notice(run: str, missing: int, evaluated: int) -> str:
+    """The notice of a run with no results for ``missing`` of the ``evaluated`` queries,
+    which are evaluated as an empty ranking (as ``trec_eval -c``): ``compare``'s and
+    ``metrics``'."""
+    return (
+        f"run {run}: no results for {missing} of {evaluated} evaluated queries; evaluated "
+        "as retrieving nothing"
+    )
+
+
 def trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
     """Permutation sorting rows by query index (ascending, whatever the file's order of
     query blocks), then score descending, then docno descending (trec_eval's order)."""

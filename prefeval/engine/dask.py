@@ -27,7 +27,7 @@ import lazy_loader
 from ..core import limits, ties
 from ..core.cube import run_pairs
 from ..core.errors import SystemLimitError
-from ..core.positions import run_positions
+from ..core.positions import missing_notice, run_positions
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels
 from ..io import parquet
@@ -657,11 +657,7 @@ def _partition_results(
         if notify is not None:
             for name in plan.names:
                 if missing.get(name):
-                    notify(
-                        f"run {name}: no results for {missing[name]} of "
-                        f"{plan.n_queries} evaluated queries; evaluated as "
-                        "retrieving nothing"
-                    )
+                    notify(missing_notice(name, missing[name], plan.n_queries))
     finally:
         cluster = client.cluster
         client.close()

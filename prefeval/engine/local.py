@@ -22,7 +22,7 @@ from ..core import limits, ties
 from ..core.cube import PreferenceCube, run_pairs
 from ..core.errors import InputError
 from ..core.parallel import in_order
-from ..core.positions import RunPositions, position_matrix, run_positions
+from ..core.positions import RunPositions, missing_notice, position_matrix, run_positions
 from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
 from ..io import parquet
@@ -147,10 +147,7 @@ def load_runs(
     for positions in out:
         missing = positions.missing_queries
         if missing and notify is not None:
-            notify(
-                f"run {positions.name}: no results for {missing} of {relevant.n_queries} "
-                "evaluated queries; evaluated as retrieving nothing"
-            )
+            notify(missing_notice(positions.name, missing, relevant.n_queries))
     return out
 
 

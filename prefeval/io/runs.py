@@ -6,6 +6,7 @@ named, each file opened once, parsed once)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -36,7 +37,7 @@ from .source import (
     stored,
     text_bytes,
 )
-from .text import parse_qrels, parse_run
+from .text import line_ends, parse_qrels, parse_run, split_fields
 
 pd = lazy_loader.load("pandas")
 
@@ -145,49 +146,206 @@ class RunSet(Mapping):
 READ_WHOLE = 4 << 20
 
 
-def resolve_runs(runs) -> RunSet:
+#: how :func:`resolve_runs` names the runs of files (``--names``): ``file``, by the file
+#: name (:func:`~prefeval.io.source.run_name`); ``tag``, by the run tag of its lines
+#: (:func:`run_tag`: trec_eval's runid)
+NAMINGS = ("file", "tag")
+#: the tag column of a Parquet run (``--names tag``)
+TAG = ("tag", "run_id")
+
+
+class NamedPath(str):
+    """A run file's path given with the run's name (``NAME=PATH`` on the command line,
+    :func:`run_argument`): the string is the path (what is opened and cited), :attr:`name`
+    the run's name."""
+
+    name: str
+
+    def __new__(cls, path: str, name: str):
+        self = super().__new__(cls, path)
+        self.name = name
+        return self
+
+    def __getnewargs__(self):
+        return (str(self), self.name)
+
+
+#: what a run name given as ``NAME=`` may not hold: a path separator or a blank
+_NOT_IN_NAME = re.compile(r"[\s/" + re.escape(os.sep + (os.altsep or "")) + "]")
+
+
+def run_argument(text: str) -> str:
+    """A RUN argument of the command line: ``NAME=PATH`` names the run of the file PATH
+    NAME (a :class:`NamedPath`); anything else is a path, named by :func:`resolve_runs`.
+
+    The argument is cut at its first ``=`` only when it is not itself an existing file
+    and the ``=`` has a name before it (not empty, no ``/`` or blank) and a path after it:
+    ``bm25=runs/bm25.txt`` names a run ``bm25``, while ``runs/k=10/bm25.txt`` (a ``/``
+    before the ``=``) and an existing file ``k=10.txt`` are paths."""
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path or _NOT_IN_NAME.search(name):
+        return text
+    if os.path.lexists(text):
+        return text
+    return NamedPath(path, name)
+
+
+def resolve_runs(runs, names: str = "file") -> RunSet:
     """The run set of ``runs``, each file opened once: the one function that names runs.
 
     ``runs``: a path (TREC text, gzip, Parquet; ``-``, a pipe, a FIFO, ``/dev/fd/N``), a
     DataFrame ``query_id, doc_id, score``, a :class:`RunColumns` or a :class:`Run`, or a
     list of them, or a dict name -> one of them; a :class:`RunSet` is returned as it is.
-    Names: a dict's keys, else a path's :func:`~prefeval.io.source.run_name`, a
-    RunColumns' or Run's name, ``run{i}`` for another in-memory run at position i (from
-    1).  A path to a Parquet table with a ``run`` (or ``name``) column stands for its runs
-    (named by that column, in sorted name order).  Two runs with one name are an error.
+    Names: a dict's keys or a :class:`NamedPath`'s name (``NAME=PATH``), else, for a file,
+    ``names`` (:data:`NAMINGS`) decides: ``file``, its
+    :func:`~prefeval.io.source.run_name` (the base name without ``input.``, ``.gz`` and
+    one of :data:`~prefeval.io.source.RUN_SUFFIXES`), or ``tag``, its :func:`run_tag`;
+    a RunColumns' or Run's name, ``run{i}`` for another in-memory run at position i
+    (from 1).  A path to a Parquet table with a ``run`` (or ``name``) column stands for
+    its runs (named by that column, in sorted name order).  Two runs with one name are
+    an error that says how to name them.
     """
 
     if isinstance(runs, RunSet):
         return runs
+    if names not in NAMINGS:
+        raise ValueError(f"names: {names!r}; expected one of {', '.join(NAMINGS)}")
     if isinstance(runs, (str, os.PathLike, RunColumns, Run)) or is_frame(runs):
         runs = [runs]
-    items = list(runs.items()) if isinstance(runs, dict) else [(None, s) for s in runs]
+    if isinstance(runs, dict):
+        items = list(runs.items())
+    else:
+        items = [(s.name, str(s)) if isinstance(s, NamedPath) else (None, s) for s in runs]
     expanded: list[tuple[int, Run]] = []
     held = 0  # bytes of the files read whole so far
     for i, (key, source) in enumerate(items):
         got = _resolve_one(key, source, i, max(0, READ_WHOLE - held))
+        if key is None and names == "tag" and len(got) == 1 and got[0].kind in _TAGGED:
+            got = [replace(got[0], name=run_tag(got[0]))]
         expanded.extend((i, run) for run in got)
         if got and got[0].path is not None and isinstance(got[0].data, bytes):
             held += len(got[0].data)  # a table's runs share its bytes
     out: list[Run] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, Run]] = {}
     keys = [key for key, _ in items]
     for i, run in expanded:
         if run.name in seen:
-            other, key = keys[seen[run.name]], keys[i]
-            alike = (
-                f": keys {other!r} and {key!r} are one name; give runs distinct names"
-                if key is not None and other is not None and other != key
-                else ""
-            )
-            raise InputError(
-                run.where,
-                None,
-                f"two runs are named {run.name!r} (inputs {seen[run.name] + 1} and {i + 1}){alike}",
-            )
-        seen[run.name] = i
+            raise _same_name(seen[run.name], (i, run), keys, names)
+        seen[run.name] = (i, run)
         out.append(run)
     return RunSet(out)
+
+
+#: the kinds of run named by their tag with ``names="tag"`` (a many-run table's runs are
+#: named by its run column, in-memory runs as they are)
+_TAGGED = ("text", "gzip", "parquet")
+
+
+def _same_name(first: tuple[int, Run], second: tuple[int, Run], keys, names) -> InputError:
+    """The error of two runs named alike, saying how to name them apart."""
+    (i, a), (j, b) = first, second
+    where = f"inputs {i + 1} and {j + 1}"
+    if a.path is not None and b.path is not None and a.path != b.path:
+        where += f": {a.path} and {b.path}"
+    if keys[i] is not None and keys[j] is not None:
+        how = "give runs distinct names"
+        if keys[i] != keys[j]:
+            how = f"keys {keys[i]!r} and {keys[j]!r} are one name; {how}"
+    else:
+        how = "name them NAME=PATH (in Python, a dict {name: run})"
+        if names == "file":
+            how += " or use --names tag (trec_eval's runid, each file's run tag)"
+    return InputError(b.where, None, f"two runs are named {b.name!r} ({where}); {how}")
+
+
+def run_tag(run: Run) -> str:
+    """The run tag that names a file's ``run`` with ``--names tag``: the 6th column of a
+    TREC run's lines (trec_eval's runid), the ``tag`` (or ``run_id``) column of a Parquet
+    run.  Every line must have it, and the same one: else an :class:`InputError` at the
+    first line that differs or lacks it."""
+    raw = run.stored()
+    if run.kind == "parquet":
+        return _parquet_tag(raw, run.path)
+    return _text_tag(raw, run.path)
+
+
+#: bytes of a run's text split at a time for its tags (:func:`run_tag`)
+TAG_CHUNK = 1 << 24
+
+_TAG_FIELDS = "qid iter docno rank score tag, as --names tag needs"
+
+
+def _text_tag(raw, path: str) -> str:
+    """The one tag of a TREC run's lines (:func:`run_tag`), read a chunk of lines at a
+    time."""
+    import pyarrow.compute as pc
+
+    data = text_bytes(raw, path) if raw[:2] == GZIP_MAGIC else raw
+    first, first_line = None, 0
+    start, lines = 0, 0  # the chunk's first byte; lines before it
+    while start < len(data):
+        stop = len(data)
+        if start + TAG_CHUNK < len(data):
+            stop = data.find(b"\n", start + TAG_CHUNK) + 1 or len(data)
+        chunk = data[start:stop]
+        try:
+            fields = split_fields(chunk, path, 6, False, _TAG_FIELDS)
+            fields.errors.check()
+        except InputError as error:
+            line = None if error.line is None else error.line + lines
+            raise InputError(path, line, error.message) from None
+        tags = fields.columns[5]
+        if len(tags):
+            if first is None:
+                first, first_line = tags[0].as_py(), int(fields.line[0]) + lines
+            other = pc.not_equal(tags, first)
+            if pc.any(other).as_py():
+                k = int(pc.index(other, True).as_py())
+                raise InputError(
+                    path,
+                    int(fields.line[k]) + lines,
+                    f"run tag {tags[k].as_py()!r}, not {first!r} as on line {first_line}: "
+                    "--names tag names a run by the one tag of its lines; name it NAME=PATH",
+                )
+        lines += len(line_ends(chunk))
+        start = stop
+    if first is None:
+        raise InputError(path, None, "no result line, so no run tag to name the run by")
+    return first
+
+
+def _parquet_tag(raw, path: str) -> str:
+    """The one value of a Parquet run's tag column (:func:`run_tag`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pfile = parquet.open_parquet(path, raw)
+    columns = list(pfile.schema_arrow.names)
+    column = parquet.find_column(columns, TAG, path)
+    if column is None:
+        raise InputError(
+            path,
+            None,
+            "column tag: missing ('tag' or 'run_id'), which names the run with --names tag; "
+            f"the columns are {columns}; name it NAME=PATH",
+        )
+    try:
+        values = pfile.read(columns=[column]).column(0)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise parquet.unreadable(path, error) from None
+    tags = parquet.ids(values, "run tag", path, name=column)
+    if not len(tags):
+        raise InputError(path, None, "no rows, so no run tag to name the run by")
+    other = pc.not_equal(tags, tags[0])
+    if pc.any(other).as_py():
+        k = int(pc.index(other, True).as_py())
+        raise InputError(
+            path,
+            None,
+            f"row {k + 1}: run tag {tags[k].as_py()!r}, not {tags[0].as_py()!r} as on row 1: "
+            "--names tag names a run by the one tag of its rows; name it NAME=PATH",
+        )
+    return tags[0].as_py()
 
 
 def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
@@ -199,7 +357,7 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
         return [Run(name or str(source.name), "columns", source.path, source)]
     if not isinstance(source, (str, os.PathLike)):
         return [Run(name or f"run{i + 1}", "frame", None, source)]
-    path = os.fspath(source)
+    path = str(os.fspath(source))  # a NamedPath's plain path
     try:
         data = stored(path, whole)
     except InputError as error:

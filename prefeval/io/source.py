@@ -194,13 +194,19 @@ def strip_bom(data: bytes) -> bytes:
     return data[len(BOM) :] if data.startswith(BOM) else data
 
 
-def run_name(path: str | os.PathLike) -> str:
-    """Run name from a file name: basename without a leading ``input.`` and a trailing ``.gz``,
-    ``.parquet`` or ``.pq`` (``stdin`` for ``-``).
+#: the run-file suffixes a run name drops (one, after an optional ``.gz``): TREC text's
+#: usual ones and Parquet's
+RUN_SUFFIXES = (".run", ".trec", ".txt", ".res", ".tsv", ".parquet", ".pq")
 
-    This is the rule of the reference implementation (pref_eval), restricted to the
-    start and the end of the name.  A trailing ``.parquet`` or ``.pq`` (Parquet's
-    extensions, a container like ``.gz``) is dropped too: ``bm25.parquet`` is ``bm25``.
+
+def run_name(path: str | os.PathLike) -> str:
+    """Run name from a file name: basename without a leading ``input.``, then without a
+    trailing ``.gz`` and one of :data:`RUN_SUFFIXES` (``stdin`` for ``-``).
+
+    ``input.`` is the prefix of the reference implementation (pref_eval) and of TREC's
+    submitted runs; ``bm25.run``, ``bm25.trec.gz``, ``input.bm25.gz`` and ``bm25.parquet``
+    all name the run ``bm25``.  Only the end of the name is looked at, once each:
+    ``bm25.txt.run`` is ``bm25.txt``; a suffix that is the whole name stays (``.run``).
     """
     if os.fspath(path) == STDIN:
         return "stdin"
@@ -210,10 +216,11 @@ def run_name(path: str | os.PathLike) -> str:
     name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if name.startswith("input."):
         name = name[len("input.") :]
-    for extension in (".gz", ".parquet", ".pq"):
-        if name.endswith(extension):
-            name = name[: -len(extension)]
-            break
+    for suffixes in ((".gz",), RUN_SUFFIXES):
+        for suffix in suffixes:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                break
     return name
 
 

@@ -692,7 +692,7 @@ def web(request, web2012, tmp_path_factory):
         "name": request.param,
         "qrels": qrels,
         "runs": runs,
-        "run_names": [Path(r).name[: -len(".gz")] for r in runs],
+        "run_names": [Path(r).name[: -len(".run.gz")] for r in runs],
         "prefs": prefs,
         "metrics": metrics,
         "prefs_frame": prefs_frame[prefs_frame["query_id"] != "all"],

@@ -1090,3 +1090,37 @@ def test_judged_only_measures_do_not_change_the_others():
             alone["P(judged_only=True)@5"],
             alone["P@5"],
         ], seed
+
+
+# --------------------------------------------------------------------------- gm_map
+
+
+def test_gm_map_hand_worked():
+    """trec_eval's gm_map (m_gm_map.c): per query log(max(AP, MIN_GEO_MEAN = 1e-5)), the
+    summary exp of their mean over every judged query (te_calc_avg_meas_s_gm with -c).
+
+    AP on the tiny collection: A q1 (d1 at 1, d2 at 3; d4 missed) (1 + 2/3) / 3 = 5/9,
+    q2 unanswered 0; B q1 (d4, d1, d2 at 2, 3, 4) (1/2 + 2/3 + 3/4) / 3 = 23/36, q2 (e1
+    at 2) 1/2; C q1 (d2 at 1) 1/3, q2 0; query 3 (judged, nothing relevant) 0 for all."""
+    floor = math.log(1e-5)
+    aps = {"A": [5 / 9, 0.0, 0.0], "B": [23 / 36, 1 / 2, 0.0], "C": [1 / 3, 0.0, 0.0]}
+    got = values(compute_metrics(QRELS, RUNS, ["gm_map", "AP"]))
+    for run, (q1, q2, _) in aps.items():
+        assert got[("AP", run, "1")] == pytest.approx(q1, abs=1e-15)
+        assert got[("gm_map", run, "1")] == pytest.approx(math.log(q1), abs=1e-15)
+        assert got[("gm_map", run, "2")] == (math.log(q2) if q2 else floor)
+    table = metrics_rows(read_qrels(QRELS), RUNS, ["gm_map"], Options(per_query=True))
+    summary = {r: v for r, q, v in table[["run", "query_id", "value"]].to_numpy() if q == "all"}
+    want = {r: math.exp(sum(math.log(max(a, 1e-5)) for a in v) / 3) for r, v in aps.items()}
+    assert summary == pytest.approx(want, rel=1e-14)
+    assert summary["B"] == pytest.approx((23 / 36 * 1 / 2 * 1e-5) ** (1 / 3), rel=1e-14)
+    assert parse_baseline("gm_map").name == "gm_map" and higher_is_better("gm_map")
+    assert [b.name for b in parse_baselines("map gm_map")] == ["AP", "gm_map"]
+    assert "gm_map" in [b.name for b in parse_baselines("official")]  # trec_eval's set
+
+
+def test_gm_map_follows_the_relevance_level():
+    """At -l 2 only d1 (grade 2) is relevant in query 1: gm_map is AP(rel=2)'s."""
+    got = values(compute_metrics(QRELS, RUNS, ["gm_map", "AP"], relevance_level=2))
+    assert got[("AP", "A", "1")] == 1.0 and got[("gm_map", "A", "1")] == 0.0
+    assert got[("gm_map", "B", "1")] == pytest.approx(math.log(1 / 3), abs=1e-15)

@@ -479,7 +479,7 @@ def test_web2012_order_as_cli(web2012):
     qrels = web2012 / "qrels.adhoc.txt.gz"
     cli = _cli_table("order", "-B", "AP", "-B", "nDCG@20", qrels, *paths)
     many = pd.concat(
-        [_read_run_frame(p).assign(run=p.name[: -len(".gz")]) for p in paths], ignore_index=True
+        [_read_run_frame(p).assign(run=p.name[: -len(".run.gz")]) for p in paths], ignore_index=True
     )
     api = quiet(prefeval.order, qrels, many, baselines=["AP", "nDCG@20"])
     assert_same_as_cli(api, cli)

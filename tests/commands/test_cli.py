@@ -428,10 +428,10 @@ def test_gzip_run_named_without_gz(collection, tmp_path):
     "filename, name",
     [
         ("input.alpha.gz", "alpha"),
-        ("beta.run.gz", "beta.run"),
+        ("beta.run.gz", "beta"),
         ("input.gamma", "gamma"),
         ("delta", "delta"),
-        ("x.input.gz.txt", "x.input.gz.txt"),
+        ("x.input.gz.txt", "x.input.gz"),
         ("input.input.e.gz.gz", "input.e.gz"),
     ],
 )

@@ -4,6 +4,7 @@ syntax with summary rows and -q/-n, -p/--precision, --against, compare
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -197,9 +198,9 @@ def test_metrics_summary_of_tse_and_asl_averages_where_defined(tmp_path):
 
 def test_metrics_summaries_equal_pytrec_eval_at_every_level(web2012):
     """On web2012 at -l 1, 2, 3 (2 of the 50 queries have no grade >= 2): each summary is
-    the mean (the sum for counts) of pytrec_eval's per-query values over every judged
-    query, averaged here independently; the per-query rows are pytrec_eval's values of
-    the queries with a relevant document."""
+    the mean (the sum for counts, the geometric mean for gm_map) of pytrec_eval's
+    per-query values over every judged query, averaged here independently; the per-query
+    rows are pytrec_eval's values of the queries with a relevant document."""
     import gzip
 
     import pytrec_eval
@@ -229,6 +230,7 @@ def test_metrics_summaries_equal_pytrec_eval_at_every_level(web2012):
         "num_ret": "NumRet",
         "num_rel": "NumRel",
         "num_rel_ret": "NumRelRet",
+        "gm_map": "gm_map",
     }
     counts = {"num_q", "num_ret", "num_rel", "num_rel_ret"}
     for level in (1, 2, 3):
@@ -245,6 +247,8 @@ def test_metrics_summaries_equal_pytrec_eval_at_every_level(web2012):
             for key, measure in trec.items():
                 column = [per_query[q][key] for q in judged]
                 want = sum(column) if key in counts else sum(column) / len(judged)
+                if key == "gm_map":  # its per-query values are logarithms
+                    want = pytrec_eval.compute_aggregated_measure(key, column)
                 assert got[(measure, name, "all")] == pytest.approx(want, rel=1e-12, abs=1e-15)
                 for q in relevant:
                     assert got[(measure, name, q)] == pytest.approx(per_query[q][key], abs=1e-12)
@@ -581,3 +585,191 @@ def test_tau_matrix_on_a_terminal_follows_precision():
         "AP               0.9",
     ]
     assert "0.800" in tau_matrix_text(table)  # the default: three decimals
+
+
+# --------------------------------------------------------------------------- 6. run names
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory):
+    """runs/<system>/run.trec, a common layout: three copies of sample runs, tags kept."""
+    root = tmp_path_factory.mktemp("layout")
+    paths = []
+    for system, source in zip(("bm25", "dense", "splade"), RUNS):
+        path = root / system / "run.trec"
+        path.parent.mkdir()
+        path.write_bytes(source.read_bytes())
+        paths.append(path)
+    return paths
+
+
+#: every command that reads runs, with options that keep it small, and the columns of its
+#: output that hold run names (none: the names are checked through --pairs or the page)
+COMMANDS = {
+    "compare": (["-m", "rpp"], ["run_a", "run_b"]),
+    "metrics": (["-m", "AP"], ["run"]),
+    "order": (["-m", "rpp", "-B", "AP"], ["run"]),
+    "discpower": (["-m", "rpp", "-B", "AP", "--test", "ttest", "--pairs"], ["run_a", "run_b"]),
+    "tau": (["-m", "rpp", "-B", "AP"], []),
+    "agree": (["-m", "rpp", "-B", "AP"], []),
+    "robustness": (["-m", "rpp", "-B", "AP", "--queries", "5", "--samples", "2"], []),
+    "pairs": (["-m", "rpp", "-B", "AP"], ["run_a", "run_b"]),
+    "explain": (["-m", "rpp", "--top", "1"], []),
+    "report": (["-m", "rpp", "-B", "AP", "--test", "ttest", "--trials", "10"], []),
+}
+
+
+def named_output(command, runs, tmp_path, *flags):
+    """(exit result, the run names the output holds: a set, or the report's page)."""
+    options, columns = COMMANDS[command]
+    if command == "explain":
+        runs = runs[:2]
+    extra = ["-o", tmp_path / "r.html"] if command == "report" else []
+    result = invoke(command, *flags, *options, *extra, QRELS, *runs)
+    if result.exit_code != 0:
+        return result, None
+    if command == "report":
+        return result, (tmp_path / "r.html").read_text()
+    if command == "explain":
+        return result, result.stdout
+    table = read_tsv(result.stdout)
+    return result, {n for c in columns for n in table[c]}
+
+
+def names_shown(command, names, want):
+    """Whether the output's run names (:func:`named_output`) are ``want``."""
+    if command == "report":
+        return all(f">{n}<" in names for n in want)
+    if command == "explain":  # its text names RUN_A and RUN_B
+        return all(n in names for n in want[:2])
+    return not COMMANDS[command][1] or names == set(want)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_names_runs_as_users_do(command, layout, tmp_path):
+    """runs/<system>/run.trec: by file name the runs collide (exit 2, saying how to name
+    them); NAME=PATH names them; --names tag names them by their run tag."""
+    result, _ = named_output(command, layout, tmp_path)
+    usage = "name them NAME=PATH (in Python, a dict {name: run}) or use --names tag"
+    assert result.exit_code == 2 and result.stdout == "", result.stderr
+    assert "two runs are named 'run'" in result.stderr and usage in result.stderr
+    assert "Traceback" not in result.stderr
+    named = [f"{p.parent.name}={p}" for p in layout]
+    result, names = named_output(command, named, tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert names_shown(command, names, ["bm25", "dense", "splade"])
+    result, names = named_output(command, layout, tmp_path, "--names", "tag")
+    assert result.exit_code == 0, result.stderr
+    assert names_shown(command, names, ["sys01", "sys02", "sys03"])
+    assert "--names [file|tag]" in invoke(command, "--help").stdout
+
+
+@pytest.mark.parametrize("names", [[], ["--names", "tag"]])
+def test_tags_and_suffixes_name_compare_and_metrics_rows(names, tmp_path):
+    paths = []
+    for i, suffix in enumerate([".run", ".trec.gz", ".txt"]):
+        data = RUNS[i].read_bytes()
+        path = tmp_path / f"exp{i}" / f"system{i}{suffix}"
+        path.parent.mkdir()
+        path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+        paths.append(path)
+    want = ["sys01", "sys02", "sys03"] if names else ["system0", "system1", "system2"]
+    table = read_tsv(ok(invoke("metrics", *names, "-m", "AP", QRELS, *paths)))
+    assert list(table["run"]) == want
+    table = read_tsv(ok(invoke("compare", *names, "-m", "rpp", QRELS, *paths)))
+    assert list(zip(table["run_a"], table["run_b"])) == [
+        (want[0], want[1]), (want[0], want[2]), (want[1], want[2])
+    ]  # fmt: skip
+
+
+def test_named_prefs_and_metrics_read_back(tmp_path):
+    """Tables written with NAME=PATH are read back by --prefs and --metrics with the same
+    names given to the baselines: the same ordering as from the runs."""
+    named = [f"r{i}={p}" for i, p in enumerate(RUNS)]
+    prefs, metrics = tmp_path / "prefs.tsv", tmp_path / "metrics.tsv"
+    ok(invoke("compare", "-q", "-m", "rpp", "-o", prefs, QRELS, *named))
+    ok(invoke("metrics", "-q", "-m", "AP", "-o", metrics, QRELS, *named))
+    direct = ok(invoke("order", "-m", "rpp", "-B", "AP", QRELS, *named))
+    assert ok(invoke("order", "--prefs", prefs, "--metrics", metrics)) == direct
+    assert ok(invoke("order", "--prefs", prefs, "-B", "AP", QRELS, *named)) == direct
+    assert set(read_tsv(direct)["run"]) == {"r0", "r1", "r2"}
+
+
+def test_name_equals_path_checks_the_path_it_names(tmp_path):
+    """-o may not overwrite a run given as NAME=PATH; '-' named stands for stdin."""
+    target = tmp_path / "x.run"
+    target.write_bytes(RUNS[0].read_bytes())
+    result = invoke("compare", "-o", target, QRELS, f"x={target}", RUNS[1])
+    usage_error(result, "would overwrite the input")
+    result = invoke("compare", QRELS, "a=-", "b=-")
+    usage_error(result, "'-' (standard input) may be given for one input only")
+
+
+# --------------------------------------------------------------------------- 7. trec_eval habits
+
+
+def test_metrics_c_is_what_prefeval_always_does():
+    plain = invoke("metrics", "-q", "-m", "map", QRELS, *ALL_RUNS)
+    assert ok(invoke("metrics", "-c", "-q", "-m", "map", QRELS, *ALL_RUNS)) == ok(plain)
+    assert "-c" in ok(invoke("metrics", "--help")).replace("\n", " ")
+
+
+def test_metrics_notices_a_run_missing_queries_as_compare_does():
+    """sample_data's sys04 has no results for one query: metrics tells it with compare's
+    own notice."""
+    notice = (
+        "prefeval: run sys04: no results for 1 of 20 evaluated queries; evaluated as "
+        "retrieving nothing\n"
+    )
+    compared = invoke("compare", "-m", "rpp", QRELS, *ALL_RUNS)
+    assert ok(compared) and compared.stderr == notice
+    measured = invoke("metrics", "-m", "map", QRELS, *ALL_RUNS)
+    assert ok(measured) and measured.stderr == notice
+
+
+def test_gm_map_as_trec_eval():
+    """gm_map: per query pytrec_eval's (trec_eval's) log(max(AP, 1e-5)); summary its
+    geometric mean over every judged query, a query a run missed counting as AP 0 (-c)."""
+    import pytrec_eval
+
+    table = read_tsv(ok(invoke("metrics", "-q", "-m", "gm_map", QRELS, *ALL_RUNS)))
+    judged: dict = {}
+    for q, _, d, g in map(str.split, QRELS.read_text().splitlines()):
+        judged.setdefault(q, {})[d] = int(g)
+    evaluator = pytrec_eval.RelevanceEvaluator(judged, {"gm_map"})
+    for path in ALL_RUNS:
+        ranking: dict = {}
+        for line in (
+            (gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())
+            .decode()
+            .splitlines()
+        ):
+            q, _, d, _, score, *_ = line.split()
+            ranking.setdefault(q, {})[d] = float(score)
+        per_query = evaluator.evaluate(ranking)
+        name = path.name.removeprefix("input.").removesuffix(".gz")
+        rows = table[table["run"] == name]
+        got = {q: float(v) for q, v in zip(rows["query_id"], rows["value"])}
+        for q, values in per_query.items():
+            assert got[q] == pytest.approx(values["gm_map"], abs=1e-12)
+        unanswered = [q for q in judged if q not in per_query]
+        assert [got[q] for q in unanswered] == [math.log(1e-5)] * len(unanswered)
+        logs = [v["gm_map"] for v in per_query.values()] + [math.log(1e-5)] * len(unanswered)
+        assert got["all"] == pytest.approx(math.exp(sum(logs) / len(judged)), rel=1e-12)
+        if not unanswered:
+            assert got["all"] == pytest.approx(
+                pytrec_eval.compute_aggregated_measure("gm_map", logs), rel=1e-12
+            )
+    assert len(set(table["run"])) == 6 and "sys04" in set(table["run"])
+
+
+def test_metrics_runid():
+    """runid: no rows (the run column names the runs), a notice that says so; alone, the
+    header only; in the analyses it is no baseline."""
+    both = invoke("metrics", "-m", "map,runid", QRELS, *RUNS)
+    assert ok(both) == ok(invoke("metrics", "-m", "map", QRELS, *RUNS))
+    assert "runid: no rows; the run column names each run" in both.stderr
+    alone = invoke("metrics", "--names", "tag", "-m", "runid", QRELS, *RUNS)
+    assert ok(alone) == "measure\trun\tquery_id\tvalue\n"
+    assert "by its run tag (--names tag)" in alone.stderr
+    usage_error(invoke("order", "-B", "runid", QRELS, *RUNS), "runid (trec_eval's run tag)")

@@ -33,14 +33,14 @@ from helpers import invoke, read_tsv
 import prefeval
 
 RUN_NAMES = [
-    "ql-cata-filtered.run",
-    "ql-cata.run",
-    "ql-catb-filtered.run",
-    "ql-catb.run",
-    "rm-cata-filtered.run",
-    "rm-cata.run",
-    "rm-catb-filtered.run",
-    "rm-catb.run",
+    "ql-cata-filtered",
+    "ql-cata",
+    "ql-catb-filtered",
+    "ql-catb",
+    "rm-cata-filtered",
+    "rm-cata",
+    "rm-catb-filtered",
+    "rm-catb",
 ]
 PAIRS = list(combinations(RUN_NAMES, 2))  # run_a before run_b, command-line order
 
@@ -455,7 +455,7 @@ def test_mc4_cata_filtered(data, exact_order):
     rm-cata-filtered (stationary probability 0.0239) above ql-cata-filtered (0.0127),
     and so must prefeval."""
     pi = exact_order("graded", "mc4", "rpp")
-    ql, rm = "ql-cata-filtered.run", "rm-cata-filtered.run"
+    ql, rm = "ql-cata-filtered", "rm-cata-filtered"
     assert float(pi[rm]) == pytest.approx(0.0238984, abs=1e-7)
     assert float(pi[ql]) == pytest.approx(0.0127328, abs=1e-7)
     ranks = competition_ranks(pi)

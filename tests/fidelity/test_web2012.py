@@ -17,14 +17,14 @@ from helpers import invoke, tsv_to_dict
 
 TOL = 1e-9
 RUN_NAMES = [
-    "ql-cata-filtered.run",
-    "ql-cata.run",
-    "ql-catb-filtered.run",
-    "ql-catb.run",
-    "rm-cata-filtered.run",
-    "rm-cata.run",
-    "rm-catb-filtered.run",
-    "rm-catb.run",
+    "ql-cata-filtered",
+    "ql-cata",
+    "ql-catb-filtered",
+    "ql-catb",
+    "rm-cata-filtered",
+    "rm-cata",
+    "rm-catb-filtered",
+    "rm-catb",
 ]
 
 
@@ -157,8 +157,8 @@ KNOWN = {
     "binary": (
         ("--binary", "-l", "1"),
         "adhoc",
-        "ql-cata-filtered.run",
-        "ql-cata.run",
+        "ql-cata-filtered",
+        "ql-cata",
         {
             "rpp": 0.09876346263218666,
             "invrpp": 0.2980897665182342,
@@ -170,8 +170,8 @@ KNOWN = {
     "graded": (
         (),
         "adhoc",
-        "rm-catb.run",
-        "ql-catb.run",
+        "rm-catb",
+        "ql-catb",
         {
             "rpp": 0.10837355454470453,
             "dcgrpp": 0.12304567503984618,
@@ -181,8 +181,8 @@ KNOWN = {
     "subtopic": (
         (),
         "diversity",
-        "rm-cata.run",
-        "ql-cata-filtered.run",
+        "rm-cata",
+        "ql-cata-filtered",
         {
             "strpp": -0.033765353977547846,
             "stinvrpp": -0.2934653196300394,

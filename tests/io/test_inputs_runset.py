@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,8 @@ import prefeval
 from prefeval.analysis import evidence
 from prefeval.core.errors import InputError
 from prefeval.io import runs as runs_module
-from prefeval.io.runs import RunSet, read_run, resolve_runs
+from prefeval.io.runs import NamedPath, RunSet, read_run, resolve_runs, run_argument
+from prefeval.io.source import run_name
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_data"
@@ -55,6 +57,7 @@ print("OPENS", json.dumps(list(count.values())), file=sys.stderr)
     [
         ["compare", "-q"],
         ["metrics"],
+        ["metrics", "--names", "tag"],  # the tags read from the bytes held
         ["order"],
         ["order", "--no-baselines"],
         ["tau"],
@@ -113,6 +116,166 @@ def test_kinds_and_names(tmp_path, monkeypatch, whole):
         resolve_runs([text, text])
 
 
+# --------------------------------------------------------------------------- naming
+
+
+@pytest.mark.parametrize(
+    "argument, name, path",
+    [
+        ("bm25=runs/bm25.txt", "bm25", "runs/bm25.txt"),
+        ("a=b=c.run", "a", "b=c.run"),  # cut at the first '='
+        ("s=-", "s", "-"),  # standard input, named
+        ("runs/k=10/bm25.txt", None, "runs/k=10/bm25.txt"),  # '/' before the '='
+        ("=x.run", None, "=x.run"),  # no name
+        ("x=", None, "x="),  # no path
+        ("a b=c.run", None, "a b=c.run"),  # a blank is no name
+        ("plain.run", None, "plain.run"),
+    ],
+)
+def test_run_argument_rule(argument, name, path):
+    got = run_argument(argument)
+    assert str(got) == path and type(str(got)) is str
+    assert getattr(got, "name", None) == name
+    assert isinstance(got, NamedPath) == (name is not None)
+
+
+def test_existing_file_with_equals_is_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k=10.run").write_bytes(RUNS[0].read_bytes())
+    assert type(run_argument("k=10.run")) is str
+    assert list(resolve_runs([run_argument("k=10.run")])) == ["k=10"]
+
+
+def test_named_path_pickles():
+    named = pickle.loads(pickle.dumps(NamedPath("runs/x.txt", "x")))
+    assert (str(named), named.name, type(named)) == ("runs/x.txt", "x", NamedPath)
+
+
+@pytest.mark.parametrize(
+    "filename, name",
+    [
+        ("bm25.run", "bm25"),
+        ("bm25.trec", "bm25"),
+        ("bm25.txt", "bm25"),
+        ("bm25.res", "bm25"),
+        ("bm25.tsv", "bm25"),
+        ("bm25.run.gz", "bm25"),
+        ("bm25.trec.gz", "bm25"),
+        ("input.bm25.txt.gz", "bm25"),
+        ("bm25.parquet", "bm25"),
+        ("bm25.txt.run", "bm25.txt"),  # one suffix only
+        ("bm25.gz.run", "bm25.gz"),  # .gz only last
+        ("bm25.RUN", "bm25.RUN"),  # as written
+        (".run", ".run"),  # never an empty name
+        ("bm25", "bm25"),
+    ],
+)
+def test_run_suffix_stripped(filename, name):
+    assert run_name(f"runs/{filename}") == name
+
+
+def sample_copy(path: Path, source: Path, tag: str | None = None, gz: bool = False) -> Path:
+    """``source`` (a sample run) written to ``path``, its tag column replaced by ``tag``."""
+    lines = source.read_text().splitlines()
+    if tag is not None:
+        lines = [" ".join(line.split()[:5] + [tag]) for line in lines]
+    data = "".join(line + "\n" for line in lines).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def test_names_given_and_by_tag(tmp_path):
+    """NAME=PATH and a dict's keys name runs; ``names="tag"`` names the others by their
+    run tag (text, gzip, Parquet tag or run_id column); a many-run table keeps its run
+    column's names, in-memory runs theirs."""
+    a = sample_copy(tmp_path / "exp1" / "run.txt", RUNS[0], "bm25")
+    b = sample_copy(tmp_path / "exp2" / "run.txt", RUNS[1], "dense", gz=True)
+    frame = read_run(RUNS[2])
+    columns = {"query_id": frame.query_id, "doc_id": frame.doc_id, "score": frame.score}
+    tagged = tmp_path / "exp3" / "run.parquet"
+    tagged.parent.mkdir()
+    pq.write_table(pa.table({**columns, "run_id": ["splade"] * len(frame)}), tagged)
+    assert list(resolve_runs([a, b, tagged], names="tag")) == ["bm25", "dense", "splade"]
+    given = [run_argument(f"first={a}"), b, str(tagged)]
+    assert list(resolve_runs(given, names="tag")) == ["first", "dense", "splade"]
+    with pytest.raises(InputError, match="two runs are named 'run' .*exp2.*exp3"):
+        resolve_runs(given)  # by file: exp2/run.txt and exp3/run.parquet are both 'run'
+    assert list(resolve_runs({"x": a, "y": b}, names="tag")) == ["x", "y"]
+    data = pd.DataFrame({"query_id": ["1"], "doc_id": ["d"], "score": [1.0]})
+    assert list(resolve_runs([a, data], names="tag")) == ["bm25", "run2"]
+    # the named runs read their own files
+    got = resolve_runs(given, names="tag")
+    assert list(got["first"].read().doc_id) == list(read_run(RUNS[0]).doc_id)
+    assert list(got["splade"].read().doc_id) == list(frame.doc_id)
+
+
+def test_colliding_names_say_how_to_name_them(tmp_path):
+    a = sample_copy(tmp_path / "exp1" / "run.txt", RUNS[0])
+    b = sample_copy(tmp_path / "exp2" / "run.txt", RUNS[1])
+    with pytest.raises(InputError) as caught:
+        resolve_runs([a, b])
+    assert str(caught.value) == (
+        f"{b}: two runs are named 'run' (inputs 1 and 2: {a} and {b}); name them "
+        "NAME=PATH (in Python, a dict {name: run}) or use --names tag (trec_eval's runid, "
+        "each file's run tag)"
+    )
+    same = sample_copy(tmp_path / "exp3" / "x.run", RUNS[2], "sys01")
+    with pytest.raises(InputError, match=r"two runs are named 'sys01' .*name them NAME=PATH"):
+        resolve_runs([RUNS[0], same], names="tag")
+    with pytest.raises(InputError, match="two runs are named 'n' .*give runs distinct names"):
+        resolve_runs([run_argument(f"n={a}"), run_argument(f"n={b}")])
+
+
+@pytest.mark.parametrize(
+    "lines, line, message",
+    [
+        (["1 Q0 d 1 2.0 t1", "1 Q0 e 2 1.0 t2"], 2, "run tag 't2', not 't1' as on line 1"),
+        (["# c", "1 Q0 d 1 2.0 t1", "", "2 Q0 e 2 1.0 t2 x"], 4, "run tag 't2', not 't1'"),
+        (["1 Q0 d 1 2.0 t1", "1 Q0 e 2 1.0"], 2, "expected at least 6 columns"),
+        (["# nothing"], None, "no result line, so no run tag"),
+    ],
+)
+def test_tag_errors_name_the_line(tmp_path, lines, line, message):
+    path = tmp_path / "r.run"
+    path.write_text("".join(x + "\n" for x in lines))
+    with pytest.raises(InputError) as caught:
+        resolve_runs([path], names="tag")
+    assert (caught.value.path, caught.value.line) == (str(path), line)
+    assert message in caught.value.message
+
+
+def test_tag_read_in_chunks_counts_lines(tmp_path, monkeypatch):
+    """Tags are read a chunk of lines at a time: line numbers count across chunks."""
+    monkeypatch.setattr(runs_module, "TAG_CHUNK", 40)
+    lines = [f"1 Q0 d{i} {i + 1} {100 - i} same" for i in range(30)]
+    lines[23] = lines[23].replace("same", "other")
+    path = tmp_path / "r.run"
+    path.write_text("\r\n".join(lines) + "\r\n")
+    with pytest.raises(InputError) as caught:
+        resolve_runs([path], names="tag")
+    assert caught.value.line == 24 and "run tag 'other', not 'same'" in caught.value.message
+    lines[23] = lines[22]
+    path.write_text("\n".join(lines))
+    assert list(resolve_runs([path], names="tag")) == ["same"]
+
+
+def test_parquet_tag_errors(tmp_path):
+    frame = read_run(RUNS[0])
+    columns = {"query_id": frame.query_id, "doc_id": frame.doc_id, "score": frame.score}
+    untagged = tmp_path / "u.parquet"
+    pq.write_table(pa.table(columns), untagged)
+    with pytest.raises(InputError, match=r"column tag: missing \('tag' or 'run_id'\)"):
+        resolve_runs([untagged], names="tag")
+    mixed = tmp_path / "m.parquet"
+    tags = ["a"] * (len(frame) - 1) + ["b"]
+    pq.write_table(pa.table({**columns, "tag": tags}), mixed)
+    with pytest.raises(InputError, match=f"row {len(frame)}: run tag 'b', not 'a' as on row 1"):
+        resolve_runs([mixed], names="tag")
+    with pytest.raises(ValueError, match="names: 'id'"):
+        resolve_runs([untagged], names="id")
+
+
 def test_unreadable_run_is_reported_when_read(tmp_path):
     """A run file that cannot be opened is an error when it is read (after the judgments
     are read and checked), with the reader's message."""
@@ -140,3 +303,21 @@ def test_baselines_read_the_engines_columns(keep, monkeypatch):
     assert sorted(parsed) == sorted(runs * (1 if keep else 2))
     monkeypatch.setattr(evidence, "KEEP_COLUMNS", 0 if keep else (1 << 40))
     assert table.equals(prefeval.order(QRELS, runs, notify=None, cache=False))
+
+
+def test_api_dict_names_runs(tmp_path):
+    """In Python a dict {name: path or frame} names runs, whatever the files are called
+    (two run.txt files): the rows are those of the same runs named by NAME=PATH."""
+    a = sample_copy(tmp_path / "exp1" / "run.txt", RUNS[0])
+    b = sample_copy(tmp_path / "exp2" / "run.txt", RUNS[1])
+    frame = pd.DataFrame(
+        {"query_id": read_run(RUNS[2]).query_id, "doc_id": read_run(RUNS[2]).doc_id}
+    ).assign(score=read_run(RUNS[2]).score)
+    got = prefeval.compare(QRELS, {"bm25": a, "dense": b, "mem": frame}, measures="rpp")
+    assert list(zip(got.run_a, got.run_b)) == [("bm25", "dense"), ("bm25", "mem"), ("dense", "mem")]
+    same = prefeval.compare(QRELS, [RUNS[0], RUNS[1], RUNS[2]], measures="rpp", notify=None)
+    assert got.value.tolist() == same.value.tolist()
+    table = prefeval.metrics(QRELS, {"bm25": a, "dense": b}, baselines="AP")
+    assert table.run.tolist() == ["bm25", "dense"]
+    with pytest.raises(InputError, match="two runs are named 'run'"):
+        prefeval.compare(QRELS, [a, b])

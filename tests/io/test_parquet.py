@@ -131,7 +131,6 @@ def test_one_file_per_run_as_text(layout, tmp_path, text_compare):
     odd.write_bytes(paths[0].read_bytes())
     with pytest.warns(prefeval.PrefevalWarning):
         frame = prefeval.compare(str(QRELS), [odd, *paths[1:]], per_query=True, summary=True)
-    frame["run_a"] = frame["run_a"].replace("sys01.txt", "sys01")
     assert frame.equals(
         prefeval.compare(
             str(QRELS), [str(p) for p in RUNS], per_query=True, summary=True, notify=None

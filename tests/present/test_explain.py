@@ -15,6 +15,7 @@ import pytest
 from helpers import invoke, read_tsv, tsv_to_dict, write_qrels, write_run
 
 from prefeval.core.qrels import query_sort_key
+from prefeval.io.source import run_name
 from prefeval.options import Options
 from prefeval.present.explain import COLUMNS, explain
 
@@ -213,7 +214,7 @@ def check_against_compare(qrels, runs, compare_values, *options, binary=False, *
     """For every pair of ``runs`` and every query: explain's measure rows equal compare -q
     (``compare_values``: tsv_to_dict of its output), and so do the values recomputed
     from the rows (uniform RPP and lexicographic exactly, DCG and inverse to 1e-15)."""
-    names = [p.name.removeprefix("input.").removesuffix(".gz") for p in runs]
+    names = [run_name(p) for p in runs]
     queries = sorted({k[3] for k in compare_values} - {"all"}, key=query_sort_key)
     checked = 0
     for i in range(len(runs)):
