@@ -317,7 +317,7 @@ def test_api_dict_names_runs(tmp_path):
     assert list(zip(got.run_a, got.run_b)) == [("bm25", "dense"), ("bm25", "mem"), ("dense", "mem")]
     same = prefeval.compare(QRELS, [RUNS[0], RUNS[1], RUNS[2]], measures="rpp", notify=None)
     assert got.value.tolist() == same.value.tolist()
-    table = prefeval.metrics(QRELS, {"bm25": a, "dense": b}, baselines="AP")
+    table = prefeval.metrics(QRELS, {"bm25": a, "dense": b}, measures="AP")
     assert table.run.tolist() == ["bm25", "dense"]
     with pytest.raises(InputError, match="two runs are named 'run'"):
         prefeval.compare(QRELS, [a, b])
