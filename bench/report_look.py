@@ -106,6 +106,8 @@ def main() -> int:
             prefeval("report", "-o", folder / f"report.{ext}", *given)
         if shutil.which("chromium"):
             shot = out / f"{name}-html.png"
+            for stale in out.glob(f"{name}-html-*.png"):
+                stale.unlink()
             screenshot(folder / "report.html", shot, args.height)
             tiles(shot, out / f"{name}-html")
         if shutil.which("pdflatex"):
@@ -120,6 +122,8 @@ def main() -> int:
                 return 1
             warnings = [line for line in proc.stdout.splitlines() if "Overfull" in line]
             print(name, "pdflatex:", len(warnings), "overfull boxes", *warnings[:5], sep="\n  ")
+            for stale in out.glob(f"{name}-page-*.png"):
+                stale.unlink()
             if shutil.which("pdftoppm"):
                 subprocess.run(
                     ["pdftoppm", "-png", "-r", "80", "paper.pdf", str(out / f"{name}-page")],

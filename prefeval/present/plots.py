@@ -391,7 +391,10 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
         fig = _figure(figsize=(side + 0.9, side) if width is not None else (side + 1.0, side))
         ax = fig.subplots()
         image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
-        ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
+        if width is None:
+            ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
+        else:  # upright names crowd a column's narrow cells
+            ax.set_xticks(range(n), names, rotation=90)
         ax.set_yticks(range(n), names)
         if width is not None:
             ax.tick_params(labelsize=size)

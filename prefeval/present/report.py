@@ -387,8 +387,8 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         rows.append(cells)
     marks = ", ".join(TEST_MARKS[t] for t in tests)
     caption = (
-        "Summary: per measure (preference measures in bold) the run ranked first (by MC4, "
-        "or a baseline's mean; ties all named); "
+        "Summary. The data: " + ", ".join(facts) + ". Per measure (preference measures in "
+        "bold) the run ranked first (by MC4, or a baseline's mean; ties all named); "
         f"{marks}: of the other {n_runs - 1} runs, how many it is significantly better "
         "than by each test"
         + (
@@ -398,10 +398,7 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
             else "."
         )
     )
-    return Section(
-        "Summary",
-        ["The data: " + ", ".join(facts) + ".", Table(caption, header, rows, "summary"), legend],
-    )
+    return Section("Summary", [Table(caption, header, rows, "summary"), legend])
 
 
 def _baselines_section(ev, orders, pair_table, options) -> Section:
@@ -835,7 +832,7 @@ thead th{white-space:normal;overflow-wrap:anywhere;max-width:8rem;vertical-align
 table#data td{white-space:normal}
 tbody th,thead th:first-child{position:sticky;left:0;background:#fff}
 thead th{border-bottom:2px solid #999}tbody th{font-weight:normal}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 sup{color:#a33;font-size:.7em;margin-left:.1em}
 figure{margin:1rem 0}figcaption{color:#444;font-size:.9rem;max-width:60rem}
 figure img{max-width:100%;height:auto}
@@ -865,7 +862,11 @@ def _html_table(block: Table) -> list[str]:
     if block.caption:
         out.append(f"<caption>{html.escape(block.caption)}</caption>")
     if any(block.header):
-        cells = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
+        numeric = [i > 0 and any(r[i].number for r in block.rows) for i in range(len(block.header))]
+        cells = "".join(
+            ('<th class="num">' if n else "<th>") + f"{html.escape(h)}</th>"
+            for h, n in zip(block.header, numeric)
+        )
         out.append(f"<thead><tr>{cells}</tr></thead>")
     out.append("<tbody>")
     for row in block.rows:
