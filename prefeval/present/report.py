@@ -779,7 +779,8 @@ def check_targets(output, inputs) -> None:
             continue
         for source in given:
             if os.path.exists(source) and os.path.samefile(source, target):
-                what = "the report" if path == os.fspath(output) else f"its figure {path}"
+                kind = "file" if path.endswith(".csv") else "figure"
+                what = "the report" if path == os.fspath(output) else f"its {kind} {path}"
                 raise ValueError(f"{output}: {what} would overwrite the input {source}")
 
 
