@@ -727,9 +727,11 @@ def report(
     or ``.tex`` (booktabs tables, figures as PDF beside it, ``OUT-<figure>.pdf``).
     Returns the paths written, the report last.
 
-    Sections: the data; per preference measure the runs x runs matrix of mean Delta with
-    significance marks (``tests``, ``correction``, ``alpha``, ``trials``, ``seed`` as
-    :func:`discpower`) and its MC4 ordering beside each baseline's; discriminative power
+    Sections: a summary; the data; the baselines' means per run; per preference measure
+    the runs x runs matrix of mean Delta with significance marks (``tests``,
+    ``correction``, ``alpha``, ``trials``, ``seed`` as :func:`discpower`; past 10 runs a
+    heat map, the whole matrix in ``OUT-matrix-<measure>.csv`` beside the report, among
+    the paths returned) and its MC4 ordering beside each baseline's; discriminative power
     (table and curves); Kendall's tau between all measures (heatmap); agreement and
     ties; with ``robustness=True`` the robustness curves (``samples`` draws).  Inputs as
     :func:`order`; needs matplotlib (``pip install 'prefeval[plot]'``).

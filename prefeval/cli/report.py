@@ -20,7 +20,8 @@ from .params import analysis_options, judged, significance_options
     required=True,
     type=click.Path(dir_okay=False, writable=True),
     help="The report: FILE.html (one self-contained page), FILE.md or FILE.tex; the "
-    "figures of .md and .tex are written beside it as FILE-<figure>.svg or .pdf.",
+    "figures of .md and .tex are written beside it as FILE-<figure>.svg or .pdf, and past "
+    "10 runs each preference matrix as FILE-matrix-<measure>.csv.",
 )
 @significance_options
 @click.option(
@@ -48,12 +49,15 @@ from .params import analysis_options, judged, significance_options
 def report(inputs, prefs, metrics_file, against, output):
     """The whole study in one document: HTML, Markdown or LaTeX.
 
-    The data; per preference measure the runs x runs matrix of mean preference with
-    significance marks and its MC4 ordering beside each baseline's; discriminative
-    power (table and curves); Kendall's tau between all measures (heatmap); agreement
-    and ties; with --robustness the robustness curves. The format comes from the
-    extension of -o: .html is one self-contained page; .md and .tex get their figures
-    written beside them (FILE-<figure>.svg, FILE-<figure>.pdf).
+    A summary (each measure's first run and how many runs it beats significantly, the
+    baseline agreeing least); the data; the baselines' means per run with significance
+    marks; per preference measure the runs x runs matrix of mean preference with
+    significance marks (past 10 runs a heat map, the numbers in FILE-matrix-<measure>.csv)
+    and its MC4 ordering beside each baseline's; discriminative power (table and
+    curves); Kendall's tau between all measures (heatmap); agreement and ties; with
+    --robustness the robustness curves. The format comes from the extension of -o:
+    .html is one self-contained page; .md and .tex get their figures written beside
+    them (FILE-<figure>.svg, FILE-<figure>.pdf).
 
     \b
     Example:

@@ -156,6 +156,140 @@ def discpower_figure(pair_table, alpha: float = 0.05, log: bool = False, ymax=No
 
 _TEST_TITLES = {"ttest": "t-test", "sign": "sign test", "hsd": "randomized Tukey HSD"}
 
+#: the titles of the panels of discpower_panels_figure: a preference family, or the baselines
+_GROUP_TITLES = {
+    "rpp": "RPP (graded)",
+    "strpp": "RPP (subtopic)",
+    "lexi": "lexicographic",
+    "": "baselines",
+}
+#: p-values below this (p = 0 included) are drawn at it by discpower_panels_figure
+P_FLOOR = 1e-4
+
+
+def measure_group(name: str) -> str:
+    """The family of a preference measure (``rpp``, ``strpp``, ``lexi``); ``""`` for a
+    baseline."""
+    return MEASURES[name].family if name in MEASURES else ""
+
+
+def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None = None):
+    """Sakai's discriminative-power curves for many measures, ``width`` inches wide
+    (default 3.3 inches a panel): one
+    row of panels per test, one column per group of measures (each preference family,
+    then the baselines), each measure of a panel in its own colour (labelled in the
+    panel) and the other groups' curves in light grey for context.  The p axis is
+    logarithmic from :data:`P_FLOOR` to 1; smaller p-values (p = 0 too) are drawn on the
+    floor, so the curves that reach 0 stay apart by where they leave it; each curve
+    crosses the α line at its number of significant pairs."""
+    import numpy as np
+    from matplotlib import colormaps
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
+
+    tests = list(dict.fromkeys(pair_table["test"]))
+    names = list(dict.fromkeys(pair_table["measure"]))
+    groups = list(dict.fromkeys(sorted(map(measure_group, names), key=lambda g: g == "")))
+    colours = [colormaps[_PALETTE].colors[i] for i in _ORDER]
+    alpha_style = {"color": "black", "linewidth": 0.8, "linestyle": (0, (1, 1.5))}
+    with _rc():
+        nrows, ncols = max(1, len(tests)), max(1, len(groups))
+        fig = _figure(figsize=(width or 0.5 + 3.3 * ncols, 0.35 + 1.85 * nrows))
+        axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
+        for row, test in enumerate(tests):
+            part = pair_table[pair_table["test"] == test]
+            sorted_p = {
+                name: np.sort(rows["p_adjusted"].to_numpy(dtype=float))
+                for name, rows in part.groupby("measure", sort=False)
+            }
+            for col, group in enumerate(groups):
+                ax = axes[row, col]
+                own = [name for name in sorted_p if measure_group(name) == group]
+                for name, p in sorted_p.items():
+                    if name not in own:
+                        x = np.arange(1, len(p) + 1)
+                        ax.plot(x, np.maximum(p, P_FLOOR), color="0.85", linewidth=0.6, zorder=1)
+                for k, name in enumerate(own):
+                    p = np.maximum(sorted_p[name], P_FLOOR)
+                    style = {"color": colours[k % len(colours)], "linewidth": 1.2}
+                    if k >= len(colours):
+                        style["linestyle"] = "--"
+                    ax.plot(np.arange(1, len(p) + 1), p, label=name, zorder=3, **style)
+                ax.axhline(alpha, gid="alpha", zorder=2, **alpha_style)
+                ax.set_yscale("log")
+                ax.set_ylim(P_FLOOR / 2, 1.6)
+                ax.yaxis.set_major_locator(FixedLocator([P_FLOOR, 1e-3, 1e-2, 1e-1, 1.0]))
+                ax.yaxis.set_minor_locator(NullLocator())
+                ax.set_yticklabels([f"≤{P_FLOOR:g}", "0.001", "0.01", "0.1", "1"])
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=4, min_n_ticks=1))
+                ax.grid(True, linewidth=0.3, alpha=0.5)
+                ax.tick_params(labelsize=7, length=2, pad=1.5)
+                if row == 0:
+                    ax.set_title(_GROUP_TITLES.get(group, group), fontsize=8)
+                if col == 0:
+                    ax.set_ylabel(f"p ({_TEST_TITLES.get(test, test)})", fontsize=7)
+                if own:
+                    ax.legend(loc="lower right", fontsize=7, handlelength=1.2, borderaxespad=0.3,
+                              labelspacing=0.2, framealpha=0.85)  # fmt: skip
+        fig.supxlabel(f"run pairs sorted by p-value (dotted: α = {alpha:g})", fontsize=7)
+        if not tests:
+            axes[0, 0].text(0.5, 0.5, "no run pairs", ha="center", transform=axes[0, 0].transAxes)
+    return fig
+
+
+def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=None,
+                              min_font=None, font: float = 7.0):  # fmt: skip
+    """A runs x runs matrix (``matrix[i, j]``: the mean preference of ``runs[i]`` over
+    ``runs[j]``; NaN on the diagonal) as a heat map ``width`` inches wide (default: a
+    page's, 0.17 inch a cell up to 50 runs, 11 inches of cells past that): a diverging
+    colour scale centred at 0 (symmetric, to ``vmax``, default the largest magnitude),
+    cells whose pair is significant (``significant[i, j]`` true) in full colour, the
+    others faded to a third of it, the diagonal grey.  The run names label the rows and
+    columns in ``font`` points, or smaller down to ``min_font`` when the cells are
+    smaller (default 7 points at a given ``width``, for a paper; 5 on a page); past that
+    only every k-th run is named (its rank shown before its name)."""
+    import numpy as np
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    n = len(runs)
+    values = np.asarray(matrix, dtype=float)
+    top = np.nanmax(np.abs(values)) if n > 1 and np.isfinite(values).any() else 1.0
+    top = float(vmax if vmax is not None else (top if top > 0 else 1.0))
+    norm = Normalize(-top, top)
+    cmap = colormaps["RdBu_r"]
+    rgba = cmap(norm(np.nan_to_num(values)))
+    faded = ~np.asarray(significant, dtype=bool)
+    rgba[faded, :3] = 1 - (1 - rgba[faded, :3]) / 3  # a third of the colour's saturation
+    rgba[np.isnan(values)] = (0.8, 0.8, 0.8, 1.0)
+    label_width = 0.075 * font * max((len(r) for r in runs), default=1) / 7 + 0.2
+    if min_font is None:
+        min_font = 5.0 if width is None else 7.0
+    if width is None:
+        cell = 0.17 if n <= 50 else max(0.075, 11.0 / n)
+        width = label_width + 0.75 + cell * max(n, 1)
+    side = max(1.0, width - label_width - 0.75)  # the colour bar and its label
+    cell_pt = 72 * side / max(n, 1)
+    size = min(font, max(min_font, 0.9 * cell_pt))
+    step = max(1, int(np.ceil(size / cell_pt)))
+    shown = list(range(0, n, step))
+    names = [f"{i + 1} {runs[i]}" if step > 1 else runs[i] for i in shown]
+    with _rc():
+        fig = _figure(figsize=(width, side + label_width + 0.25))
+        ax = fig.subplots()
+        ax.imshow(rgba, interpolation="nearest", aspect="equal")
+        ax.set_xticks(shown, names, rotation=90, fontsize=size)
+        ax.set_yticks(shown, names, fontsize=size)
+        ax.tick_params(length=1.5 if step > 1 else 0, pad=1)
+        ax.xaxis.tick_top()
+        ax.set_xlabel("column run (MC4 order)", fontsize=font)
+        ax.xaxis.set_label_position("top")
+        ax.set_ylabel("row run (MC4 order)", fontsize=font)
+        bar = fig.colorbar(ScalarMappable(norm, cmap), ax=ax, shrink=0.6, aspect=25, pad=0.02)
+        bar.set_label("mean Δ(row, column)", fontsize=font)
+        bar.ax.tick_params(labelsize=font)
+    return fig
+
 
 _KIND_LABELS = {
     "queries": ("number of queries sampled", "query sampling"),
@@ -163,11 +297,13 @@ _KIND_LABELS = {
 }
 
 
-def robustness_figure(table, layout: str = "auto"):
+def robustness_figure(table, layout: str = "auto", width: float | None = None):
     """Kendall's tau with the full ordering against the sampling level, one panel per
     kind (queries, labels): mean lines with ±std bands clipped to [-1, 1]
     (``layout="overlay"``), or one small panel per measure with the others in grey
-    (``"grid"``); ``"auto"``: overlay up to OVERLAY_MAX measures."""
+    (``"grid"``); ``"auto"``: overlay up to OVERLAY_MAX measures.  ``width``: the
+    figure's width in inches (the grid then has as many columns as fit), default as
+    many as the panels need."""
     import numpy as np
 
     if layout not in ("auto", "overlay", "grid"):
@@ -187,7 +323,8 @@ def robustness_figure(table, layout: str = "auto"):
     bottom = max(-1.0, np.floor(10 * min(lows)) / 10) if lows else 0.0
     with _rc():
         if layout == "overlay":
-            fig = _figure(figsize=(0.4 + 3.2 * max(1, len(kinds)) + 1.6, 3.0))
+            wide = 0.4 + 3.2 * max(1, len(kinds)) + 1.6
+            fig = _figure(figsize=(wide if width is None else width, 3.0))
             axes = fig.subplots(1, max(1, len(kinds)), squeeze=False, sharey=True)[0]
             for ax, kind in zip(axes, kinds):
                 for name, style in styles.items():
@@ -199,9 +336,10 @@ def robustness_figure(table, layout: str = "auto"):
                 _kind_axes(ax, kind, bottom)
             _legend(fig, styles)
             return fig
-        ncols = min(6, len(styles))
+        ncols = min(6 if width is None else max(1, int(width // 1.6)), len(styles))
         nrows = -(-len(styles) // ncols)
-        fig = _figure(figsize=(1.85 * ncols, (1.55 * nrows + 0.35) * max(1, len(kinds))))
+        panel = 1.85 if width is None else width / ncols
+        fig = _figure(figsize=(panel * ncols, (1.55 * nrows + 0.35) * max(1, len(kinds))))
         subfigs = fig.subfigures(max(1, len(kinds)), 1, squeeze=False)[:, 0]
         for sub, kind in zip(subfigs, kinds):
             sub.suptitle(_KIND_LABELS.get(kind, (kind, kind))[1], fontweight="bold")
@@ -227,11 +365,13 @@ def robustness_figure(table, layout: str = "auto"):
     return fig
 
 
-def tau_heatmap_figure(table, digits: int = 2):
+def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
     """Kendall's tau between every pair of measures (the ``tau`` table, rows
     ``measure_a, measure_b, tau``) as a symmetric heatmap, each cell with its value to
     ``digits`` decimals; a diverging scale fixed to [-1, 1], so colours compare across
-    reports."""
+    reports.  ``width``: the figure's width in inches, its text in 7 points (for a
+    paper's column), the values written only where they fit in their cells; default
+    half an inch a cell."""
     import numpy as np
 
     names = list(dict.fromkeys([*table["measure_a"], *table["measure_b"]]))
@@ -241,14 +381,24 @@ def tau_heatmap_figure(table, digits: int = 2):
     for a, b, t in table[["measure_a", "measure_b", "tau"]].itertuples(index=False):
         matrix[where[a], where[b]] = matrix[where[b], where[a]] = t
     side = 1.4 + 0.5 * max(n, 2)  # half an inch a cell: values stay legible
+    size = 8 if n <= 8 else 7
+    if width is not None:
+        side = width - 0.9
+        size = 7
+    cell_pt = 72 * (side - 0.08 * max((len(name) for name in names), default=1)) / max(n, 1)
+    written = width is None or cell_pt >= 0.62 * size * (digits + 3)
     with _rc():
-        fig = _figure(figsize=(side + 1.0, side))
+        fig = _figure(figsize=(side + 0.9, side) if width is not None else (side + 1.0, side))
         ax = fig.subplots()
         image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
-        ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
+        if width is None:
+            ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
+        else:  # upright names crowd a column's narrow cells
+            ax.set_xticks(range(n), names, rotation=90)
         ax.set_yticks(range(n), names)
-        size = 8 if n <= 8 else 7
-        for i in range(n):
+        if width is not None:
+            ax.tick_params(labelsize=size)
+        for i in range(n if written else 0):
             for j in range(n):
                 value = matrix[i, j]
                 text = "" if np.isnan(value) else f"{value:.{digits}f}"
@@ -258,7 +408,10 @@ def tau_heatmap_figure(table, digits: int = 2):
                 ax.text(j, i, text, ha="center", va="center", fontsize=size,
                         color="white" if dark else "black")  # fmt: skip
         ax.tick_params(length=0)
-        fig.colorbar(image, ax=ax, shrink=0.8, label="Kendall's τ")
+        bar = fig.colorbar(image, ax=ax, shrink=0.8, label="Kendall's τ")
+        if width is not None:
+            bar.ax.tick_params(labelsize=size)
+            bar.set_label("Kendall's τ", fontsize=size)
     return fig
 
 

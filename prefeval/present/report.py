@@ -10,17 +10,24 @@ into a :class:`Report`, a format-free list of sections holding paragraphs, table
 - ``tex``: booktabs tables and figures to ``\\input`` into a paper (needs the
   ``booktabs`` and ``graphicx`` packages), figures as PDF files beside it.
 
-Figures beside ``OUT.ext`` are named ``OUT-<figure>.svg|pdf``.  Every computation is
-the one of the analysis commands: ``order`` (MC4), ``pairs`` (means), ``discpower``
-(tests, corrections), ``tau``, ``agree`` and ``robustness``.
+Figures beside ``OUT.ext`` are named ``OUT-<figure>.svg|pdf``.  Past
+:data:`MATRIX_MAX` runs each preference measure's runs x runs matrix is drawn as a heat
+map (figure ``heatmap-<measure>``) and written whole, in every format, as
+``OUT-matrix-<measure>.csv`` beside the report.  Every computation is the one of the
+analysis commands: ``order`` (MC4, and the baselines' means), ``pairs`` (means),
+``discpower`` (tests, corrections), ``tau``, ``agree`` and ``robustness``.
 """
 
 from __future__ import annotations
 
 import base64
+import csv
 import html
+import io
 import os
 import re
+import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lazy_loader
@@ -32,8 +39,17 @@ from ..analysis.significance import discriminative_power, pair_summary, pair_tes
 from ..core import ties
 from ..core.qrels import query_sort_key
 from ..io.writers import atomic_output, output_target
+from ..measures import MEASURES
 from ..options import TESTS, Options
-from .plots import discpower_figure, figure_bytes, robustness_figure, svg_text, tau_heatmap_figure
+from .plots import (
+    OVERLAY_MAX,
+    discpower_panels_figure,
+    figure_bytes,
+    preference_heatmap_figure,
+    robustness_figure,
+    svg_text,
+    tau_heatmap_figure,
+)
 
 np = lazy_loader.load("numpy")
 
@@ -45,6 +61,15 @@ _TEST_NAMES = {"ttest": "t-test", "sign": "sign test", "hsd": "randomized Tukey 
 #: shares of the queries drawn by --robustness, and of the relevant labels kept
 ROBUSTNESS_QUERY_SHARES = (0.1, 0.25, 0.5, 0.75)
 ROBUSTNESS_LABELS = (0.1, 0.25, 0.5, 0.75)
+#: up to this many runs a preference measure's matrix is a table of numbers; past it, a
+#: heat map with the whole matrix in a CSV file beside the report
+MATRIX_MAX = 10
+#: a two-column paper's column and text widths (inches): the LaTeX figures are drawn at
+#: the width they are printed at, so their text keeps its size (7 to 8 pt)
+COLUMN_WIDTH = 3.3
+TEXT_WIDTH = 7.0
+#: LaTeX tables longer than this many rows are split into tables of at most as many
+LATEX_ROWS = 40
 
 
 def report_format(path) -> str:
@@ -71,18 +96,36 @@ class Cell:
 
 @dataclass
 class Table:
+    """A table with its caption and label; ``formats``: where it is shown;
+    ``collapsed``: folded away in HTML (a ``<details>`` element) until opened."""
+
     caption: str
     header: list[str]
     rows: list[list[Cell]]
     label: str
     formats: tuple = ("html", "md", "tex")  # where the table is shown
+    collapsed: bool = False
 
 
 @dataclass
 class Figure:
+    """A figure: ``draw(width)`` builds it (a matplotlib Figure) ``width`` inches wide,
+    or at its own size for a page (``None``); ``wide``: across both columns of a paper
+    (LaTeX ``figure*``)."""
+
     name: str
     caption: str
-    figure: object  # matplotlib.figure.Figure
+    draw: Callable
+    wide: bool = False
+
+
+@dataclass
+class Download:
+    """A data file written beside the report, ``OUT-<name>.csv``, and linked from it."""
+
+    name: str
+    caption: str
+    data: bytes
 
 
 @dataclass
@@ -143,7 +186,7 @@ def _data_section(inputs, sources: dict) -> Section:
     rows.append(("Preference measures", ", ".join(ev.preference_measures) + binary))
     rows.append(("Baselines", ", ".join(ev.metrics) or "none"))
     table = Table(
-        "",
+        "Data: the inputs of the report.",
         ["", ""],
         [[Cell(k, bold=True), Cell(v)] for k, v in rows],
         "data",
@@ -153,23 +196,19 @@ def _data_section(inputs, sources: dict) -> Section:
 
 def _matrix_table(name, order_rows, pair_rows, tests, digits) -> Table:
     """Runs x runs mean Delta(row, column), rows and columns in MC4 order."""
-    rank = dict(zip(order_rows["run"], order_rows["rank"]))
-    ranked = sorted(rank, key=lambda run: (rank[run], run))  # ties by name
-    means, marks = {}, {}
-    for row in pair_rows.itertuples(index=False):
-        means[row.run_a, row.run_b] = row.mean
-        means[row.run_b, row.run_a] = -row.mean if np.isfinite(row.mean) else row.mean
+    ranked, rank, matrix = _matrix(order_rows, pair_rows)
+    marks = {}
     for (a, b), letters in tests.items():
         marks[a, b] = marks[b, a] = letters
     rows = []
-    for a in ranked:
+    for i, a in enumerate(ranked):
         cells = [Cell(a, bold=rank[a] == 1)]
-        for b in ranked:
-            if a == b:
+        for j, b in enumerate(ranked):
+            if i == j:
                 cells.append(Cell("–", number=True))
             else:
-                mean = ties.snap_zero(np.array([means[a, b]]))[0]
-                cells.append(Cell(_number(mean, digits), marks=marks.get((a, b), ""), number=True))
+                text = _number(matrix[i, j], digits)
+                cells.append(Cell(text, marks=marks.get((a, b), ""), number=True))
         rows.append(cells)
     return Table(
         f"{name}: mean preference Δ(row, column) over the queries; positive: the row's "
@@ -264,7 +303,13 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
         jobs=options.jobs,
     )
     means = pair_summary(ev)
-    sections = [_data_section(inputs, sources)]
+    legend = _legend(tests, options.correction, options.alpha, options.trials)
+    sections = [
+        _summary_section(inputs, orders, taus, pair_table, means, legend, options),
+        _data_section(inputs, sources),
+    ]
+    if ev.metrics:
+        sections.append(_baselines_section(ev, orders, pair_table, options))
     sections.extend(_preference_sections(ev, orders, taus, pair_table, means, tests, options))
     sections.append(_discpower_section(ev, pair_table, tests, options))
     if len(ev.measures) > 1:
@@ -272,44 +317,232 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
     sections.append(_agreement_section(ev))
     if options.robustness:
         sections.append(_robustness_section(inputs, options))
-    return Report(
-        "prefeval report",
-        sections,
-        _legend(tests, options.correction, options.alpha, options.trials),
+    return Report("prefeval report", sections, legend)
+
+
+def _ranked(orders, name) -> list[str]:
+    """The runs of measure ``name`` in the order of ``order`` (rank, then name)."""
+    mine = orders[orders["measure"] == name]
+    return sorted(mine["run"], key=dict(zip(mine["run"], zip(mine["rank"], mine["run"]))).get)
+
+
+def _beaten(leader, name, pair_table, means, alpha) -> dict[str, set]:
+    """test -> the runs that ``leader`` is significantly better than under measure
+    ``name``: the pair significant at ``alpha`` and its mean difference for ``leader``."""
+    mine = means[means["measure"] == name]
+    ahead = set()
+    for a, b, mean in mine[["run_a", "run_b", "mean"]].itertuples(index=False):
+        if leader in (a, b) and np.isfinite(mean) and not ties.is_zero(np.array([mean]))[0]:
+            if (mean > 0) == (a == leader):
+                ahead.add(b if a == leader else a)
+    out = {}
+    part = pair_table[(pair_table["measure"] == name) & (pair_table["p_adjusted"] < alpha)]
+    for test, rows in part.groupby("test", sort=False):
+        found = set()
+        for a, b in rows[["run_a", "run_b"]].itertuples(index=False):
+            other = b if a == leader else a if b == leader else None
+            if other in ahead:
+                found.add(other)
+        out[test] = found
+    return out
+
+
+def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -> Section:
+    """The "Summary" section: the data in one sentence; per measure the run ranked first
+    (MC4 for a preference, the mean for a baseline), how many runs it is significantly
+    better than under each test, and for a preference measure the baseline whose
+    ordering agrees least with its own (Kendall's τ-b); then the legend of the marks."""
+    ev = inputs.evidence
+    tests = [t for t in TESTS if t in options.tests]
+    n_runs, n_queries = len(ev.runs), len(ev.query_ids)
+    facts = [f"{n_queries} queries", f"{n_runs} runs"]
+    if inputs.qrels is not None:
+        general = inputs.qrels.general()
+        judged = general[general["query_id"].isin(set(ev.query_ids))]
+        relevant = inputs.qrels.relevant(inputs.relevance_level)
+        sizes = dict(zip(relevant.query_ids, relevant.sizes()))
+        n_relevant = sum(int(sizes.get(q, 0)) for q in ev.query_ids)
+        facts.append(f"{len(judged):,} judged documents ({n_relevant:,} relevant)")
+    facts.append(
+        f"{len(ev.preference_measures)} preference measures"
+        + (f" and {len(ev.metrics)} baselines" if ev.metrics else "")
     )
+    header = ["measure", "ranked first", *[TEST_MARKS[t] for t in tests]]
+    if ev.metrics:
+        header.append("least agreeing (τ)")
+    rows = []
+    for name in ev.measures:
+        ranked = _ranked(orders, name)
+        mine = orders[orders["measure"] == name]
+        first = sorted(mine.loc[mine["rank"] == 1, "run"])
+        beaten = _beaten(ranked[0], name, pair_table, means, options.alpha)
+        cells = [Cell(name, bold=ev.is_preference(name)), Cell(", ".join(first))]
+        cells += [Cell(f"{len(beaten.get(t, ()))}/{n_runs - 1}", number=True) for t in tests]
+        if ev.metrics:
+            text = ""
+            if ev.is_preference(name):
+                least = min(ev.metrics, key=lambda b: (taus.get((name, b), np.inf), b))
+                text = f"{least} ({_number(taus.get((name, least), np.nan), options.digits)})"
+            cells.append(Cell(text))
+        rows.append(cells)
+    marks = ", ".join(TEST_MARKS[t] for t in tests)
+    caption = (
+        "Summary. The data: " + ", ".join(facts) + ". Per measure (preference measures in "
+        "bold) the run ranked first (by MC4, or a baseline's mean; ties all named); "
+        f"{marks}: of the other {n_runs - 1} runs, how many it is significantly better "
+        "than by each test"
+        + (
+            "; for a preference measure, the baseline whose ordering agrees least with its "
+            "own (Kendall's τ-b)."
+            if ev.metrics
+            else "."
+        )
+    )
+    return Section("Summary", [Table(caption, header, rows, "summary"), legend])
+
+
+def _baselines_section(ev, orders, pair_table, options) -> Section:
+    """The "Baselines" section: each baseline's mean per run (as ``order`` and ``metrics``
+    compute it), runs in the order of the first baseline, the best per baseline in bold,
+    marked with the tests finding a run significantly different from that best run."""
+    digits, alpha = options.digits, options.alpha
+    first = ev.metrics and next(iter(ev.metrics))
+    runs = _ranked(orders, first)
+    score, best, marks = {}, {}, {}
+    for base in ev.metrics:
+        mine = orders[orders["measure"] == base]
+        score[base] = dict(zip(mine["run"], mine["score"]))
+        best[base] = set(mine.loc[mine["rank"] == 1, "run"])
+        top = _ranked(orders, base)[0]
+        marks[base] = {}
+        part = pair_table[(pair_table["measure"] == base) & (pair_table["p_adjusted"] < alpha)]
+        for test in TEST_MARKS:
+            for a, b in part.loc[part["test"] == test, ["run_a", "run_b"]].itertuples(index=False):
+                if top in (a, b):
+                    other = b if a == top else a
+                    marks[base][other] = marks[base].get(other, "") + TEST_MARKS[test]
+    rows = [
+        [Cell(run)]
+        + [
+            Cell(
+                _number(score[base][run], digits),
+                bold=run in best[base],
+                marks=marks[base].get(run, ""),
+                number=True,
+            )
+            for base in ev.metrics
+        ]
+        for run in runs
+    ]
+    caption = (
+        f"Baselines: the mean of each baseline per run over the {len(ev.query_ids)} "
+        f"queries (as prefeval metrics reports it), runs by their {first}; the best run "
+        "per baseline in bold; superscripts: the tests finding the run significantly "
+        "different from that best run."
+    )
+    table = Table(caption, ["run", *ev.metrics], rows, "baselines")
+    return Section("Baselines", [table])
 
 
 def _preference_sections(ev, orders, taus, pair_table, means, tests, options) -> list[Section]:
-    """The "Preferences" section and, per preference measure, its subsection: the
-    runs x runs matrix of mean preferences with significance marks, and its orderings."""
+    """The "Preferences" section and, per preference measure, its subsection: up to
+    :data:`MATRIX_MAX` runs the runs x runs matrix of mean preferences with significance
+    marks and its orderings; past it a heat map of the matrix (the numbers in a CSV file
+    beside the report) and the orderings folded away."""
     alpha, digits = options.alpha, options.digits
-    sections = [
-        Section(
-            "Preferences",
-            [
-                "Per preference measure: the runs x runs matrix of the mean preference "
-                "Δ(row, column) over the queries (positive: the row's run is preferred), "
-                "rows and columns in MC4 order with the first run in bold; then the rank of "
-                "each run under MC4 and under each baseline.",
-                _legend(tests, options.correction, alpha, options.trials),
-            ],
+    many = len(ev.runs) > MATRIX_MAX
+    intro = (
+        "Per preference measure: the runs x runs matrix of the mean preference "
+        "Δ(row, column) over the queries (positive: the row's run is preferred), "
+        "rows and columns in MC4 order"
+        + (
+            f", drawn as a heat map (more than {MATRIX_MAX} runs), its numbers in a CSV "
+            "file beside the report; then the rank of each run under MC4 and under each "
+            "baseline (folded)."
+            if many
+            else " with the first run in bold; then the rank of each run under MC4 and "
+            "under each baseline."
         )
-    ]
+    )
+    sections = [Section("Preferences", [intro])]
     for name in ev.preference_measures:
         order_rows = orders[orders["measure"] == name]
         section = Section(name, level=3)
-        section.blocks.append(
-            _matrix_table(
-                name,
-                order_rows,
-                means[means["measure"] == name],
-                _significance(pair_table, name, alpha),
-                digits,
+        significance = _significance(pair_table, name, alpha)
+        if many:
+            section.blocks += _heatmap_blocks(
+                name, order_rows, means[means["measure"] == name], significance, len(tests)
             )
-        )
-        section.blocks.append(_orderings_table(ev, name, orders, taus, digits))
+        else:
+            section.blocks.append(
+                _matrix_table(
+                    name, order_rows, means[means["measure"] == name], significance, digits
+                )
+            )
+        orderings = _orderings_table(ev, name, orders, taus, digits)
+        if many:
+            orderings.collapsed = True
+            orderings.formats = ("html", "md")  # a paper takes the CSV file's ranks
+        section.blocks.append(orderings)
         sections.append(section)
     return sections
+
+
+def _matrix(order_rows, pair_rows) -> tuple[list[str], dict, object]:
+    """(the runs in MC4 order (ties by name), run -> rank, the runs x runs matrix of mean
+    Δ(row, column) in that order, NaN on the diagonal)."""
+    rank = dict(zip(order_rows["run"], order_rows["rank"]))
+    ranked = sorted(rank, key=lambda run: (rank[run], run))
+    where = {run: i for i, run in enumerate(ranked)}
+    matrix = np.full((len(ranked), len(ranked)), np.nan)
+    for a, b, mean in pair_rows[["run_a", "run_b", "mean"]].itertuples(index=False):
+        mean = ties.snap_zero(np.array([mean]))[0]
+        matrix[where[a], where[b]] = mean
+        matrix[where[b], where[a]] = -mean if np.isfinite(mean) and mean != 0 else mean
+    return ranked, rank, matrix
+
+
+def matrix_csv(ranked, rank, matrix) -> bytes:
+    """The CSV file of a preference matrix: a header ``run,mc4_rank,<runs>``, then one
+    row per run in MC4 order: its name, its rank and its mean Δ(row, column) over each
+    column's run, at full precision (Python's shortest round-trip repr; the diagonal and
+    undefined means empty)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "mc4_rank", *ranked])
+    for i, run in enumerate(ranked):
+        values = ["" if not np.isfinite(v) else repr(float(v)) for v in matrix[i]]
+        writer.writerow([run, rank[run], *values])
+    return out.getvalue().encode("utf-8")
+
+
+def _heatmap_blocks(name, order_rows, pair_rows, significance, n_tests) -> list:
+    """The heat map of a measure's matrix and its CSV file."""
+    ranked, rank, matrix = _matrix(order_rows, pair_rows)
+    strong = np.zeros(matrix.shape, dtype=bool)
+    where = {run: i for i, run in enumerate(ranked)}
+    for (a, b), letters in significance.items():
+        strong[where[a], where[b]] = strong[where[b], where[a]] = bool(letters)
+    which = "by at least one test" if n_tests > 1 else "by the test"
+    caption = (
+        f"{name}: mean preference Δ(row, column) over the queries, runs in MC4 order "
+        "(ties by name); red: the row's run is preferred, blue: the column's; full "
+        f"colour: the pair is significantly different {which}, faded: not significant."
+    )
+    csv_name = f"matrix-{name}"
+    return [
+        Figure(
+            f"heatmap-{name}",
+            caption,
+            lambda width: preference_heatmap_figure(matrix, ranked, strong, width=width),
+        ),
+        Download(
+            csv_name,
+            f"{name}: the whole matrix of means (CSV: run, mc4_rank, then one column per "
+            "run, in MC4 order)",
+            matrix_csv(ranked, rank, matrix),
+        ),
+    ]
 
 
 def _discpower_section(ev, pair_table, tests, options) -> Section:
@@ -346,9 +579,12 @@ def _discpower_section(ev, pair_table, tests, options) -> Section:
             Figure(
                 "discpower",
                 "Discriminative-power curves (Sakai): each measure's adjusted p-values in "
-                "ascending order; a curve crosses the α line at its number of significant "
-                "pairs.",
-                discpower_figure(pair_table, alpha=alpha),
+                "ascending order, one row of panels per test and one column per family of "
+                "measures (the other families in grey); a curve crosses the α line at its "
+                "number of significant pairs. The p axis is logarithmic: p-values below "
+                "0.0001, p = 0 included, lie on its floor.",
+                lambda width: discpower_panels_figure(pair_table, alpha=alpha, width=width),
+                wide=True,
             ),
         ],
     )
@@ -374,7 +610,7 @@ def _tau_section(ev, taus, taus_frame, digits) -> Section:
                 "tau",
                 "Kendall's τ-b between the run orderings of every two measures "
                 "(preferences by MC4, baselines by their mean).",
-                tau_heatmap_figure(taus_frame),
+                lambda width: tau_heatmap_figure(taus_frame, width=width),
             ),
             Table(
                 "Kendall's τ-b between the run orderings of every two measures.",
@@ -450,7 +686,8 @@ def _robustness_section(inputs, options) -> Section:
             "robustness",
             f"Robustness to {' or '.join(kinds)}: Kendall's τ between the ordering on "
             f"{samples} samples and the full ordering, mean ± standard deviation.",
-            robustness_figure(table),
+            lambda width: robustness_figure(table, width=width),
+            wide=len(ev.measures) > OVERLAY_MAX,
         )
     return Section("Robustness", [block])
 
@@ -501,7 +738,14 @@ def markdown_escape(text: str) -> str:
 
 
 #: the figures a report may have (``OUT-<name>.svg|pdf`` beside a .md or .tex report)
-FIGURE_NAMES = ("discpower", "tau", "robustness")
+FIGURE_NAMES = (
+    "discpower",
+    "tau",
+    "robustness",
+    *(f"heatmap-{name}" for name in MEASURES),
+)
+#: the data files a report may have beside it, in every format (``OUT-<name>.csv``)
+DOWNLOAD_NAMES = tuple(f"matrix-{name}" for name in MEASURES)
 
 
 def figure_path(output, name: str, ext: str) -> str:
@@ -515,11 +759,13 @@ def figure_path(output, name: str, ext: str) -> str:
 
 
 def output_paths(output) -> list[str]:
-    """Every path a report written to ``output`` may write: its figures, then itself."""
+    """Every path a report written to ``output`` may write: its figures, its CSV files,
+    then itself."""
     fmt = report_format(output)
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     figures = [figure_path(output, name, ext) for name in FIGURE_NAMES] if ext else []
-    return [*figures, os.fspath(output)]
+    downloads = [figure_path(output, name, "csv") for name in DOWNLOAD_NAMES]
+    return [*figures, *downloads, os.fspath(output)]
 
 
 def check_targets(output, inputs) -> None:
@@ -533,7 +779,8 @@ def check_targets(output, inputs) -> None:
             continue
         for source in given:
             if os.path.exists(source) and os.path.samefile(source, target):
-                what = "the report" if path == os.fspath(output) else f"its figure {path}"
+                kind = "file" if path.endswith(".csv") else "figure"
+                what = "the report" if path == os.fspath(output) else f"its {kind} {path}"
                 raise ValueError(f"{output}: {what} would overwrite the input {source}")
 
 
@@ -542,26 +789,28 @@ def render(report: Report, output) -> dict[str, bytes]:
     itself last)."""
 
     fmt = report_format(output)
+    ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     files: dict[str, bytes] = {}
-    if fmt == "html":
-        files[os.fspath(output)] = _html(report).encode("utf-8")
-        return files
-    ext = "svg" if fmt == "md" else "pdf"
-    paths = {}
+    paths = {}  # figure or download name -> its file name, beside the report
     for section in report.sections:
         for block in section.blocks:
-            if isinstance(block, Figure):
-                path = figure_path(output, block.name, ext)
-                files[path] = figure_bytes(block.figure, ext)
+            if isinstance(block, Download):
+                path = figure_path(output, block.name, "csv")
+                files[path] = block.data
                 paths[block.name] = os.path.basename(path)
-    text = _markdown(report, paths) if fmt == "md" else _latex(report, paths)
-    files[os.fspath(output)] = text.encode("utf-8")
+            elif isinstance(block, Figure) and ext:
+                path = figure_path(output, block.name, ext)
+                width = None if fmt == "md" else TEXT_WIDTH if block.wide else COLUMN_WIDTH
+                files[path] = figure_bytes(block.draw(width), ext)
+                paths[block.name] = os.path.basename(path)
+    writer = {"html": _html, "md": _markdown, "tex": _latex}[fmt]
+    files[os.fspath(output)] = writer(report, paths).encode("utf-8")
     return files
 
 
 def write(report: Report, output) -> list[str]:
-    """Write the report's files (figures first, then the report), each atomically;
-    returns their paths."""
+    """Write the report's files (figures and CSV files first, then the report), each
+    atomically; returns their paths."""
 
     files = render(report, output)
     for path, data in files.items():
@@ -571,7 +820,7 @@ def write(report: Report, output) -> list[str]:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72rem;margin:2rem auto;
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:84rem;margin:2rem auto;
 padding:0 1rem;color:#1b1b1b;line-height:1.45}
 h1{font-size:1.6rem}h3{font-size:1.05rem;margin-top:1.5rem}
 h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;
@@ -580,13 +829,19 @@ div.table{overflow-x:auto;margin:.8rem 0;max-width:100%}
 table{border-collapse:collapse;font-size:.9rem}
 caption{caption-side:top;text-align:left;color:#444;padding-bottom:.3rem;max-width:60rem}
 th,td{padding:.2rem .6rem;border-bottom:1px solid #e4e4e4;text-align:left;white-space:nowrap}
+thead th{white-space:normal;overflow-wrap:anywhere;max-width:8rem;vertical-align:bottom}
+table#data td{white-space:normal}
 tbody th,thead th:first-child{position:sticky;left:0;background:#fff}
 thead th{border-bottom:2px solid #999}tbody th{font-weight:normal}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 sup{color:#a33;font-size:.7em;margin-left:.1em}
 figure{margin:1rem 0}figcaption{color:#444;font-size:.9rem;max-width:60rem}
 figure img{max-width:100%;height:auto}
 p.legend{color:#444;font-size:.9rem;max-width:60rem}
+details{margin:.8rem 0}summary{cursor:pointer;color:#444;font-size:.9rem}
+@media print{body{max-width:none;margin:0;font-size:9pt}div.table{overflow:visible}
+table{font-size:7.5pt}th,td{padding:.1rem .3rem}h2,h3{break-after:avoid}
+figure,tr{break-inside:avoid}tbody th,thead th:first-child{position:static}}
 """
 
 
@@ -600,7 +855,31 @@ def _html_cell(cell: Cell, tag: str = "td") -> str:
     return f"<{tag}{css}>{text}</{tag}>"
 
 
-def _html(report: Report) -> str:
+def _html_table(block: Table) -> list[str]:
+    out = []
+    if block.collapsed:
+        out.append(f"<details><summary>{html.escape(block.caption)}</summary>")
+    out.append(f'<div class="table"><table id="{html.escape(block.label)}">')
+    if block.caption:
+        out.append(f"<caption>{html.escape(block.caption)}</caption>")
+    if any(block.header):
+        numeric = [i > 0 and any(r[i].number for r in block.rows) for i in range(len(block.header))]
+        cells = "".join(
+            ('<th class="num">' if n else "<th>") + f"{html.escape(h)}</th>"
+            for h, n in zip(block.header, numeric)
+        )
+        out.append(f"<thead><tr>{cells}</tr></thead>")
+    out.append("<tbody>")
+    for row in block.rows:
+        first = _html_cell(row[0], "th")
+        out.append("<tr>" + first + "".join(_html_cell(c) for c in row[1:]) + "</tr>")
+    out.append("</tbody></table></div>")
+    if block.collapsed:
+        out.append("</details>")
+    return out
+
+
+def _html(report: Report, files: dict[str, str]) -> str:
 
     out = [
         "<!DOCTYPE html>",
@@ -616,21 +895,17 @@ def _html(report: Report) -> str:
             if isinstance(block, str):
                 out.append(f'<p class="legend">{html.escape(block)}</p>')
             elif isinstance(block, Table):
-                if "html" not in block.formats:
-                    continue
-                out.append(f'<div class="table"><table id="{html.escape(block.label)}">')
-                if block.caption:
-                    out.append(f"<caption>{html.escape(block.caption)}</caption>")
-                if any(block.header):
-                    cells = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
-                    out.append(f"<thead><tr>{cells}</tr></thead>")
-                out.append("<tbody>")
-                for row in block.rows:
-                    first = _html_cell(row[0], "th")
-                    out.append("<tr>" + first + "".join(_html_cell(c) for c in row[1:]) + "</tr>")
-                out.append("</tbody></table></div>")
+                if "html" in block.formats:
+                    out += _html_table(block)
+            elif isinstance(block, Download):
+                target = html.escape(urllib.parse.quote(files[block.name]))
+                out.append(
+                    f'<p class="legend"><a href="{target}" download>'
+                    f"{html.escape(files[block.name])}</a>: {html.escape(block.caption)}.</p>"
+                )
             else:
-                svg = base64.b64encode(svg_text(block.figure).encode("utf-8")).decode("ascii")
+                svg = svg_text(block.draw(None)).encode("utf-8")
+                svg = base64.b64encode(svg).decode("ascii")
                 out.append(
                     f'<figure id="{html.escape(block.name)}"><img '
                     f'alt="{html.escape(block.caption)}" src="data:image/svg+xml;base64,{svg}">'
@@ -656,7 +931,7 @@ def _md_cell(cell: Cell) -> str:
     return _styled(text, cell, "**%s**", "<sup>%s</sup>")
 
 
-def _markdown(report: Report, figures: dict[str, str]) -> str:
+def _markdown(report: Report, files: dict[str, str]) -> str:
     out = [f"# {markdown_escape(report.title)}", ""]
     for section in report.sections:
         out += ["#" * section.level + f" {markdown_escape(section.title)}", ""]
@@ -678,9 +953,13 @@ def _markdown(report: Report, figures: dict[str, str]) -> str:
                 for row in block.rows:
                     out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
                 out.append("")
+            elif isinstance(block, Download):
+                target = files[block.name].replace("<", "%3C").replace(">", "%3E")
+                name = markdown_escape(files[block.name])
+                out += [f"[{name}](<{target}>): {markdown_escape(block.caption)}.", ""]
             else:
                 alt = markdown_escape(block.caption)
-                target = figures[block.name].replace("<", "%3C").replace(">", "%3E")
+                target = files[block.name].replace("<", "%3C").replace(">", "%3E")
                 out += [f"![{alt}](<{target}>)", "", f"*{alt}*", ""]
     return "\n".join(out)
 
@@ -692,53 +971,147 @@ def _tex_cell(cell: Cell) -> str:
     return _styled(text, cell, r"\textbf{%s}", r"$^{\mathrm{%s}}$")
 
 
-def _latex(report: Report, figures: dict[str, str]) -> str:
+#: the width a LaTeX table's estimated width must fit (points): a two-column paper's
+#: \columnwidth (about 240 pt) and the 12% that \resizebox may take off \footnotesize
+#: (8 pt type printed at 7 pt or more); one character and a cell's padding in \footnotesize
+_TEX_COLUMN_PT = 270.0
+_TEX_CHAR_PT = 3.8
+_TEX_PAD_PT = 6.0
+
+
+def _tex_head_lines(header: str) -> list[str]:
+    """A LaTeX column header as printed: longer than 10 characters, on two lines split
+    at the space nearest its middle."""
+    spaces = [i for i, c in enumerate(header) if c == " "]
+    if len(header) <= 10 or not spaces:
+        return [header]
+    cut = min(spaces, key=lambda i: abs(2 * i - len(header)))
+    return [header[:cut], header[cut + 1 :]]
+
+
+def _tex_head(header: str) -> str:
+    lines = [latex_escape(line) for line in _tex_head_lines(header)]
+    if len(lines) == 1:
+        return lines[0]
+    return r"\begin{tabular}[b]{@{}c@{}}" + r"\\".join(lines) + r"\end{tabular}"
+
+
+def _tex_width(cells: list[Cell], header: str = "", rotated: bool = False) -> float:
+    """A LaTeX column's estimated width in points: its longest cell (marks at 0.6 of a
+    character), and its header's longest line unless it is rotated."""
+    chars = max((len(c.text) + 0.6 * len(c.marks) for c in cells), default=0)
+    if not rotated:
+        chars = max(chars, *map(len, _tex_head_lines(header)))
+    return chars * _TEX_CHAR_PT + _TEX_PAD_PT
+
+
+def _tex_column_groups(block: Table, rotated: bool) -> list[list[int]]:
+    """The columns of a table (after the first) in as few groups of about equal size as
+    fit a column of a two-column paper beside the first column (one group when the
+    table fits)."""
+    stub = _tex_width([r[0] for r in block.rows], block.header[0])
+    widths = [
+        _tex_width([r[i] for r in block.rows], block.header[i], rotated)
+        for i in range(1, len(block.header))
+    ]
+    columns = list(range(1, len(block.header)))
+    for k in range(1, len(columns) + 1):
+        size = -(-len(columns) // k)
+        groups = [columns[i : i + size] for i in range(0, len(columns), size)]
+        if all(stub + sum(widths[i - 1] for i in g) <= _TEX_COLUMN_PT for g in groups):
+            return groups
+    return [[i] for i in columns] or [[]]
+
+
+def _tex_table(block: Table, note: str) -> list[str]:
+    r"""One LaTeX table, or several when it is wider than a paper's column (its columns
+    split, the first repeated) or longer than :data:`LATEX_ROWS` rows: each with its
+    ``\caption`` (``note`` appended), then its ``\label``."""
+    matrix = block.label.endswith("-matrix") or block.label == "tau"  # run or measure names
+    data = block.label == "data"
+    groups = [list(range(1, len(block.header)))] if data else _tex_column_groups(block, matrix)
+    chunks = [block.rows[i : i + LATEX_ROWS] for i in range(0, len(block.rows), LATEX_ROWS)]
+    label = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
+    caption = latex_escape(block.caption) + (" " + note if note else "")
+    out = []
+    parts = [(g, c) for c in range(len(chunks)) for g in range(len(groups))]
+    for k, (g, c) in enumerate(parts):
+        columns = [0, *groups[g]]
+        where = []
+        if len(chunks) > 1:
+            first = c * LATEX_ROWS + 1
+            where.append(f"rows {first}--{first + len(chunks[c]) - 1} of {len(block.rows)}")
+        if len(groups) > 1:
+            where.append(f"columns {groups[g][0]}--{groups[g][-1]} of {len(block.header) - 1}")
+        text = caption if k == 0 else latex_escape(block.caption.split(":")[0]) + " (continued)."
+        if where:
+            text += " (" + "; ".join(where) + ".)"
+        spec = "l" + "".join(
+            "r" if any(r[i].number for r in block.rows) else "l" for i in columns[1:]
+        )
+        if data:  # long lists (runs, measures) wrap
+            spec = r"lp{0.58\linewidth}"
+        out += [
+            r"\begin{table}[tbp]",
+            r"\centering\footnotesize\setlength{\tabcolsep}{3pt}",
+            rf"\caption{{{text}}}",
+            rf"\label{{tab:prefeval-{label}{'' if k == 0 else f'-{k + 1}'}}}",
+            # shrunk to the column when still wider (a very long run name), never enlarged
+            r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
+            rf"\begin{{tabular}}{{{spec}}}",
+            r"\toprule",
+        ]
+        if any(block.header):
+            heads = [latex_escape(block.header[0])]
+            if matrix:
+                heads += [
+                    rf"\rotatebox{{90}}{{{latex_escape(block.header[i])}}}" for i in columns[1:]
+                ]
+            else:
+                heads += [_tex_head(block.header[i]) for i in columns[1:]]
+            out += [" & ".join(heads) + r" \\", r"\midrule"]
+        lines = [" & ".join(_tex_cell(r[i]) for i in columns) + r" \\" for r in chunks[c]]
+        if data:  # paths break after their slashes
+            lines = [line.replace("/", r"/\allowbreak{}") for line in lines]
+        out += lines
+        out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
+    return out
+
+
+def _latex(report: Report, files: dict[str, str]) -> str:
     out = [
         "% prefeval report: \\input{} this file; it needs \\usepackage{booktabs,graphicx}.",
-        "% Figures are read from the folder of the main .tex file.",
+        "% Figures and CSV files are read from the folder of the main .tex file.",
         "",
     ]
+    legend_at = None  # the label of the table whose caption holds the legend
     for section in report.sections:
         out += [f"% ---- {section.title}", ""]
         for block in section.blocks:
             if isinstance(block, str):
                 out += [f"% {line}" for line in block.splitlines()] + [""]
-                continue
-            if isinstance(block, Table):
+            elif isinstance(block, Download):
+                out += [f"% {files[block.name]}: {block.caption}", ""]
+            elif isinstance(block, Table):
                 if "tex" not in block.formats:
                     continue
-                columns = "l" + "".join(
-                    "r" if any(r[i].number for r in block.rows) else "l"
-                    for i in range(1, len(block.header))
-                )
-                if block.label == "data":  # long lists (runs, measures) wrap
-                    columns = r"lp{0.65\linewidth}"
-                label = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
-                caption = latex_escape(block.caption)
-                if block.label.endswith("-matrix"):
-                    caption += " " + latex_escape(report.legend)
-                out += [
-                    r"\begin{table}[tbp]",
-                    r"\centering\small",
-                    *([rf"\caption{{{caption}}}"] if caption else []),
-                    rf"\label{{tab:prefeval-{label}}}",
-                    # shrunk to the text width when wider (many runs), never enlarged
-                    r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%",
-                    rf"\begin{{tabular}}{{{columns}}}",
-                    r"\toprule",
-                ]
-                if any(block.header):
-                    out += [" & ".join(latex_escape(h) for h in block.header) + r" \\", r"\midrule"]
-                out += [" & ".join(_tex_cell(c) for c in row) + r" \\" for row in block.rows]
-                out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
+                note = ""
+                marked = block.label == "summary" or any(c.marks for r in block.rows for c in r)
+                if marked and legend_at is None:
+                    legend_at = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
+                    note = latex_escape(report.legend)
+                elif marked:
+                    note = rf"Marks as in Table~\ref{{tab:prefeval-{legend_at}}}."
+                out += _tex_table(block, note)
             else:
+                env = "figure*" if block.wide else "figure"
                 out += [
-                    r"\begin{figure}[tbp]",
+                    rf"\begin{{{env}}}[tbp]",
                     r"\centering",
-                    rf"\includegraphics[width=\linewidth]{{{figures[block.name]}}}",
+                    rf"\includegraphics[width=\linewidth]{{{files[block.name]}}}",
                     rf"\caption{{{latex_escape(block.caption)}}}",
                     rf"\label{{fig:prefeval-{block.name}}}",
-                    r"\end{figure}",
+                    rf"\end{{{env}}}",
                     "",
                 ]
     return "\n".join(out)

@@ -262,3 +262,86 @@ def test_cli_robustness_writes_table_and_figure(tmp_path):
     assert list(table["measure"]) == ["rpp", "lexirecall", "AP"] * 2
     data = figure.read_bytes()
     assert data.startswith(b"%PDF-") and len(data) > 5_000
+
+
+# --------------------------------------------------------------------------- report figures
+
+
+def test_discpower_panels_one_panel_per_test_and_family():
+    """Rows: tests; columns: the preference families, then the baselines; in each
+    panel its own measures in distinct colours, the others grey; p = 0 on the floor."""
+    table = pair_table()
+    fig = plotting.discpower_panels_figure(table, alpha=0.05, width=7.0)
+    assert tuple(fig.get_size_inches()) == pytest.approx((7.0, 0.35 + 2 * 1.85))
+    axes = np.array(fig.axes).reshape(2, 4)
+    assert [ax.get_title() for ax in axes[0]] == [
+        "RPP (graded)",
+        "RPP (subtopic)",
+        "lexicographic",
+        "baselines",
+    ]
+    groups = [PREFS[:3], PREFS[3:6], PREFS[6:], BASES]
+    for row, test in zip(axes, ("ttest", "hsd")):
+        for ax, own in zip(row, groups):
+            assert ax.get_yscale() == "log"
+            assert ax.get_ylim()[0] < plotting.P_FLOOR
+            lines = curves(ax)
+            assert [line.get_label() for line in lines] == own
+            assert len({line.get_color() for line in lines}) == len(own)
+            grey = [line for line in ax.get_lines() if line.get_color() == "0.85"]
+            assert len(grey) == 18 - len(own)
+            for line in lines:
+                rows = table[(table["test"] == test) & (table["measure"] == line.get_label())]
+                want = np.maximum(np.sort(rows["p_adjusted"]), plotting.P_FLOOR)
+                np.testing.assert_array_equal(line.get_ydata(), want)
+                assert line.get_ydata()[0] == plotting.P_FLOOR  # p = 0, on the floor
+            (alpha_line,) = [line for line in ax.get_lines() if line.get_gid() == "alpha"]
+            assert list(alpha_line.get_ydata()) == [0.05, 0.05]
+    assert [t.get_text() for t in axes[0, 0].get_yticklabels()][0] == "≤0.0001"
+
+
+def _heatmap(n, significant=None, width=3.3):
+    runs = [f"run{i:03d}" for i in range(n)]
+    matrix = np.subtract.outer(np.linspace(0.5, -0.5, n), np.linspace(0.5, -0.5, n))
+    np.fill_diagonal(matrix, np.nan)
+    if significant is None:
+        significant = np.abs(matrix) > 0.3
+    return runs, matrix, plotting.preference_heatmap_figure(matrix, runs, significant, width=width)
+
+
+def test_heatmap_colours_centred_and_significance_faded():
+    runs, matrix, fig = _heatmap(12)
+    ax = fig.axes[0]
+    (image,) = ax.get_images()
+    rgba = image.get_array()
+    assert rgba.shape == (12, 12, 4)
+    assert tuple(rgba[3, 3]) == (0.8, 0.8, 0.8, 1.0)  # the diagonal grey
+    # positive (row preferred) red, negative blue, the same strength either side of 0
+    assert rgba[0, 11, 0] > rgba[0, 11, 2] and rgba[11, 0, 2] > rgba[11, 0, 0]
+    from matplotlib import colormaps
+
+    # the largest magnitudes at the two ends of the scale: centred at 0, symmetric
+    np.testing.assert_allclose(rgba[0, 11], colormaps["RdBu_r"](1.0))
+    np.testing.assert_allclose(rgba[11, 0], colormaps["RdBu_r"](0.0))
+    # a significant cell in full colour, a faded one nearer white
+    full, faded = rgba[0, 11, :3], rgba[0, 1, :3]
+    assert np.abs(matrix[0, 1]) < 0.3 and (1 - faded).sum() < (1 - full).sum() / 3 + 1e-9
+    bar = fig.axes[1]
+    assert bar.get_ylim() == pytest.approx((-1.0, 1.0))  # symmetric: the largest |mean|
+    assert [t.get_text() for t in ax.get_yticklabels()] == runs  # 12 runs: every name
+
+
+def test_heatmap_legible_at_150_runs():
+    """In a 3.3-inch column the names stay at 7 pt: every k-th run is named,
+    with its rank; on a page (default width) every run."""
+    runs, _, fig = _heatmap(150)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    step = int(labels[1].split()[0]) - int(labels[0].split()[0])
+    assert labels[0] == "1 run000" and 2 < step < 150
+    assert len(labels) == len(range(0, 150, step))
+    assert all(t.get_fontsize() >= 7 for t in ax.get_yticklabels() + ax.get_xticklabels())
+    assert tuple(fig.get_size_inches())[0] == pytest.approx(3.3)
+    _, _, page = _heatmap(150, width=None)
+    assert len(page.axes[0].get_yticklabels()) == 150
+    assert all(t.get_fontsize() >= 5 for t in page.axes[0].get_yticklabels())

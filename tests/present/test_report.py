@@ -14,6 +14,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers import invoke, write_qrels, write_run
 
@@ -474,3 +475,199 @@ def test_markdown_and_latex_from_tables(tmp_path, ext):
     assert body(from_tables) == body(from_runs)
     figure = "svg" if ext == "md" else "pdf"
     assert (tmp_path / f"tables-discpower.{figure}").exists()
+
+
+# --------------------------------------------------------------------------- many runs
+
+
+@pytest.fixture(scope="module")
+def twelve(tmp_path_factory):
+    """A seeded synthetic collection of 12 runs and 12 queries: past MATRIX_MAX."""
+    import dataclasses
+
+    from prefeval import synthetic
+
+    folder = tmp_path_factory.mktemp("twelve")
+    shape = dataclasses.replace(synthetic.SHAPES["sample"], name="twelve", runs=12, queries=12)
+    synthetic.SHAPES["twelve"] = shape
+    try:
+        synthetic.generate(folder, shape="twelve", seed=3)
+    finally:
+        del synthetic.SHAPES["twelve"]
+    runs = sorted((folder / "runs").iterdir())
+    return folder / "qrels.txt", runs
+
+
+MANY = ["--trials", "100", "-m", "rpp", "-m", "lexirecall", "-B", "AP", "-B", "nDCG@10"]
+
+
+@pytest.fixture(scope="module")
+def twelve_html(twelve, tmp_path_factory):
+    qrels, runs = twelve
+    return build(tmp_path_factory.mktemp("twelve-html"), "many.html", *MANY, inputs=[qrels, *runs])
+
+
+def test_many_runs_heatmap_and_csv(twelve, twelve_html):
+    """Past MATRIX_MAX runs: no number matrix, a heat map per measure, and the whole
+    matrix in OUT-matrix-<measure>.csv beside the report: pairs' means in MC4 order."""
+    qrels, runs = twelve
+    page = parse(twelve_html)
+    text = twelve_html.read_text("utf-8")
+    assert "rpp-matrix" not in page.tables and 'id="heatmap-rpp"' in text
+    assert len(page.images) == 2 + 2  # two heat maps, discpower, tau
+    assert '<a href="many-matrix-rpp.csv" download>' in text
+    assert "<details><summary>rpp: rank of each run" in text  # the orderings, folded
+    means = prefeval.pairs(qrels, runs, measures=["rpp", "lexirecall"], baselines=[])
+    order = prefeval.order(qrels, runs, measures=["rpp", "lexirecall"], baselines=[])
+    for measure in ("rpp", "lexirecall"):
+        path = twelve_html.parent / f"many-matrix-{measure}.csv"
+        matrix = pd.read_csv(path, index_col="run", keep_default_na=False)
+        ranks = order[order.measure == measure].sort_values(["rank", "run"])
+        assert list(matrix.index) == list(ranks.run)  # MC4 order, ties by name
+        assert list(matrix.columns[1:]) == list(ranks.run)
+        assert list(matrix["mc4_rank"]) == list(ranks["rank"])
+        mine = means[means.measure == measure]
+        assert len(mine) == 66
+        for a, b, mean in mine[["run_a", "run_b", "mean"]].itertuples(index=False):
+            assert float(matrix.loc[a, b]) == mean
+            assert float(matrix.loc[b, a]) == (-mean if mean != 0 else 0.0)
+        assert all(matrix.loc[r, r] == "" for r in matrix.index)
+
+
+def test_summary_values(twelve, twelve_html):
+    """The summary: the data, each measure's first run and how many runs it is
+    significantly better than by each test, the least agreeing baseline's τ."""
+    qrels, runs = twelve
+    text = twelve_html.read_text("utf-8")
+    assert "The data: 12 queries, 12 runs, " in text
+    judged = pd.read_csv(qrels, sep=r"\s+", header=None, names=["q", "i", "d", "g"])
+    judged = judged.drop_duplicates(["q", "d"])
+    n_relevant = int((judged.groupby(["q", "d"]).g.max() > 0).sum())
+    assert f"{len(judged):,} judged documents ({n_relevant:,} relevant)" in text
+    rows = {r[0][0]: r for r in parse(twelve_html).tables["summary"][1:]}
+    assert list(rows) == ["rpp", "lexirecall", "AP", "nDCG@10"]
+    order = prefeval.order(qrels, runs, measures=["rpp", "lexirecall"], baselines=["AP", "nDCG@10"])
+    tests = prefeval.discpower(
+        qrels, runs, measures=["rpp", "lexirecall"], baselines=["AP", "nDCG@10"],
+        pairs=True, trials=100,
+    )  # fmt: skip
+    means = prefeval.pairs(qrels, runs, measures=["rpp", "lexirecall"], baselines=["AP", "nDCG@10"])
+    tau = prefeval.tau(qrels, runs, measures=["rpp", "lexirecall"], baselines=["AP", "nDCG@10"])
+    for measure, row in rows.items():
+        mine = order[order.measure == measure]
+        first = sorted(mine.run[mine["rank"] == 1])
+        assert row[1][0] == ", ".join(first)
+        leader = first[0]
+        pairs = means[
+            (means.measure == measure) & ((means.run_a == leader) | (means.run_b == leader))
+        ]
+        ahead = {
+            (b if a == leader else a)
+            for a, b, m in pairs[["run_a", "run_b", "mean"]].itertuples(index=False)
+            if m != 0 and (m > 0) == (a == leader)
+        }
+        for (test, _), cell in zip(TESTS_MARKS, row[2:5]):
+            sig = tests[
+                (tests.measure == measure) & (tests.test == test) & (tests.p_adjusted < 0.05)
+            ]
+            beaten = {
+                (b if a == leader else a)
+                for a, b in sig[["run_a", "run_b"]].itertuples(index=False)
+                if leader in (a, b)
+            } & ahead
+            assert cell[0] == f"{len(beaten)}/11", (measure, test)
+        if measure in ("rpp", "lexirecall"):
+            mine = tau[tau.measure_a == measure].set_index("measure_b").tau
+            least = min(["AP", "nDCG@10"], key=lambda b: (mine[b], b))
+            assert row[5][0] == f"{least} ({mine[least]:.3f})"
+        else:
+            assert row[5][0] == ""
+
+
+TESTS_MARKS = [("ttest", "t"), ("sign", "s"), ("hsd", "h")]
+
+
+def test_baseline_table_equals_metrics(twelve, twelve_html):
+    """The baselines table: each run's mean as `metrics` reports it, the best in bold, and
+    marks where discpower finds the run significantly different from the best run."""
+    qrels, runs = twelve
+    table = parse(twelve_html).tables["baselines"]
+    assert [t for t, _, _ in table[0]] == ["run", "AP", "nDCG@10"]
+    metrics = prefeval.metrics(qrels, runs, baselines=["AP", "nDCG@10"])
+    summary = metrics[metrics.query_id == "all"]
+    tests = prefeval.discpower(qrels, runs, measures=["rpp"], baselines=["AP", "nDCG@10"],
+                               pairs=True, trials=100)  # fmt: skip
+    ap = summary[summary.measure == "AP"].set_index("run").value
+    assert [r[0][0] for r in table[1:]] == sorted(ap.index, key=lambda r: (-round(ap[r], 12), r))
+    for k, base in enumerate(["AP", "nDCG@10"], start=1):
+        values = summary[summary.measure == base].set_index("run").value
+        best = values.idxmax()
+        for row in table[1:]:
+            run, (text, sup, bold) = row[0][0], row[k]
+            assert text == f"{values[run]:.3f}", (base, run)
+            assert bold == (values[run] == values.max())
+            pair = tests[(tests.measure == base) & (tests.p_adjusted < 0.05)
+                         & (((tests.run_a == best) & (tests.run_b == run))
+                            | ((tests.run_a == run) & (tests.run_b == best)))]  # fmt: skip
+            assert sup == "".join(m for t, m in TESTS_MARKS if (pair.test == t).any())
+
+
+def test_legend_once(twelve_html, sample_html):
+    for page in (twelve_html, sample_html):
+        assert page.read_text("utf-8").count("Superscripts mark the pairs") == 1
+
+
+def _latex_floats(text: str) -> list[str]:
+    return re.findall(r"\\begin\{(?:table|figure)\*?\}.*?\\end\{(?:table|figure)\*?\}", text, re.S)
+
+
+def test_latex_captions_before_labels(tmp_path, twelve):
+    """Every LaTeX table and figure has a caption, then its label; the legend is in
+    the first caption with marks, the others refer to it; past MATRIX_MAX runs the heat
+    maps and CSV files are written beside the report."""
+    qrels, runs = twelve
+    out = build(tmp_path, "paper.tex", *MANY, "--robustness", "--samples", "2",
+                inputs=[qrels, *runs])  # fmt: skip
+    text = out.read_text("utf-8")
+    floats = _latex_floats(text)
+    assert len(floats) >= 8
+    assert text.count(r"\label{") == len(floats)
+    for block in floats:
+        assert block.count(r"\caption{") == 1 and block.count(r"\label{") == 1
+        assert block.index(r"\caption{") < block.index(r"\label{")
+    printed = "\n".join(line for line in text.splitlines() if not line.startswith("%"))
+    assert printed.count("Superscripts mark the pairs") == 1  # in the summary's caption
+    assert r"Marks as in Table~\ref{tab:prefeval-summary}." in text
+    assert r"\includegraphics[width=\linewidth]{paper-heatmap-rpp.pdf}" in text
+    assert r"\begin{figure*}[tbp]" in text  # discpower across both columns
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("paper-"))
+    assert names == sorted(
+        ["paper-discpower.pdf", "paper-tau.pdf", "paper-robustness.pdf"]
+        + [f"paper-heatmap-{m}.pdf" for m in ("rpp", "lexirecall")]
+        + [f"paper-matrix-{m}.csv" for m in ("rpp", "lexirecall")]
+    )
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed")
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass[twocolumn]{article}\\usepackage{booktabs,graphicx}\n"
+        "\\begin{document}\\input{paper.tex}\\end{document}\n"
+    )
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Overfull \\hbox" not in proc.stdout
+
+
+def test_latex_wide_tables_are_split():
+    """A matrix wider than a paper's column is split by columns, each part captioned."""
+    from prefeval.present.report import Cell, Report, Section, Table, _latex
+
+    runs = [f"a-rather-long-run-name-{i}" for i in range(9)]
+    rows = [[Cell(r)] + [Cell("-0.307", marks="tsh", number=True) for _ in runs] for r in runs]
+    report = Report("r", [Section("s", [Table("m: caption.", ["", *runs], rows, "m-matrix")])])
+    text = _latex(report, {})
+    assert text.count(r"\begin{table}") == 3  # 3 x 3 columns
+    assert "(columns 1--3 of 9.)" in text and "(columns 7--9 of 9.)" in text
+    assert text.count(r"\rotatebox{90}{") == 9
