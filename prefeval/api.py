@@ -43,7 +43,12 @@ from .analysis.baselines import default_baselines, metrics_rows, parse_baselines
 from .analysis.evidence import gather_inputs
 from .analysis.orderings import order as order_table
 from .analysis.robustness import robustness as run_robustness
-from .analysis.significance import discriminative_power, pair_summary, pair_tests
+from .analysis.significance import (
+    discriminative_power,
+    pair_summary,
+    pair_tests,
+    sample_caveats,
+)
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
@@ -357,7 +362,7 @@ def discpower(
     )  # fmt: skip
     table = pair_tests(
         evidence, list(options.tests), options.correction, options.trials, options.seed,
-        progress=progress, jobs=options.jobs,
+        progress=progress, jobs=options.jobs, notify=notify,
     )  # fmt: skip
     return _plain(table if options.pairs else discriminative_power(table, options.alpha))
 
@@ -641,6 +646,8 @@ def report(
     if not got.evidence.preference_measures:
         raise ValueError("no preference measure to report")
     sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
+    for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
+        notify(caveat)
     document = reports.build(got, options, sources=sources)
     return reports.write(document, output)
 
