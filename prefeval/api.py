@@ -86,7 +86,8 @@ def warn(message: str) -> None:
     level, frame = 1, sys._getframe(0)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, PrefevalWarning, stacklevel=level)
+    with bars.beside_bar():  # shown on a line of its own, the bar (progress=True) below
+        warnings.warn(message, PrefevalWarning, stacklevel=level)
 
 
 Notify = Callable[[str], None] | None

@@ -215,11 +215,18 @@ def on_terminal(*args, delay: float = 0.0, columns: int = 120, stdout=None):
     is redirected to) on a pseudo-terminal of ``columns`` columns, its bars after
     ``delay`` seconds; returns (exit status, the bytes the terminal got, the bytes of the
     ``stdout`` file or None)."""
+    import sys
+
+    argv = [sys.executable, "-c", TERMINAL_MAIN, str(delay), *map(str, args)]
+    return run_on_terminal(argv, columns, stdout)
+
+
+def run_on_terminal(argv, columns: int = 120, stdout=None):
+    """:func:`on_terminal` of the command ``argv``."""
     import fcntl
     import pty
     import struct
     import subprocess
-    import sys
     import termios
 
     leader, follower = pty.openpty()
@@ -227,7 +234,7 @@ def on_terminal(*args, delay: float = 0.0, columns: int = 120, stdout=None):
     redirected = None if stdout is None else open(stdout, "wb")  # noqa: SIM115
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-c", TERMINAL_MAIN, str(delay), *map(str, args)],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=follower if redirected is None else redirected,
             stderr=follower,

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import tqdm.auto
 import tqdm.std
-from helpers import invoke, on_terminal, screen
+from helpers import invoke, on_terminal, run_on_terminal, screen
 
 from prefeval.core import progress
 
@@ -140,3 +140,25 @@ def test_notices_and_the_table_stay_readable_on_a_terminal():
         "lexirecall  hsd   tukey        0.05            3      6  50.0000",
         "AP          hsd   tukey        0.05            4      6  66.6667",
     ]
+
+
+def test_api_warnings_stay_readable_beside_the_bar(tmp_path):
+    """The API's notices (PrefevalWarning, printed by Python's warnings) with
+    progress=True on a terminal: on lines of their own, no frozen bar."""
+    import sys
+
+    code = (
+        "import glob, prefeval\n"
+        "from prefeval.core import progress\n"
+        "progress.DELAY = 0\n"
+        f"runs = sorted(glob.glob({str(SAMPLE / 'runs' / 'input.sys0*')!r}))[:4]\n"
+        f"prefeval.discpower({str(SAMPLE / 'qrels.txt')!r}, runs, tests='hsd', trials=2000,\n"
+        "                   measures=['rpp'], baselines=['AP'], progress=True, cache=False)\n"
+    )
+    status, seen, _ = run_on_terminal([sys.executable, "-W", "default::UserWarning", "-c", code])
+    assert status == 0
+    assert b"HSD trials" in seen  # the bar did show
+    lines = screen(seen)
+    assert not [line for line in lines if "%|" in line or "trials" in line], lines
+    notice = "PrefevalWarning: run sys04: no results for 1 of 20 evaluated queries; evaluated"
+    assert any(line.endswith(f"{notice} as retrieving nothing") for line in lines), lines
