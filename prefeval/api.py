@@ -49,7 +49,12 @@ from .analysis.baselines import (
 from .analysis.evidence import gather_inputs
 from .analysis.orderings import order as order_table
 from .analysis.robustness import robustness as run_robustness
-from .analysis.significance import discriminative_power, pair_summary, pair_tests
+from .analysis.significance import (
+    discriminative_power,
+    pair_summary,
+    pair_tests,
+    sample_caveats,
+)
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
@@ -93,7 +98,8 @@ def _warn_user(message: str, category: type[Warning]) -> None:
     level, frame = 1, sys._getframe(0)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
+    with bars.beside_bar():  # shown on a line of its own, the bar (progress=True) below
+        warnings.warn(message, category, stacklevel=level)
 
 
 Notify = Callable[[str], None] | None
@@ -438,7 +444,7 @@ def discpower(
     )  # fmt: skip
     table = pair_tests(
         evidence, list(options.tests), options.correction, options.trials, options.seed,
-        progress=progress, jobs=options.jobs,
+        progress=progress, jobs=options.jobs, notify=notify,
     )  # fmt: skip
     return _plain(table if options.pairs else discriminative_power(table, options.alpha))
 
@@ -766,6 +772,8 @@ def report(
     if not got.evidence.preference_measures:
         raise ValueError("no preference measure to report")
     sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
+    for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
+        notify(caveat)
     document = reports.build(got, options, sources=sources)
     return reports.write(document, output)
 

@@ -201,3 +201,90 @@ def partition_cells(monkeypatch, cells: int) -> None:
 
     monkeypatch.setattr(options, "judge", with_cells)
     monkeypatch.setattr(api, "judge", with_cells)
+
+
+#: ``python -m prefeval`` with progress bars from the first moment (DELAY 0): argv after -c
+TERMINAL_MAIN = (
+    "import sys; from prefeval.core import progress; progress.DELAY = float(sys.argv.pop(1)); "
+    "from prefeval.cli import main; main()"
+)
+
+
+def on_terminal(*args, delay: float = 0.0, columns: int = 120, stdout=None):
+    """Run ``prefeval ARGS`` with stderr (and stdout, unless ``stdout`` names a file it
+    is redirected to) on a pseudo-terminal of ``columns`` columns, its bars after
+    ``delay`` seconds; returns (exit status, the bytes the terminal got, the bytes of the
+    ``stdout`` file or None)."""
+    import sys
+
+    argv = [sys.executable, "-c", TERMINAL_MAIN, str(delay), *map(str, args)]
+    return run_on_terminal(argv, columns, stdout)
+
+
+def run_on_terminal(argv, columns: int = 120, stdout=None):
+    """:func:`on_terminal` of the command ``argv``."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    redirected = None if stdout is None else open(stdout, "wb")  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=follower if redirected is None else redirected,
+            stderr=follower,
+            env={**os.environ, "COLUMNS": str(columns), "TERM": "xterm"},
+        )
+    finally:
+        os.close(follower)
+        if redirected is not None:
+            redirected.close()
+    seen = bytearray()
+    try:
+        while True:
+            try:
+                data = os.read(leader, 1 << 16)
+            except OSError:  # EIO: every writer of the terminal has closed it
+                break
+            if not data:
+                break
+            seen += data
+    finally:
+        os.close(leader)
+    code = proc.wait(timeout=600)
+    return code, bytes(seen), None if stdout is None else Path(stdout).read_bytes()
+
+
+def screen(data: bytes) -> list[str]:
+    """The lines a terminal shows after receiving ``data``: carriage return, line feed,
+    cursor up (``ESC [ A``) and erase to the end of the line (``ESC [ K``) as a terminal
+    does them; other escape sequences dropped; trailing blanks and empty last lines gone."""
+    import re
+
+    text = data.decode("utf-8", "replace")
+    lines, row, col = [""], 0, 0
+    for token in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|.", text, re.S):
+        if token == "\x1b[A":
+            row = max(0, row - 1)
+        elif token.startswith("\x1b[") and token.endswith("K"):
+            lines[row] = lines[row][:col]
+        elif token.startswith("\x1b"):
+            continue
+        elif token == "\r":
+            col = 0
+        elif token == "\n":
+            row, col = row + 1, 0
+            lines += [""] * (row + 1 - len(lines))
+        else:
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + token + line[col + 1 :]
+            col += 1
+    lines = [line.rstrip() for line in lines]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines

@@ -1196,18 +1196,22 @@ def no_metrics() -> pd.DataFrame:
     )
 
 
+def count_measure(name: str) -> bool:
+    """Whether the baseline ``name`` counts (ir-measures' ``NumQ``, ``NumRel``, ``NumRet``,
+    ``NumRelRet``, whose aggregator sums): its values are integers, its summary a sum."""
+    from ir_measures.measures.base import SumAgg
+
+    baseline = parse_baseline(name)
+    return baseline.kind == "irm" and isinstance(baseline.measure.aggregator(), SumAgg)
+
+
 def metrics_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Summary rows ``measure, run, 'all', value`` of a :func:`compute_metrics` table, one
     per (measure, run) in the table's order, as trec_eval prints them: the mean over the
     queries with a value, except that ir-measures' count measures (``NumQ``, ``NumRel``,
     ``NumRet``, ``NumRelRet``, whose aggregator sums) are summed and ``gm_map`` is ``exp``
     of the mean (its per-query values are logarithms: the geometric mean)."""
-    from ir_measures.measures.base import SumAgg
-
-    summed = {}
-    for name in table["measure"].unique():
-        baseline = parse_baseline(str(name))
-        summed[name] = baseline.kind == "irm" and isinstance(baseline.measure.aggregator(), SumAgg)
+    summed = {name: count_measure(str(name)) for name in table["measure"].unique()}
     groups = table.groupby(["measure", "run"], sort=False)["value"]
     means, sums = groups.mean(), groups.sum()  # NaN (no value) skipped
     keys = means.index

@@ -24,7 +24,7 @@ import lazy_loader
 
 from ..core import limits, ties
 from ..core.parallel import in_order, usable_cpus
-from ..core.progress import progress_bar
+from ..core.progress import progress_bar, series
 from ..options import CORRECTIONS, TESTS
 from .orderings import Evidence
 
@@ -330,6 +330,40 @@ def adjust(pvalues: np.ndarray, correction: str) -> np.ndarray:
     raise ValueError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
 
 
+#: fewer evaluated queries than this: a significance test's p-values are a weak guide
+#: (docs/output.md, "Small samples": 25 topics is the smallest topic set of the
+#: studies of IR test reliability, Voorhees & Buckley 2002, Urbano et al. 2019)
+MIN_QUERIES = 25
+
+
+def sample_caveats(evidence: Evidence, tests=TESTS) -> list[str]:
+    """What makes the p-values of ``tests`` on ``evidence`` a weak guide, as notices
+    (empty when nothing): fewer than :data:`MIN_QUERIES` queries; for ``ttest``, run
+    pairs whose differences are the same on every query (no variance: p = 0 by the
+    convention of :func:`ttest_pvalues`, or 1 when they are 0).  The numbers stay as
+    computed; the commands say these once each."""
+    caveats = []
+    n_q = len(evidence.query_ids)
+    if tests and n_q < MIN_QUERIES:
+        caveats.append(
+            f"significance tests on {n_q} {'query' if n_q == 1 else 'queries'}, fewer than "
+            f"{MIN_QUERIES}: their p-values are a weak guide"
+        )
+    if "ttest" in tests:
+        constant, total, names = 0, 0, []
+        for name in evidence.measures:
+            moments = evidence.moments(name)
+            fixed = moments.constant() & (moments.n >= 2) & ~ties.is_zero(moments.mean())
+            constant, total = constant + int(fixed.sum()), total + len(fixed)
+            names += [name] if fixed.any() else []
+        if constant:
+            caveats.append(
+                f"ttest: {constant} of {total} run pairs ({', '.join(names)}) differ by the "
+                "same amount on every query: no variance, p = 0 by convention"
+            )
+    return caveats
+
+
 def pair_tests(
     evidence: Evidence,
     tests=TESTS,
@@ -338,10 +372,19 @@ def pair_tests(
     seed: int | None = 0,
     progress: bool | None = None,
     jobs: int | None = None,
+    notify=None,
 ) -> pd.DataFrame:
     """One row per measure, test and run pair: ``measure, test, run_a, run_b, p_value,
     p_adjusted``; the HSD on at most ``jobs`` cores (``Options.jobs``; default the usable
-    CPUs)."""
+    CPUs), its trials one stretch of the progress bar (:func:`~prefeval.core.progress.
+    series`); ``notify``: told :func:`sample_caveats` (None: not)."""
+    for caveat in sample_caveats(evidence, tests) if notify is not None else ():
+        notify(caveat)
+    with series(len(evidence.measures) if "hsd" in tests else 0):
+        return _pair_tests(evidence, tests, correction, trials, seed, progress, jobs)
+
+
+def _pair_tests(evidence, tests, correction, trials, seed, progress, jobs) -> pd.DataFrame:
     pairs = evidence.pairs()
     run_a = [evidence.runs[i] for i in pairs[:, 0]]
     run_b = [evidence.runs[i] for i in pairs[:, 1]]

@@ -239,7 +239,8 @@ def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, outpu
     table = run_analysis("robustness", inputs, prefs, metrics_file)
     if plot:
         plotting.robustness_plot(table, plot)
-    write_table(table, output, fmt, precision)
+    # a level of --queries is a number of queries: an integer, in a column of fractions
+    write_table(table, output, fmt, precision, counts={"level": table["kind"] == "queries"})
 
 
 @command()

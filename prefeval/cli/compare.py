@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import click
 
-from ..analysis.baselines import default_baselines, metrics_rows, no_metrics, without_runid
+from ..analysis.baselines import (
+    count_measure,
+    default_baselines,
+    metrics_rows,
+    no_metrics,
+    without_runid,
+)
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
 from ..engine.engines import engine_for
 from ..engine.job import Job, compare_tables
 from ..io.runs import read_qrels
-from ..io.writers import atomic_output, write_frames, write_stdout, write_table
+from ..io.writers import (
+    READABLE_DIGITS,
+    atomic_output,
+    terminal,
+    write_frames,
+    write_stdout,
+    write_table,
+)
 from ..measures import parse_measures
 from ..present.explain import explain as explain_table
 from ..present.explain import to_text
@@ -206,7 +219,15 @@ def metrics(qrels, runs, names, precision, fmt, output):
             settings,
             notify=stderr_notice,
         )
-    write_table(table, output, fmt, precision)
+    write_table(table, output, fmt, precision, counts=metric_counts)
+
+
+def metric_counts(table) -> dict:
+    """The cells of a metrics table that hold counts (the values of NumQ, NumRel, NumRet,
+    NumRelRet): written as integers."""
+    names = table["measure"].astype(str)
+    counting = {name: count_measure(name) for name in names.unique()}
+    return {"value": names.map(counting).to_numpy(dtype=bool)}
 
 
 #: the notice of ``metrics -m runid``, by --names
@@ -310,6 +331,8 @@ def explain(qrels, runs, query_ids, old_queries, top, precision, fmt, output):
     if fmt != "text":
         write_table(frame, output, fmt, precision)
         return
+    if precision is None and terminal(output):  # read by a person: rounded
+        precision = READABLE_DIGITS
     data = to_text(frame, precision, [m.name for m in measure_list]).encode()
     if output is None or output == "-":
         write_stdout([data])

@@ -178,7 +178,7 @@ def precision_option(func):
         default=None,
         metavar="N",
         help="Write values rounded to N decimals (0..17, as %.Nf). Default: full precision "
-        "(shortest round-trip form).",
+        "(shortest round-trip form); 4 decimals in the aligned table shown on a terminal.",
     )(func)
 
 

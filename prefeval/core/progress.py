@@ -8,6 +8,14 @@ than opening a bar of its own. The bar appears once the command has worked for
 two seconds shows progress and quick ones print nothing. A stage started inside
 another (the comparisons of one robustness sample) counts in the outer stage only.
 Bars come from ``tqdm.auto``: a widget in Jupyter, text on a terminal.
+
+A run of alike stages (the HSD trials of each measure) opened in :func:`series` is one
+stretch of the bar: labelled ``(k of n)``, counted on without a restart, its total (and
+so its rate and ETA) the whole series', each part taken to be as long as the current
+one.  What else is written to the terminal while a bar shows (notices,
+:func:`stderr_notice`; a table on standard output, :func:`beside_bar`) clears the bar,
+is written on lines of its own and draws the bar again below it, so that no frozen
+piece of a bar stays on the screen.
 """
 
 from __future__ import annotations
@@ -29,12 +37,24 @@ class CommandProgress:
         self.started = time.monotonic()
         self.bar = None
         self.depth = 0  # stages under way (nested ones do not touch the bar)
+        self.parts = 0  # stages of the series under way (:func:`series`); 0: none
+        self.part = 0  # the stages of it opened so far
 
     def _shown(self) -> bool:
         bar = self.bar
         return bar is not None and bar.last_print_t >= bar.start_t + bar.delay
 
     def _open(self, desc: str, unit: str, total) -> object:
+        if self.parts:
+            self.part += 1
+            desc = f"{desc} ({self.part} of {self.parts})"
+            if self.part > 1 and self.bar is not None:  # the series goes on: no restart
+                if total is not None and self.bar.total is not None:
+                    self.bar.total = self.bar.n + total * (self.parts - self.part + 1)
+                self.bar.set_description_str(desc, refresh=True)
+                return self.bar
+            if total is not None:
+                total *= self.parts
         delay = max(0.0, DELAY - (time.monotonic() - self.started))
         if self.bar is not None and self._shown():
             self.bar.unit = unit
@@ -70,6 +90,15 @@ class CommandProgress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+    @contextmanager
+    def beside(self):
+        """The bar cleared while the block writes to the terminal, drawn again after."""
+        if not self._shown():
+            yield
+            return
+        with type(self.bar).external_write_mode(file=sys.stderr):
+            yield
 
 
 _current: CommandProgress | None = None
@@ -119,5 +148,34 @@ def _standalone(iterable, desc, unit, enable, total, count):
         yield from progress.stage(iterable, desc, unit, total, count)
 
 
+@contextmanager
+def series(parts: int):
+    """The stages opened in the block (at the current command's top level) as ``parts``
+    parts of one stretch of the bar (see the module docstring); ``parts`` < 2: as they
+    are."""
+    progress = _current
+    if progress is None or parts < 2 or progress.depth or progress.parts:
+        yield
+        return
+    progress.parts, progress.part = parts, 0
+    try:
+        yield
+    finally:
+        progress.parts = progress.part = 0
+
+
+@contextmanager
+def beside_bar():
+    """Write to the terminal in the block without breaking the current command's bar:
+    the bar is cleared first and drawn again after (nothing to do when none shows)."""
+    if _current is None:
+        yield
+        return
+    with _current.beside():
+        yield
+
+
 def stderr_notice(message: str) -> None:
-    print(f"prefeval: {message}", file=sys.stderr)
+    """``prefeval: message`` on stderr, on a line of its own beside the bar."""
+    with beside_bar():
+        print(f"prefeval: {message}", file=sys.stderr, flush=True)

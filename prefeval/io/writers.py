@@ -1,5 +1,12 @@
 """Table writers: tsv (with header), csv, jsonl and Parquet, to stdout or atomically to
-a file.
+a file; on a terminal, a readable view for people (:func:`terminal`, the one test).
+
+tsv to a terminal is an aligned table (:func:`readable_chunks`: 4 decimals, or
+``precision``); every other output (a file, ``-o``, a pipe, a redirection, csv, jsonl,
+Parquet) is the machine format described below, byte for byte the same whatever reads
+it.  Counts held in float columns (``counts``: metrics' NumQ, NumRel, NumRet,
+NumRelRet, robustness' numbers of queries) are integers in every text format and view;
+``precision`` leaves them alone.
 
 Floats are written in their shortest round-trip form (Python's ``repr``), or with
 ``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  A missing
@@ -27,6 +34,8 @@ import time
 from collections.abc import Iterator
 
 import lazy_loader
+
+from ..core.progress import beside_bar
 
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
@@ -150,26 +159,26 @@ def _json_token(series: pd.Series, text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def iter_chunks(
-    frame: pd.DataFrame, fmt: str, header: bool = True, precision: int | None = None
-) -> Iterator[bytes]:
-    """The table as encoded text chunks; ``precision`` N writes floats as ``%.Nf``
-    (except :data:`EXACT_COLUMNS`)."""
+def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, counts):
+    """The column names and each column as (codes, texts) for :func:`_chunk_texts`: a
+    float column as (values, digits, count mask or None), any other as (codes, a pyarrow
+    array of its distinct texts in ``fmt``; ``text``: as tsv, unchecked)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     names = [str(c) for c in frame.columns]
     if fmt == "tsv":
         _check_tsv("a column name", names)
+    masks = counts(frame) if callable(counts) else dict(counts or {})
     encoded = []
     for name in frame.columns:
         series = frame[name]
         codes, texts = _encoded(series)
         if texts is None:  # floats: formatted chunk by chunk
             digits = None if str(name) in EXACT_COLUMNS else precision
-            encoded.append((codes, digits))
+            mask = masks.get(str(name))
+            if mask is not None:
+                mask = np.broadcast_to(np.asarray(mask, dtype=bool), codes.shape)
+            encoded.append((codes, (digits, mask)))
             continue
         if fmt == "tsv":
             _check_tsv(f"a value of {name}", texts)
@@ -180,7 +189,42 @@ def iter_chunks(
         else:
             texts = ["" if t is None else t for t in texts]
         encoded.append((codes, pa.array(texts, pa.string())))
-    # the header after every value is checked: nothing is written of a refused table
+    return names, encoded
+
+
+def _chunk_texts(encoded, fmt: str, start: int, stop: int) -> list:
+    """The texts (pyarrow string arrays) of rows ``start:stop`` of ``encoded`` columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = []
+    for codes, texts in encoded:
+        if isinstance(texts, tuple):
+            digits, mask = texts
+            part = None if mask is None else mask[start:stop]
+            cols.append(_float_column(codes[start:stop], fmt, digits, part))
+        else:
+            cols.append(pc.take(texts, pa.array(codes[start:stop])))
+    return cols
+
+
+def iter_chunks(
+    frame: pd.DataFrame,
+    fmt: str,
+    header: bool = True,
+    precision: int | None = None,
+    counts=None,
+) -> Iterator[bytes]:
+    """The table as encoded text chunks; ``precision`` N writes floats as ``%.Nf``
+    (except :data:`EXACT_COLUMNS`); ``counts``: where float columns hold counts, written
+    as integers (see :func:`write_table`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    # every value is checked before the header: nothing is written of a refused table
+    names, encoded = _encoded_columns(frame, fmt, precision, counts)
     if fmt == "tsv" and header:
         yield ("\t".join(names) + "\n").encode()
     elif fmt == "csv" and header:
@@ -188,12 +232,7 @@ def iter_chunks(
     n = len(frame)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
-        cols = [
-            _float_column(codes[start:stop], fmt, texts)
-            if texts is None or isinstance(texts, int)
-            else pc.take(texts, pa.array(codes[start:stop]))
-            for codes, texts in encoded
-        ]
+        cols = _chunk_texts(encoded, fmt, start, stop)
         if fmt == "jsonl":
             pieces = []
             for i, name in enumerate(names):
@@ -209,10 +248,80 @@ def iter_chunks(
         yield _string_data(lines)
 
 
-def _float_column(values: np.ndarray, fmt: str, precision: int | None):
-    if precision is None:
-        return float_text(values, fmt)
-    return fixed_text(values, fmt, precision)
+#: decimals of the readable view (:func:`readable_chunks`) without ``-p``: trec_eval's
+READABLE_DIGITS = 4
+#: between the columns of the readable view
+_GAP = "  "
+
+
+def terminal(output: str | None) -> bool:
+    """Whether a table written to ``output`` (None or ``-``: standard output) is read by
+    a person: standard output is a terminal.  The one test of the readable view; ``-o
+    FILE``, a pipe and a redirection get the machine formats."""
+    return (output is None or output == "-") and sys.stdout.isatty()
+
+
+def _right_aligned(series: pd.Series) -> bool:
+    dtype = series.dtype
+    return (pd.api.types.is_float_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)) and not (
+        pd.api.types.is_bool_dtype(dtype)
+    )
+
+
+def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterator[bytes]:
+    """The rows of ``frames`` (DataFrames with the same columns) as an aligned table for
+    people: a header, numbers right-aligned (floats as ``%.Nf``, N = ``precision`` or
+    :data:`READABLE_DIGITS`; counts as integers; :data:`EXACT_COLUMNS` as given), text
+    left-aligned, columns two spaces apart, no trailing blanks.  Widths come from the
+    header and the first frame's rows; a wider value later widens its column from there
+    on (a table written as it is computed is not held whole)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    digits = READABLE_DIGITS if precision is None else precision
+    widths = None
+    for frame in frames:
+        names, encoded = _encoded_columns(frame, "text", digits, counts)
+        right = [_right_aligned(frame[c]) for c in frame.columns]
+        n = len(frame)
+        # an empty first frame still gives the header
+        for start in range(0, n, _CHUNK) if n or widths is not None else [0]:
+            cols = _chunk_texts(encoded, "text", start, min(n, start + _CHUNK))
+            longest = [(pc.max(pc.utf8_length(c)).as_py() or 0) if len(c) else 0 for c in cols]
+            if widths is None:
+                widths = [max(len(name), size) for name, size in zip(names, longest)]
+                head = [
+                    name.rjust(w) if r else name.ljust(w)
+                    for name, w, r in zip(names, widths, right)
+                ]
+                yield (_GAP.join(head).rstrip() + "\n").encode()
+            widths = [max(w, size) for w, size in zip(widths, longest)]
+            if start >= n or not cols:
+                continue
+            last = len(cols) - 1
+            padded = [
+                pc.utf8_lpad(c, w) if r else (c if i == last else pc.utf8_rpad(c, w))
+                for i, (c, w, r) in enumerate(zip(cols, widths, right))
+            ]
+            lines = pc.utf8_rtrim(pc.binary_join_element_wise(*padded, _GAP), " ")
+            lines = pc.binary_join_element_wise(lines, pa.scalar("\n"), "")
+            yield _string_data(lines)
+
+
+def _float_column(values: np.ndarray, fmt: str, precision: int | None, counts=None):
+    """Float texts (``fmt``'s special values; ``text`` as tsv), the cells ``counts`` marks
+    (a boolean array, or None) as integers."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = "tsv" if fmt == "text" else fmt
+    text = float_text(values, kind) if precision is None else fixed_text(values, kind, precision)
+    if counts is not None:
+        whole = counts & np.isfinite(values)
+        if whole.any():
+            ints = pa.array(np.rint(values[whole]).astype(np.int64)).cast(pa.string())
+            text = pc.replace_with_mask(text, pa.array(whole), ints)
+    return text
 
 
 def _string_data(array) -> bytes:
@@ -264,10 +373,18 @@ def _refusing_tsv(write):
 
 @_refusing_tsv
 def write_table(
-    frame: pd.DataFrame, output: str | None = None, fmt: str = "tsv", precision: int | None = None
+    frame: pd.DataFrame,
+    output: str | None = None,
+    fmt: str = "tsv",
+    precision: int | None = None,
+    counts=None,
 ) -> None:
     """Write ``frame`` to ``output`` (atomically) or, when None or ``-``, to stdout;
     ``precision`` N writes floats as ``%.Nf`` (default: shortest round-trip form).
+    ``counts``: the cells of float columns that hold counts, written as integers in
+    every text format (``{column: boolean row mask}``, or a function of the frame that
+    gives one; Parquet keeps the column's type).  tsv to a terminal
+    (:func:`terminal`) is the readable view, :func:`readable_chunks`.
     ``fmt`` ``parquet``: see :func:`parquet_bytes` (standard output must not be a
     terminal).  A tsv table refuses names holding a tab or a line break
     (:class:`OutputError`, nothing written)."""
@@ -281,17 +398,16 @@ def write_table(
         with atomic_output(output) as handle:
             handle.write(parquet_bytes(frame, precision))
         return
-    if output is None or output == "-":
-        write_stdout(iter_chunks(frame, fmt, precision=precision))
-        return
-    with atomic_output(output) as handle:
-        for chunk in iter_chunks(frame, fmt, precision=precision):
-            handle.write(chunk)
+    write_frames([frame], output, fmt, precision, counts)
 
 
 @_refusing_tsv
 def write_frames(
-    frames, output: str | None = None, fmt: str = "tsv", precision: int | None = None
+    frames,
+    output: str | None = None,
+    fmt: str = "tsv",
+    precision: int | None = None,
+    counts=None,
 ) -> None:
     """:func:`write_table` of the rows of ``frames`` (an iterable of DataFrames with the
     same columns) one after the other, one header: a table too large to hold whole is
@@ -300,10 +416,13 @@ def write_frames(
     if fmt in BINARY_FORMATS:
         _write_parquet_frames(frames, output, precision)
         return
+    if fmt == "tsv" and terminal(output):
+        write_stdout(readable_chunks(frames, precision, counts))
+        return
 
     def chunks():
         for i, frame in enumerate(frames):
-            yield from iter_chunks(frame, fmt, header=i == 0, precision=precision)
+            yield from iter_chunks(frame, fmt, header=i == 0, precision=precision, counts=counts)
 
     if output is None or output == "-":
         write_stdout(chunks())
@@ -434,9 +553,15 @@ def write_stdout(chunks) -> None:
         except (OSError, ValueError) as error:
             raise _StreamFailed(error) from None
 
+    shared = sys.stdout.isatty()  # the screen of the progress bar too, maybe
     try:
         for chunk in chunks:
-            put(stream.write, chunk)
+            if shared:  # the bar cleared, the rows written, the bar drawn below them
+                with beside_bar():
+                    put(stream.write, chunk)
+                    put(stream.flush)
+            else:
+                put(stream.write, chunk)
         put(stream.flush)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -101,7 +101,8 @@ def test_metrics_summary_rows_as_trec_eval():
         # NumRelRet (ir-measures' NumRet(rel=1)) keeps its name: its rel follows -l
         want = {str(k).replace("NumRet(rel=1)", "NumRelRet"): v for k, v in want.items()}
         assert got == pytest.approx(want, abs=1e-12)
-    assert set(summary.loc[summary["measure"] == "NumQ", "value"]) == {"20.0"}
+    # a count is written as an integer (issue 25: "counts are integers in every format")
+    assert set(summary.loc[summary["measure"] == "NumQ", "value"]) == {"20"}
 
 
 def test_metrics_no_summary_needs_per_query():

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import tqdm.auto
 import tqdm.std
-from helpers import invoke
+from helpers import invoke, on_terminal, run_on_terminal, screen
 
 from prefeval.core import progress
 
@@ -28,11 +28,18 @@ class Recorder(tqdm.auto.tqdm):
         self._note()
 
     def _note(self):
+        if Recorder.stages and Recorder.stages[-1][0] == self.desc and not Recorder.stages[-1][3]:
+            Recorder.stages.pop()  # relabelled, then restarted: one stage
         Recorder.stages.append([self.desc, self.unit, self.total, 0])
 
     def reset(self, total=None):
         super().reset(total)
         self._note()
+
+    def set_description_str(self, desc=None, refresh=True):
+        super().set_description_str(desc, refresh)
+        if Recorder.stages and desc != Recorder.stages[-1][0]:  # relabelled
+            self._note()
 
     def update(self, n=1):
         Recorder.stages[-1][3] += n
@@ -59,14 +66,19 @@ def test_one_bar_across_the_stages_of_a_command(recorded):
         "reading runs",
         "comparing runs",
         "baselines (ir-measures)",
-        "HSD trials rpp",
-        "HSD trials lexirecall",
-        "HSD trials AP",
+        "HSD trials rpp (1 of 3)",
+        "HSD trials lexirecall (2 of 3)",
+        "HSD trials AP (3 of 3)",
     ]
     units = {desc: (unit, total, done) for desc, unit, total, done in recorded.stages}
     assert units["reading runs"] == ("run", 3, 3)
     assert units["baselines (ir-measures)"] == ("run", 3, 3)
-    assert units["HSD trials AP"] == ("trial", 1500, 1500)  # trials, not chunks
+    # the measures' trials are one stretch of the bar: counted on, the total all of them
+    # (trials, not chunks), so the ETA covers the three
+    assert units["HSD trials rpp (1 of 3)"] == ("trial", 4500, 1500)
+    assert units["HSD trials AP (3 of 3)"] == ("trial", 4500, 1500)
+    (bar,) = recorded.instances
+    assert bar.n == bar.total == 4500
     unit, total, done = units["comparing runs"]
     assert unit == "query" and total == done == 20  # the sample has 20 queries
     assert "HSD trials AP" in result.stderr  # the bar went to stderr, not stdout
@@ -105,3 +117,48 @@ def test_no_bar_off_a_terminal(monkeypatch):
     result = invoke("compare", "--no-cache", *INPUTS)  # the runner's stderr is no tty
     assert result.exit_code == 0
     assert result.stderr == ""
+
+
+def test_notices_and_the_table_stay_readable_on_a_terminal():
+    """On a terminal (stdout and stderr), notices printed while the bar shows are on
+    lines of their own, the table is intact and no piece of a bar stays on the screen
+    (the bar used to freeze at "0%" in front of the notice and of the table's header)."""
+    runs = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3, 4)]  # sys04 misses one
+    code, seen, _ = on_terminal(
+        "discpower", "--no-cache", "--test", "hsd", "--trials", "3000", "-m", "rpp,lexirecall",
+        "-B", "AP", SAMPLE / "qrels.txt", *runs,
+    )  # fmt: skip
+    assert code == 0
+    assert b"HSD trials lexirecall (2 of 3)" in seen  # the bar did show
+    assert screen(seen) == [
+        "prefeval: run sys04: no results for 1 of 20 evaluated queries; evaluated as "
+        "retrieving nothing",
+        "prefeval: significance tests on 20 queries, fewer than 25: their p-values are a "
+        "weak guide",
+        "measure     test  correction  alpha  significant  pairs  percent",
+        "rpp         hsd   tukey        0.05            4      6  66.6667",
+        "lexirecall  hsd   tukey        0.05            3      6  50.0000",
+        "AP          hsd   tukey        0.05            4      6  66.6667",
+    ]
+
+
+def test_api_warnings_stay_readable_beside_the_bar(tmp_path):
+    """The API's notices (PrefevalWarning, printed by Python's warnings) with
+    progress=True on a terminal: on lines of their own, no frozen bar."""
+    import sys
+
+    code = (
+        "import glob, prefeval\n"
+        "from prefeval.core import progress\n"
+        "progress.DELAY = 0\n"
+        f"runs = sorted(glob.glob({str(SAMPLE / 'runs' / 'input.sys0*')!r}))[:4]\n"
+        f"prefeval.discpower({str(SAMPLE / 'qrels.txt')!r}, runs, tests='hsd', trials=2000,\n"
+        "                   measures=['rpp'], baselines=['AP'], progress=True, cache=False)\n"
+    )
+    status, seen, _ = run_on_terminal([sys.executable, "-W", "default::UserWarning", "-c", code])
+    assert status == 0
+    assert b"HSD trials" in seen  # the bar did show
+    lines = screen(seen)
+    assert not [line for line in lines if "%|" in line or "trials" in line], lines
+    notice = "PrefevalWarning: run sys04: no results for 1 of 20 evaluated queries; evaluated"
+    assert any(line.endswith(f"{notice} as retrieving nothing") for line in lines), lines

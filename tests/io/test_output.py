@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import as_other_user, invoke
+from helpers import as_other_user, invoke, on_terminal
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 ARGS = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" / "input.sys02"]
@@ -520,3 +520,103 @@ def test_dev_stdout_on_a_terminal_and_to_a_reader_that_leaves(tmp_path):
         proc.stdout.close()
         assert proc.wait(timeout=120) == 0
         assert b"Traceback" not in proc.stderr.read()
+
+
+# ------------------------------------------------------- for people and for machines
+
+QRELS, SYS01, SYS02 = ARGS
+
+
+def test_a_terminal_shows_an_aligned_table_with_4_decimals():
+    """tsv to a terminal is the readable view: aligned, 4 decimals, counts as integers;
+    -p N sets the decimals there too."""
+    code, seen, _ = on_terminal("metrics", "-m", "num_q,num_rel,map", *ARGS, delay=60)
+    assert code == 0
+    assert seen.decode().replace("\r\n", "\n") == (
+        "measure  run    query_id   value\n"
+        "NumQ     sys01  all           20\n"
+        "NumQ     sys02  all           20\n"
+        "NumRel   sys01  all          167\n"
+        "NumRel   sys02  all          167\n"
+        "AP       sys01  all       0.0954\n"
+        "AP       sys02  all       0.1482\n"
+    )
+    code, seen, _ = on_terminal("metrics", "-p", "2", "-m", "num_q,map", *ARGS, delay=60)
+    assert code == 0
+    assert seen.decode().replace("\r\n", "\n") == (
+        "measure  run    query_id  value\n"
+        "NumQ     sys01  all          20\n"
+        "NumQ     sys02  all          20\n"
+        "AP       sys01  all        0.10\n"
+        "AP       sys02  all        0.15\n"
+    )
+    args = ["--queries", "2", "--labels", "0.5", "--samples", "2", "--no-baselines", "-m", "rpp"]
+    code, seen, _ = on_terminal("robustness", *args, *ARGS, delay=60)
+    assert code == 0
+    assert seen.decode().replace("\r\n", "\n") == (
+        "measure  kind     level  samples  tau_mean  tau_std    ties  agreement\n"
+        "rpp      queries      2        2    1.0000   0.0000\n"
+        "rpp      labels     0.5        2    1.0000   0.0000  0.1750     0.7188\n"
+    )
+
+
+def test_explain_text_is_rounded_on_a_terminal_only():
+    args = ["explain", "--query", "302", "-m", "rrlexiprecision", QRELS, SYS01, SYS02]
+    code, seen, _ = on_terminal(*args, delay=60)
+    assert code == 0
+    assert "  rrlexiprecision  -0.1000\r\n" in seen.decode()
+    piped = invoke(*args)  # not a terminal: full precision, as before
+    assert "  rrlexiprecision  -0.1\n" in piped.stdout
+
+
+def test_a_terminal_on_stderr_only_keeps_the_machine_format(tmp_path):
+    """Only standard output decides: a pipe or -o FILE gets the machine format, with the
+    same bytes, while stderr is a terminal."""
+    code, _, redirected = on_terminal("compare", *ARGS, stdout=tmp_path / "redirected")
+    assert code == 0
+    assert redirected.decode() == _expected()
+    code, seen, _ = on_terminal("compare", "-o", tmp_path / "out.tsv", *ARGS, delay=60)
+    assert code == 0 and seen == b""
+    assert (tmp_path / "out.tsv").read_text() == _expected()
+
+
+def test_counts_are_integers_in_every_format(tmp_path):
+    """The one change to files and pipes: counts are written as integers (NumQ 20, not
+    20.0; a robustness level of 2 queries, not 2.0); every other value as before, in its
+    shortest round-trip form.  Parquet keeps float64 in a column that mixes counts and
+    fractions."""
+    import pandas as pd
+
+    result = invoke("metrics", "-m", "num_q,num_rel_ret,map", *ARGS)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        "measure\trun\tquery_id\tvalue\n"
+        "NumQ\tsys01\tall\t20\n"
+        "NumQ\tsys02\tall\t20\n"
+        "NumRelRet\tsys01\tall\t87\n"
+        "NumRelRet\tsys02\tall\t98\n"
+        "AP\tsys01\tall\t0.09539353049424394\n"
+        "AP\tsys02\tall\t0.14821757697179921\n"
+    )
+    jsonl = invoke("metrics", "-f", "jsonl", "-m", "num_q,map", *ARGS).stdout.splitlines()
+    assert [json.loads(line)["value"] for line in jsonl] == [
+        20, 20, 0.09539353049424394, 0.14821757697179921,
+    ]  # fmt: skip
+    assert '"value": 20}' in jsonl[0]
+    csv = invoke("metrics", "-f", "csv", "-p", "3", "-m", "num_q,map", *ARGS).stdout
+    assert csv == (
+        "measure,run,query_id,value\nNumQ,sys01,all,20\nNumQ,sys02,all,20\n"
+        "AP,sys01,all,0.095\nAP,sys02,all,0.148\n"
+    )
+    path = tmp_path / "metrics.parquet"
+    assert invoke("metrics", "-f", "parquet", "-o", path, "-m", "num_q,map", *ARGS).exit_code == 0
+    table = pd.read_parquet(path)
+    assert table["value"].dtype == "float64" and table["value"].tolist()[:2] == [20.0, 20.0]
+
+    args = ["--queries", "2", "--labels", "0.5", "--samples", "2", "--no-baselines", "-m", "rpp"]
+    result = invoke("robustness", *args, *ARGS)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "rpp\tqueries\t2\t2\t1.0\t0.0\t\t",
+        "rpp\tlabels\t0.5\t2\t1.0\t0.0\t0.175\t0.71875",
+    ]
