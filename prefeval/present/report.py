@@ -35,7 +35,7 @@ import lazy_loader
 from ..analysis.agreement import agreement_table, tau_table, ties_table
 from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
-from ..analysis.significance import discriminative_power, pair_summary, pair_tests
+from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
 from ..core import ties
 from ..core.qrels import query_sort_key
 from ..io.writers import atomic_output, output_target
@@ -304,6 +304,7 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
     )
     means = pair_summary(ev)
     legend = _legend(tests, options.correction, options.alpha, options.trials)
+    legend += "".join(f" Caution: {caveat}." for caveat in sample_caveats(ev, tests))
     sections = [
         _summary_section(inputs, orders, taus, pair_table, means, legend, options),
         _data_section(inputs, sources),

@@ -671,3 +671,15 @@ def test_latex_wide_tables_are_split():
     assert text.count(r"\begin{table}") == 3  # 3 x 3 columns
     assert "(columns 1--3 of 9.)" in text and "(columns 7--9 of 9.)" in text
     assert text.count(r"\rotatebox{90}{") == 9
+
+
+def test_small_samples_are_said_in_the_report(tmp_path):
+    """Issue 25 item 6: a report on fewer than MIN_QUERIES queries says so in its legend,
+    once, beside the marks; on the sample data (20 queries) the numbers are unchanged."""
+    from prefeval.analysis.significance import MIN_QUERIES
+
+    out = tmp_path / "r.md"
+    with pytest.warns(prefeval.PrefevalWarning, match="fewer than"):
+        prefeval.report(QRELS, RUNS[:3], output=out, tests="ttest", measures="rpp")
+    text = out.read_text()
+    assert text.count(f"Caution: significance tests on 20 queries, fewer than {MIN_QUERIES}") == 1
