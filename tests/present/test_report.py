@@ -593,7 +593,7 @@ def test_baseline_table_equals_metrics(twelve, twelve_html):
     qrels, runs = twelve
     table = parse(twelve_html).tables["baselines"]
     assert [t for t, _, _ in table[0]] == ["run", "AP", "nDCG@10"]
-    metrics = prefeval.metrics(qrels, runs, baselines=["AP", "nDCG@10"])
+    metrics = prefeval.metrics(qrels, runs, measures=["AP", "nDCG@10"])
     summary = metrics[metrics.query_id == "all"]
     tests = prefeval.discpower(qrels, runs, measures=["rpp"], baselines=["AP", "nDCG@10"],
                                pairs=True, trials=100)  # fmt: skip
