@@ -557,6 +557,16 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
 
 
+#: tasks per worker thread that :meth:`DaskEngine.blocks` makes of its items (a few, so
+#: that a thread done early takes another)
+BLOCK_TASKS = 4
+
+
+def _block_task(work, shared, items) -> list:
+    """On a worker: ``work(shared, item)`` for each of ``items``."""
+    return [work(shared, item) for item in items]
+
+
 class _NoWorkers(Exception):
     """The scheduler has no worker (and none joined in time)."""
 
@@ -601,14 +611,15 @@ def _bounded(connect):
 
 
 def _partition_results(
-    plan: _Plan, client, own_cluster, notify, progress=False, pieces: bool = False
+    plan: _Plan, client, own_cluster, notify, progress=False, pieces: bool = False, done=None
 ) -> Iterator:
-    """Run the tasks on ``client`` (closed at the end, and its cluster with
-    ``own_cluster``); yield their :class:`PartitionResult` in partition order, each as it
-    is needed, then tell which runs had no results for some queries (as the local engine
-    does).  With ``pieces``, a result's ``frame`` is an iterator of its per-query rows
-    fetched from the worker a row group at a time, to be read before the next
-    result is asked for: the client never holds a whole partition's rows."""
+    """Run the tasks on ``client`` (at the end, ``done()``; without it the client is
+    closed, and its cluster with ``own_cluster``); yield their :class:`PartitionResult`
+    in partition order, each as it is needed, then tell which runs had no results for
+    some queries (as the local engine does).  With ``pieces``, a result's ``frame`` is
+    an iterator of its per-query rows fetched from the worker a row group at a time, to
+    be read before the next result is asked for: the client never holds a whole
+    partition's rows."""
 
     slot = None
 
@@ -663,10 +674,18 @@ def _partition_results(
                         "retrieving nothing"
                     )
     finally:
-        cluster = client.cluster
-        client.close()
-        if cluster is not None and own_cluster:
-            cluster.close()
+        if done is not None:
+            done()
+        else:
+            _close(client, own_cluster)
+
+
+def _close(client, own_cluster: bool) -> None:
+    """Close ``client``, and its cluster with ``own_cluster``."""
+    cluster = client.cluster
+    client.close()
+    if cluster is not None and own_cluster:
+        cluster.close()
 
 
 def _has_slots(workers: dict) -> bool:
@@ -709,10 +728,63 @@ def _taken(piece):
 
 class DaskEngine:
     """The Dask engine: the local engine's partitions, one task each on a Dask cluster
-    (``Options.scheduler``, default a local cluster with the workers Dask chooses),
+    (``scheduler``, default a local cluster with the workers Dask chooses),
     computed by the kernel (:func:`compare_partition`'s) and brought back in query order,
-    a partition's per-query rows fetched in pieces (:func:`_rows_in_pieces`).  The cache
-    is not used.  ValueError when the scheduler cannot be reached."""
+    a partition's per-query rows fetched in pieces (:func:`_rows_in_pieces`); blocks of
+    other work (:meth:`blocks`) on the same workers.  The cache is not used.  ValueError
+    when the scheduler cannot be reached.  The client (and the cluster it made) is
+    closed once a call's results are all given, or, in a ``with`` block, at its end."""
+
+    def __init__(self, scheduler: str | None = None):
+        self.scheduler = scheduler
+        self._held = 0
+        self._client = None
+
+    def __enter__(self) -> DaskEngine:
+        self._held += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._held -= 1
+        self._release()
+
+    def _connect(self, fetcher: bool = False):
+        """The client: the one held, else a new one (:func:`_client`)."""
+        if self._client is None:
+            self._client = _client(self.scheduler, fetcher=fetcher)
+        return self._client
+
+    def _release(self) -> None:
+        """The client closed (and its cluster, when it made one), unless held."""
+        if not self._held and self._client is not None:
+            client, self._client = self._client, None
+            _close(client, not self.scheduler)
+
+    def blocks(self, work, shared, items, *, threads: int = 1, ready=()) -> Iterator:
+        """``work(shared, item)`` for each of ``items`` on the workers, the results in the
+        items' order: ``shared`` sent to every worker once (scattered, broadcast), the
+        items in about :data:`BLOCK_TASKS` tasks per worker thread, consecutive items
+        together (each task a list of results); ``threads`` and ``ready`` are the local
+        engine's (the work gets ready on the workers)."""
+        items = list(items)
+        if not items:
+            return
+        client = self._connect()
+        try:
+            slots = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+            tasks = max(1, min(len(items), BLOCK_TASKS * max(1, slots)))
+            cuts = np.linspace(0, len(items), tasks + 1).astype(np.int64)
+            [data] = client.scatter([shared], broadcast=True, hash=False)
+            futures = [
+                client.submit(_block_task, work, data, items[lo:hi], pure=False)
+                for lo, hi in zip(cuts[:-1], cuts[1:])
+            ]
+            for future in futures:
+                yield from future.result()
+                future.release()
+            data.release()  # the workers' copies
+        finally:
+            self._release()
 
     def prepare(self) -> None:
         """The client's memory handed back as it is freed (glibc's mmap threshold held
@@ -740,10 +812,11 @@ class DaskEngine:
         if want.rows:
             plan.relevant = relevant = None  # compare needs no more than the tasks carry
         # connected now: a scheduler that cannot be reached is an error of this call
-        client = _client(options.scheduler, fetcher=want.rows)
+        client = self._connect(fetcher=want.rows)
         results = _partition_results(
-            plan, client, not options.scheduler, job.notify, options.progress, want.rows
-        )
+            plan, client, not self.scheduler, job.notify, options.progress, want.rows,
+            done=self._release,
+        )  # fmt: skip
         return Partitions(
             relevant, plan.names, measures, chosen, plan.parts, like, results, spill=spill
         )
