@@ -302,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
                                       [*prefeval, "compare", "--no-cache", "--engine", "dask",
                                        "--scheduler", cluster.scheduler_address, str(qrels),
                                        *files])  # fmt: skip
+            rows[f"{layout} dask-own"] = (layout, "`compare --engine dask`, its own cluster",
+                                          [*prefeval, "compare", "--no-cache", "--engine",
+                                           "dask", str(qrels), *files])  # fmt: skip
     results = {key: Result() for key in rows}
     for repeat in range(args.repeat):
         for key, (_layout, _label, cmd) in rows.items():
@@ -356,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {layout} | {label} | failed: {res.error} | | | | |")
             continue
         n = key.rsplit(" ", 1)[-1]
-        floor = results.get(f"{layout} floor {n if n != 'dask' else max(jobs)}")
+        floor = results.get(f"{layout} floor {n if n.isdigit() else max(jobs)}")
         one = results.get(f"{layout} -j 1")
         vs_floor = res.median / floor.median if floor and floor.ok and "floor" not in key else None
         speedup = one.median / res.median if one and one.ok and "floor" not in key else None

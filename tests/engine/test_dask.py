@@ -985,3 +985,50 @@ def test_hsd_pvalues_do_not_depend_on_cores_or_workers(scheduler, one_worker, mo
         # 50 chunks a measure, in 4 tasks per worker thread (1 or 2 of them)
         assert len({t["key"] for t in blocks}) == 2 * (4 if address == one_worker else 8)
         connects.clear(), scatters.clear()
+
+
+def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
+    """Text run files (plain and gzip) are read and reduced by the workers, by path, one
+    task each, not parsed on the client; the local engine's bytes, also with many
+    partitions and for robustness (the positions come back); two flawed runs: the local
+    engine's message, the first in run order, citing the path as given."""
+    import gzip
+    import os
+
+    from prefeval.io import runs as run_sets
+
+    parsed = []
+    read = run_sets.Run.read
+
+    def spied(self, *args, **kwargs):
+        parsed.append(self.name)
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(run_sets.Run, "read", spied)
+    packed = tmp_path / "input.packed.gz"
+    packed.write_bytes(gzip.compress(Path(RUNS[1]).read_bytes()))
+    runs = [RUNS[0], packed, *RUNS[2:]]
+    args = ["compare", "-q", SAMPLE / "qrels.txt", *runs]
+    local = invoke(*args)
+    assert len(parsed) == 6  # the local engine parses here
+    parsed.clear()
+    remote = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert parsed == []  # the Dask engine: on the workers
+    assert (remote.exit_code, remote.stdout, remote.stderr) == (0, local.stdout, local.stderr)
+    small_partitions(monkeypatch)
+    same_output(["-q", SAMPLE / "qrels.txt", *runs], scheduler)
+    same_command("robustness", ["--no-baselines", "--labels", "0.5", "--samples", "2",
+                                SAMPLE / "qrels.txt", *runs], scheduler)  # fmt: skip
+    flawed = []
+    for k, (path, flaw) in enumerate([(RUNS[1], "401 Q0 doc 1 x run\n"),
+                                      (RUNS[3], "401 Q0\n")]):  # fmt: skip
+        bad = tmp_path / f"input.bad{k}"
+        bad.write_bytes(Path(path).read_bytes() + flaw.encode())
+        flawed.append(bad)
+    monkeypatch.chdir(tmp_path)  # paths as given, relative
+    args = ["compare", SAMPLE / "qrels.txt", RUNS[0], flawed[0].name, RUNS[2], flawed[1].name]
+    local = invoke(*args)
+    remote = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == remote.exit_code == 2
+    assert remote.stderr == local.stderr
+    assert remote.stderr.startswith("input.bad0:") and os.sep not in remote.stderr.split(":")[0]
