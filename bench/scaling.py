@@ -20,7 +20,8 @@ times, ``--repeat`` times each (medians; peak RSS the largest): the strict floor
 runs with ``pyarrow.csv``, one file per thread), ``prefeval compare --no-cache -j N``
 for each N of ``--jobs``, and, where Dask is installed, ``compare --engine dask`` on a
 local cluster of N single-threaded worker processes (N the largest of ``--jobs``;
-started before and not timed; the peak RSS is the client's).  Wall time, CPU (user +
+started before and not timed; the CPU and peak RSS are the client's) and on the
+engine's own cluster (started by the command, timed; the whole process tree).  Wall time, CPU (user +
 system) and peak RSS come from :class:`harness.Timer` (GNU time, or getrusage of the
 child; with psutil the summed RSS of the process tree).  Then the randomized HSD's
 kernel: ``hsd_pvalues`` on a random ``--hsd-users`` x 10 matrix, ns of CPU and of wall
