@@ -21,9 +21,9 @@ runs with ``pyarrow.csv``, one file per thread), ``prefeval compare --no-cache -
 for each N of ``--jobs``, and, where Dask is installed, ``compare --engine dask`` on a
 local cluster of N single-threaded worker processes (N the largest of ``--jobs``;
 started before and not timed; the CPU and peak RSS are the client's) and on the
-engine's own cluster (started by the command, timed; the whole process tree).  Wall time, CPU (user +
-system) and peak RSS come from :class:`harness.Timer` (GNU time, or getrusage of the
-child; with psutil the summed RSS of the process tree).  Then the randomized HSD's
+engine's own cluster (started by the command, timed; the whole process tree).  Wall
+time, CPU (user + system) and peak RSS come from :class:`harness.Timer` (GNU time, or
+getrusage of the child; with psutil the summed RSS of the process tree).  Then the randomized HSD's
 kernel: ``hsd_pvalues`` on a random ``--hsd-users`` x 10 matrix, ns of CPU and of wall
 per (user, run, trial) at -j 1 and at the largest N.  It prints a Markdown table with
 the machine's details (and writes it to ``--out``), and checks that ``compare`` and the

@@ -1008,7 +1008,7 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
     packed = tmp_path / "input.packed.gz"
     packed.write_bytes(gzip.compress(Path(RUNS[1]).read_bytes()))
     runs = [RUNS[0], packed, *RUNS[2:]]
-    args = ["compare", "-q", SAMPLE / "qrels.txt", *runs]
+    args = ["compare", "-q", "--no-cache", SAMPLE / "qrels.txt", *runs]
     local = invoke(*args)
     assert len(parsed) == 6  # the local engine parses here
     parsed.clear()
@@ -1032,3 +1032,13 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
     assert local.exit_code == remote.exit_code == 2
     assert remote.stderr == local.stderr
     assert remote.stderr.startswith("input.bad0:") and os.sep not in remote.stderr.split(":")[0]
+    # the read task's value travels to the partition's worker: it must unpickle there
+    import pickle
+
+    from prefeval.engine import dask as dist
+
+    relevant = read_qrels(SAMPLE / "qrels.txt").relevant(None)
+    source = dist._TextInput(str(flawed[0]), flawed[0].name, "bad0", "text")
+    got = dist._text_positions(source, relevant, [range(relevant.n_queries)], None)
+    assert pickle.loads(pickle.dumps(got)) == got
+    assert (got[0].path, got[0].line) == ("input.bad0", 1001)
