@@ -20,9 +20,10 @@ times, ``--repeat`` times each (medians; peak RSS the largest): the strict floor
 runs with ``pyarrow.csv``, one file per thread), ``prefeval compare --no-cache -j N``
 for each N of ``--jobs``, and, where Dask is installed, ``compare --engine dask`` on a
 local cluster of N single-threaded worker processes (N the largest of ``--jobs``;
-started before and not timed; the peak RSS is the client's).  Wall time, CPU (user +
-system) and peak RSS come from :class:`harness.Timer` (GNU time, or getrusage of the
-child; with psutil the summed RSS of the process tree).  Then the randomized HSD's
+started before and not timed; the CPU and peak RSS are the client's) and on the
+engine's own cluster (started by the command, timed; the whole process tree).  Wall
+time, CPU (user + system) and peak RSS come from :class:`harness.Timer` (GNU time, or
+getrusage of the child; with psutil the summed RSS of the process tree).  Then the randomized HSD's
 kernel: ``hsd_pvalues`` on a random ``--hsd-users`` x 10 matrix, ns of CPU and of wall
 per (user, run, trial) at -j 1 and at the largest N.  It prints a Markdown table with
 the machine's details (and writes it to ``--out``), and checks that ``compare`` and the
@@ -302,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                                       [*prefeval, "compare", "--no-cache", "--engine", "dask",
                                        "--scheduler", cluster.scheduler_address, str(qrels),
                                        *files])  # fmt: skip
+            rows[f"{layout} dask-own"] = (layout, "`compare --engine dask`, its own cluster",
+                                          [*prefeval, "compare", "--no-cache", "--engine",
+                                           "dask", str(qrels), *files])  # fmt: skip
     results = {key: Result() for key in rows}
     for repeat in range(args.repeat):
         for key, (_layout, _label, cmd) in rows.items():
@@ -356,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {layout} | {label} | failed: {res.error} | | | | |")
             continue
         n = key.rsplit(" ", 1)[-1]
-        floor = results.get(f"{layout} floor {n if n != 'dask' else max(jobs)}")
+        floor = results.get(f"{layout} floor {n if n.isdigit() else max(jobs)}")
         one = results.get(f"{layout} -j 1")
         vs_floor = res.median / floor.median if floor and floor.ok and "floor" not in key else None
         speedup = one.median / res.median if one and one.ok and "floor" not in key else None

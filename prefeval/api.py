@@ -438,14 +438,15 @@ def discpower(
     """
 
     options = _judged("discpower", locals())
-    evidence = _evidence_only(
-        qrels, runs, prefs, metrics, options, notify, stream=True,
-        win_rates="hsd" in options.tests,
-    )  # fmt: skip
-    table = pair_tests(
-        evidence, list(options.tests), options.correction, options.trials, options.seed,
-        progress=progress, jobs=options.jobs, notify=notify,
-    )  # fmt: skip
+    with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+        evidence = _evidence_only(
+            qrels, runs, prefs, metrics, options, notify, stream=True,
+            win_rates="hsd" in options.tests, engine=engine,
+        )  # fmt: skip
+        table = pair_tests(
+            evidence, list(options.tests), options.correction, options.trials, options.seed,
+            progress=progress, jobs=options.jobs, notify=notify, engine=engine,
+        )  # fmt: skip
     return _plain(table if options.pairs else discriminative_power(table, options.alpha))
 
 
@@ -766,15 +767,17 @@ def report(
     reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
     options = _judged("report", locals())
-    got = _checked_inputs(
-        qrels, runs, prefs, metrics, options, notify, positions=options.robustness
-    )
-    if not got.evidence.preference_measures:
-        raise ValueError("no preference measure to report")
-    sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
-    for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
-        notify(caveat)
-    document = reports.build(got, options, sources=sources)
+    with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+        got = _checked_inputs(
+            qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
+            engine=engine,
+        )  # fmt: skip
+        if not got.evidence.preference_measures:
+            raise ValueError("no preference measure to report")
+        sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
+        for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
+            notify(caveat)
+        document = reports.build(got, options, sources=sources, engine=engine)
     return reports.write(document, output)
 
 

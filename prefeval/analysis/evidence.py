@@ -18,7 +18,7 @@ from ..core.errors import InputError
 from ..core.progress import stderr_notice
 from ..core.qrels import query_sort_key
 from ..engine.engines import engine_for
-from ..engine.job import Job, Want, fold_evidence
+from ..engine.job import Engine, Job, Want, fold_evidence
 from ..engine.local import relevant_with_notice
 from ..io.runs import RunSet, read_qrels, resolve_runs
 from ..io.tables import (
@@ -65,6 +65,7 @@ def gather_inputs(
     stream: bool = False,
     win_rates: bool = True,
     positions: bool = True,
+    engine: Engine | None = None,
 ) -> Inputs:
     """Preferences and baselines aligned on runs and queries (see module docstring).
 
@@ -81,8 +82,9 @@ def gather_inputs(
     Dask ``scheduler``, default a local cluster): either streams the job's partitions
     and :func:`prefeval.engine.job.fold_evidence` folds them, the same values; the reduced runs
     (``Inputs.positions``: label sampling needs them) come from Dask only with
-    ``positions``, and Dask does not use the cache.  Baselines are computed here either
-    way.
+    ``positions``, and Dask does not use the cache.  ``engine``: the engine to compute
+    on (one held open for what follows, the HSD; default ``engine_for(options)``).
+    Baselines are computed here either way.
     The settings are ``options``' (:class:`~prefeval.options.Options`, judged):
     ``measures``, ``baselines`` (canonical names; None: the default set; (): none),
     ``relevance_level``, ``max_docs``, ``binary``, ``against``, ``engine``,
@@ -103,7 +105,9 @@ def gather_inputs(
     if prefs is not None:
         cube, metrics_table, metrics = _cube_from_prefs(prefs, metrics, judged, options, notify)
     else:
-        cube = _computed_cube(inputs, metrics, options, notify, stream, win_rates, positions)
+        cube = _computed_cube(
+            inputs, metrics, options, notify, stream, win_rates, positions, engine
+        )
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     if options.baselines == ():
@@ -143,7 +147,9 @@ def _cube_from_prefs(prefs, metrics, judged, options: Options, notify):
     return cube, metrics_table, metrics
 
 
-def _computed_cube(inputs: Inputs, metrics, options: Options, notify, stream, win_rates, positions):
+def _computed_cube(
+    inputs: Inputs, metrics, options: Options, notify, stream, win_rates, positions, engine=None
+):
     """The preference cube the engine computes from ``inputs``' qrels and runs (None
     with ``stream``, where ``inputs.evidence`` gets the streamed rates instead), its
     measures, relevant documents and positions set on ``inputs``."""
@@ -160,7 +166,7 @@ def _computed_cube(inputs: Inputs, metrics, options: Options, notify, stream, wi
     # the whole cube, or with ``stream`` the win rates and moments merged partition
     # by partition (memory then holds one partition's preferences)
     want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
-    got = fold_evidence(engine_for(options).partitions(job, want), want)
+    got = fold_evidence((engine or engine_for(options)).partitions(job, want), want)
     inputs.relevant, inputs.positions = got.relevant, got.positions
     if got.cube is None:
         inputs.evidence = Evidence(

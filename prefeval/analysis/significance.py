@@ -16,15 +16,17 @@ already control the family-wise error (correction reported as ``tukey``).
 from __future__ import annotations
 
 import functools
-import itertools
+import operator
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import lazy_loader
 
 from ..core import limits, ties
-from ..core.parallel import in_order, usable_cpus
+from ..core.parallel import usable_cpus
 from ..core.progress import progress_bar, series
+from ..engine.job import Engine
+from ..engine.local import LocalEngine
 from ..options import CORRECTIONS, TESTS
 from .orderings import Evidence
 
@@ -82,6 +84,7 @@ def sign_pvalues(evidence: Evidence, name: str) -> np.ndarray:
 
 _THREADED_SIZE = 1 << 17  # scores per trial from which threads pay off
 _STREAM_ROWS = 8192  # (trial, query) rows of one random stream
+_CHUNK_BYTES = 4 << 20  # digit codes of one chunk of trials (one call of the kernel)
 #: digit codes are uniform below at most 2**48: :func:`_shuffle_sums` divides them exactly
 _CODE_LIMIT = 1 << 48
 
@@ -228,15 +231,28 @@ def _kernel():
 
 
 def _kernel_ticks():
-    """Empty arrays of trial ranges, one each 0.1 s, while :func:`_kernel` compiles (or
-    loads) in a thread: a progress bar shows the wait on a terminal, not a stall."""
+    """Chunks of no trials (:func:`_trial_counts`'s (0, None)), one each 0.1 s, while
+    :func:`_kernel` compiles (or loads) in a thread: a progress bar shows the wait on a
+    terminal, not a stall."""
     if _compiled.cache_info().currsize:  # compiled already in this process
         return
     with ThreadPoolExecutor(max_workers=1) as pool:
         ready = pool.submit(_kernel)
         while not wait([ready], timeout=0.1).done:
-            yield np.empty(0)
+            yield 0, None
         ready.result()
+
+
+def _trial_counts(shared: tuple, start: int) -> tuple[int, np.ndarray]:
+    """(the number of trials, per pair the trials whose range reaches its threshold) of
+    the chunk of trials from ``start``; ``shared``: (runs x queries ``columns``, the
+    pairs' thresholds, trials, trials per chunk, ``entropy``, ``per_stream``) as
+    :func:`hsd_pvalues` makes them (:func:`_trial_ranges`)."""
+    columns, threshold, trials, chunk, entropy, per_stream = shared
+    stop = min(trials, start + chunk)
+    ranges = _trial_ranges(columns, start, stop, entropy, per_stream)
+    ranges.sort()
+    return stop - start, len(ranges) - np.searchsorted(ranges, threshold, "left")
 
 
 def hsd_pvalues(
@@ -250,6 +266,7 @@ def hsd_pvalues(
     threads: int | None = None,
     chunk_rows: int | None = None,
     jobs: int | None = None,
+    engine: Engine | None = None,
 ) -> np.ndarray:
     """Randomized Tukey HSD (Carterette 2012) on a queries x runs score matrix.
 
@@ -263,7 +280,10 @@ def hsd_pvalues(
     do not depend on ``threads`` (default: ``jobs``, the cores it may use (default the
     usable CPUs, :func:`~prefeval.core.parallel.usable_cpus`), for a matrix of 2**17
     scores or more, else 1) nor on ``chunk_rows`` (about how many (trial, query) rows one call
-    of the compiled kernel handles; memory does not grow with ``trials``).
+    of the compiled kernel handles; memory does not grow with ``trials``) nor on the
+    ``engine`` whose :meth:`~prefeval.engine.job.Engine.blocks` run the chunks (default
+    the local engine, on ``threads`` threads; a Dask engine's workers, each sent the
+    matrix once): the chunks' counts are integers, summed exactly.
     """
     scores = np.asarray(scores, dtype=np.float64)
     q, n = scores.shape
@@ -278,38 +298,29 @@ def hsd_pvalues(
     # one stream per block of trials: few streams to seed when the trials are small
     per_stream = max(1, _STREAM_ROWS // q)
     if chunk_rows is None:  # about 4 MB of digit codes per chunk, at least 8192 rows
-        chunk_rows = max(_STREAM_ROWS, (4 << 20) // (8 * len(_digit_groups(n))))
+        chunk_rows = max(_STREAM_ROWS, _CHUNK_BYTES // (8 * len(_digit_groups(n))))
     chunk = per_stream * max(1, min(-(-trials // per_stream), chunk_rows // (per_stream * q)))
     starts = range(0, trials, chunk)
     if threads is None:
         # the compiled kernel releases the GIL; below ~1e5 scores a trial the calls are
         # too short for a second thread to gain anything
         threads = (jobs or usable_cpus()) if q * n >= _THREADED_SIZE else 1
-    workers = max(1, min(threads, len(starts)))
-
-    def run(start: int) -> np.ndarray:
-        return _trial_ranges(columns, start, min(trials, start + chunk), entropy, per_stream)
-
+    shared = (columns, threshold, trials, chunk, entropy, per_stream)
     at_least = np.zeros(len(pairs), dtype=np.int64)
-    pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
-    try:
-        done = progress_bar(
-            itertools.chain(
-                _kernel_ticks(),
-                map(run, starts) if pool is None else in_order(pool, run, starts, 2 * workers),
-            ),
-            desc=f"HSD trials {label}".rstrip(),
-            unit="trial",
-            enable=progress,
-            total=trials,
-            count=len,
-        )
-        for ranges in done:  # counted chunk by chunk: memory does not grow with trials
-            ranges.sort()
-            at_least += len(ranges) - np.searchsorted(ranges, threshold, "left")
-    finally:
-        if pool is not None:  # on an error or Ctrl-C, the chunks not started are dropped
-            pool.shutdown(wait=True, cancel_futures=True)
+    counted = (engine or LocalEngine()).blocks(
+        _trial_counts, shared, starts, threads=threads, ready=_kernel_ticks()
+    )
+    done = progress_bar(
+        counted,
+        desc=f"HSD trials {label}".rstrip(),
+        unit="trial",
+        enable=progress,
+        total=trials,
+        count=operator.itemgetter(0),
+    )
+    for _, counts in done:  # counted chunk by chunk: memory does not grow with trials
+        if counts is not None:
+            at_least += counts
     return (1.0 + at_least) / (1.0 + trials)
 
 
@@ -373,18 +384,20 @@ def pair_tests(
     progress: bool | None = None,
     jobs: int | None = None,
     notify=None,
+    engine: Engine | None = None,
 ) -> pd.DataFrame:
     """One row per measure, test and run pair: ``measure, test, run_a, run_b, p_value,
     p_adjusted``; the HSD on at most ``jobs`` cores (``Options.jobs``; default the usable
-    CPUs), its trials one stretch of the progress bar (:func:`~prefeval.core.progress.
-    series`); ``notify``: told :func:`sample_caveats` (None: not)."""
+    CPUs), or on ``engine``'s workers (:func:`hsd_pvalues`), its trials one stretch of the
+    progress bar (:func:`~prefeval.core.progress.series`); ``notify``: told
+    :func:`sample_caveats` (None: not)."""
     for caveat in sample_caveats(evidence, tests) if notify is not None else ():
         notify(caveat)
     with series(len(evidence.measures) if "hsd" in tests else 0):
-        return _pair_tests(evidence, tests, correction, trials, seed, progress, jobs)
+        return _pair_tests(evidence, tests, correction, trials, seed, progress, jobs, engine)
 
 
-def _pair_tests(evidence, tests, correction, trials, seed, progress, jobs) -> pd.DataFrame:
+def _pair_tests(evidence, tests, correction, trials, seed, progress, jobs, engine) -> pd.DataFrame:
     pairs = evidence.pairs()
     run_a = [evidence.runs[i] for i in pairs[:, 0]]
     run_b = [evidence.runs[i] for i in pairs[:, 1]]
@@ -401,7 +414,10 @@ def _pair_tests(evidence, tests, correction, trials, seed, progress, jobs) -> pd
                 where = np.empty_like(canonical)
                 where[canonical] = np.arange(len(canonical))
                 scores = evidence.scores(name)[:, canonical]
-                p = hsd_pvalues(scores, where[pairs], trials, seed, progress, label=name, jobs=jobs)
+                p = hsd_pvalues(
+                    scores, where[pairs], trials, seed, progress, label=name, jobs=jobs,
+                    engine=engine,
+                )  # fmt: skip
                 adj = p
             else:
                 raise ValueError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")

@@ -26,14 +26,14 @@ import lazy_loader
 
 from ..core import limits, ties
 from ..core.cube import run_pairs
-from ..core.errors import SystemLimitError
-from ..core.positions import missing_notice, run_positions
+from ..core.errors import InputError, SystemLimitError
+from ..core.positions import RunPositions, missing_notice, run_positions
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels
 from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
-from ..io.runs import resolve_runs
-from ..io.source import is_stream
+from ..io.runs import Run, resolve_runs
+from ..io.source import is_stream, stored
 from ..io.writers import row_groups
 from ..measures import parse_measures
 from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
@@ -222,6 +222,7 @@ def _earliest(problems: list) -> None:
 def _partition_task(
     reads: list,
     pieces: list,
+    texts: list,
     queries: list[str],
     qrels_rows: pd.DataFrame,
     run_names: list[str],
@@ -233,7 +234,9 @@ def _partition_task(
     **options,
 ) -> PartitionResult:
     """One Dask task: :func:`compare_partition` on the rows of the partition's
-    ``queries``, read here (:func:`_read_units`); each run is reduced as soon as
+    ``queries``, read here (:func:`_read_units`), and on the ``texts``: the positions of
+    the text runs read by path on the workers (:func:`_text_positions`, or the error of
+    the first that cannot be read, in run order); each run is reduced as soon as
     no later piece or row group can hold its rows (by the run column's statistics in a
     many-run table), so that a worker holds about one run's rows of the partition when
     the table is laid out run by run, and never a second copy of them."""
@@ -243,8 +246,13 @@ def _partition_task(
     relevant = _partition_relevant(qrels_rows, relevance_level)
     relevant.docnos()  # the lookup every run's reduction shares
     files = run_files or {}
-    by_run: dict[str, list] = {name: [] for name in run_names}
     reduced: dict = {}
+    for found in texts:
+        if isinstance(found, _Unreadable):
+            raise InputError(found.path, found.line, found.message)
+        reduced[found.name] = found
+    read_here = [name for name in run_names if name not in reduced]
+    by_run: dict[str, list] = {name: [] for name in read_here}
     problems: list = []  # documents met twice, (file row, error)
 
     def reduce(name: str) -> None:
@@ -260,15 +268,15 @@ def _partition_task(
             reduced[name] = run_positions(columns, relevant, max_docs)
 
     units = _read_units(reads, pieces)
-    last = {name: -1 for name in run_names}  # the last unit that may hold a run's rows
+    last = {name: -1 for name in read_here}  # the last unit that may hold a run's rows
     for i, (_, labels) in enumerate(units):
-        for name in run_names:
+        for name in read_here:
             if labels is None or (
                 name in labels if isinstance(labels, set) else labels[0] <= name <= labels[1]
             ):
                 last[name] = i
     done = [[] for _ in range(len(units) + 1)]
-    for name in run_names:
+    for name in read_here:
         done[last[name] + 1].append(name)
     for name in done[0]:
         reduce(name)
@@ -295,6 +303,41 @@ def _partition_task(
     del runs
     release_free_memory()  # and the cube's: the result may wait here for its turn
     return result
+
+
+def _text_positions(source: _TextInput, relevant, parts: list[range], max_docs) -> list:
+    """On a worker: the text run ``source`` read by path and reduced against the whole
+    evaluated judgments ``relevant`` (as the local engine reduces it), split by partition
+    of ``parts``: per partition its :class:`~prefeval.core.positions.RunPositions`, the
+    documents numbered from 0 in the partition; or, for a run that cannot be read, the
+    :class:`~prefeval.core.errors.InputError` the local engine raises, as an
+    :class:`_Unreadable` (the partitions raise the first in run order)."""
+    try:
+        run = Run(source.name, source.kind, source.shown, stored(source.path))
+        positions = run_positions(run.read(known=relevant.docnos()), relevant, max_docs)
+    except InputError as error:
+        return [_Unreadable(error.path, error.line, error.message)] * len(parts)
+    out = []
+    for part in parts:
+        lo, hi = int(relevant.offsets[part.start]), int(relevant.offsets[part.stop])
+        keep = (positions.doc >= lo) & (positions.doc < hi)
+        out.append(
+            RunPositions(
+                source.name, positions.doc[keep] - lo, positions.rank[keep],
+                positions.retrieved[part.start : part.stop],
+            )
+        )  # fmt: skip
+    return out
+
+
+@dataclass
+class _Unreadable:
+    """An :class:`~prefeval.core.errors.InputError` as a value a task hands to another
+    (on another worker: the error itself does not unpickle)."""
+
+    path: str
+    line: int | None
+    message: str
 
 
 def _read_units(reads: list, pieces: list) -> list:
@@ -438,11 +481,18 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     names, inputs, files = _run_inputs(runs)
     measure_list = parse_measures(measures, judged.has_subtopics)
     parts = query_ranges(len(queries), len(names), len(measure_list), pairs, cells)
-    # text runs (read here) split by partition here
+    # text run files: read and reduced by the workers, one task each, split by partition
+    texts = []
+    by_path = [x for x in inputs if isinstance(x, _TextInput)]
+    if by_path and parts:
+        whole = dask.delayed(relevant, traverse=False)  # one copy in the graph
+        for source in by_path:
+            texts.append(dask.delayed(_text_positions)(source, whole, parts, kernel["max_docs"]))
+    # other text runs (streams, read here) split by partition here
     ids = pa.array(queries, pa.string())
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
     local = [[] for _ in parts]
-    for table in (x for x in inputs if not isinstance(x, _ParquetInput)):
+    for table in (x for x in inputs if isinstance(x, pa.Table)):
         for k, piece in enumerate(_split(table, ids, part_of, len(parts))):
             if piece is not None:
                 local[k].append(piece)
@@ -470,6 +520,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
         (
             direct[k],
             local[k] + [dask.delayed(operator.getitem)(split, k) for split in splits],
+            [dask.delayed(operator.getitem)(text, k) for text in texts],
             queries[part.start : part.stop],
         )
         for k, part in enumerate(parts)
@@ -484,7 +535,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     )
     call = (names, [m.name for m in measure_list])
     tasks = _Tasks(reads, _qrels_by_partition(judged, ids, parts), call, options)
-    return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits))
+    return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits or texts))
 
 
 #: win rates of one measure (queries x runs) from which the Dask client keeps them in a
@@ -557,6 +608,16 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
 
 
+#: tasks per worker thread that :meth:`DaskEngine.blocks` makes of its items (a few, so
+#: that a thread done early takes another)
+BLOCK_TASKS = 4
+
+
+def _block_task(work, shared, items) -> list:
+    """On a worker: ``work(shared, item)`` for each of ``items``."""
+    return [work(shared, item) for item in items]
+
+
 class _NoWorkers(Exception):
     """The scheduler has no worker (and none joined in time)."""
 
@@ -601,14 +662,15 @@ def _bounded(connect):
 
 
 def _partition_results(
-    plan: _Plan, client, own_cluster, notify, progress=False, pieces: bool = False
+    plan: _Plan, client, own_cluster, notify, progress=False, pieces: bool = False, done=None
 ) -> Iterator:
-    """Run the tasks on ``client`` (closed at the end, and its cluster with
-    ``own_cluster``); yield their :class:`PartitionResult` in partition order, each as it
-    is needed, then tell which runs had no results for some queries (as the local engine
-    does).  With ``pieces``, a result's ``frame`` is an iterator of its per-query rows
-    fetched from the worker a row group at a time, to be read before the next
-    result is asked for: the client never holds a whole partition's rows."""
+    """Run the tasks on ``client`` (at the end, ``done()``; without it the client is
+    closed, and its cluster with ``own_cluster``); yield their :class:`PartitionResult`
+    in partition order, each as it is needed, then tell which runs had no results for
+    some queries (as the local engine does).  With ``pieces``, a result's ``frame`` is
+    an iterator of its per-query rows fetched from the worker a row group at a time, to
+    be read before the next result is asked for: the client never holds a whole
+    partition's rows."""
 
     slot = None
 
@@ -659,10 +721,18 @@ def _partition_results(
                 if missing.get(name):
                     notify(missing_notice(name, missing[name], plan.n_queries))
     finally:
-        cluster = client.cluster
-        client.close()
-        if cluster is not None and own_cluster:
-            cluster.close()
+        if done is not None:
+            done()
+        else:
+            _close(client, own_cluster)
+
+
+def _close(client, own_cluster: bool) -> None:
+    """Close ``client``, and its cluster with ``own_cluster``."""
+    cluster = client.cluster
+    client.close()
+    if cluster is not None and own_cluster:
+        cluster.close()
 
 
 def _has_slots(workers: dict) -> bool:
@@ -705,10 +775,63 @@ def _taken(piece):
 
 class DaskEngine:
     """The Dask engine: the local engine's partitions, one task each on a Dask cluster
-    (``Options.scheduler``, default a local cluster with the workers Dask chooses),
+    (``scheduler``, default a local cluster with the workers Dask chooses),
     computed by the kernel (:func:`compare_partition`'s) and brought back in query order,
-    a partition's per-query rows fetched in pieces (:func:`_rows_in_pieces`).  The cache
-    is not used.  ValueError when the scheduler cannot be reached."""
+    a partition's per-query rows fetched in pieces (:func:`_rows_in_pieces`); blocks of
+    other work (:meth:`blocks`) on the same workers.  The cache is not used.  ValueError
+    when the scheduler cannot be reached.  The client (and the cluster it made) is
+    closed once a call's results are all given, or, in a ``with`` block, at its end."""
+
+    def __init__(self, scheduler: str | None = None):
+        self.scheduler = scheduler
+        self._held = 0
+        self._client = None
+
+    def __enter__(self) -> DaskEngine:
+        self._held += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._held -= 1
+        self._release()
+
+    def _connect(self, fetcher: bool = False):
+        """The client: the one held, else a new one (:func:`_client`)."""
+        if self._client is None:
+            self._client = _client(self.scheduler, fetcher=fetcher)
+        return self._client
+
+    def _release(self) -> None:
+        """The client closed (and its cluster, when it made one), unless held."""
+        if not self._held and self._client is not None:
+            client, self._client = self._client, None
+            _close(client, not self.scheduler)
+
+    def blocks(self, work, shared, items, *, threads: int = 1, ready=()) -> Iterator:
+        """``work(shared, item)`` for each of ``items`` on the workers, the results in the
+        items' order: ``shared`` sent to every worker once (scattered, broadcast), the
+        items in about :data:`BLOCK_TASKS` tasks per worker thread, consecutive items
+        together (each task a list of results); ``threads`` and ``ready`` are the local
+        engine's (the work gets ready on the workers)."""
+        items = list(items)
+        if not items:
+            return
+        client = self._connect()
+        try:
+            slots = sum(client.nthreads().values())  # the workers' threads
+            tasks = max(1, min(len(items), BLOCK_TASKS * max(1, slots)))
+            cuts = np.linspace(0, len(items), tasks + 1).astype(np.int64)
+            [data] = client.scatter([shared], broadcast=True, hash=False)
+            futures = [
+                client.submit(_block_task, work, data, items[lo:hi], pure=False)
+                for lo, hi in zip(cuts[:-1], cuts[1:])
+            ]
+            for future in futures:
+                yield from future.result()
+                future.release()
+            data.release()  # the workers' copies
+        finally:
+            self._release()
 
     def prepare(self) -> None:
         """The client's memory handed back as it is freed (glibc's mmap threshold held
@@ -736,10 +859,11 @@ class DaskEngine:
         if want.rows:
             plan.relevant = relevant = None  # compare needs no more than the tasks carry
         # connected now: a scheduler that cannot be reached is an error of this call
-        client = _client(options.scheduler, fetcher=want.rows)
+        client = self._connect(fetcher=want.rows)
         results = _partition_results(
-            plan, client, not options.scheduler, job.notify, options.progress, want.rows
-        )
+            plan, client, not self.scheduler, job.notify, options.progress, want.rows,
+            done=self._release,
+        )  # fmt: skip
         return Partitions(
             relevant, plan.names, measures, chosen, plan.parts, like, results, spill=spill
         )
@@ -757,11 +881,23 @@ class _ParquetInput:
     shown: str = ""
 
 
+@dataclass
+class _TextInput:
+    """A TREC text run file (plain or gzip) that a worker reads: its absolute path, the
+    path as given (which messages cite), the run's name and kind."""
+
+    path: str
+    shown: str
+    name: str
+    kind: str
+
+
 def _run_inputs(runs) -> tuple[list[str], list, dict]:
     """The run names (of the :class:`~prefeval.io.runs.RunSet` of ``runs``: a many-run
     table's in sorted order), the inputs: a :class:`_ParquetInput` per Parquet file (only
-    its footer read here, from the bytes the run set holds), an Arrow table ``run,
-    query_id, doc_id, score`` per other run (read here with prefeval's reader); and per
+    its footer read here, from the bytes the run set holds), a :class:`_TextInput` per
+    text run file, an Arrow table ``run, query_id, doc_id, score`` per other run (read
+    here with prefeval's reader); and per
     run read from Parquet its file and whether the file holds many runs (for the kernel's
     messages).  Standard input and other streams
     (:func:`prefeval.io.source.is_stream`) are read here, never by path on a worker."""
@@ -790,6 +926,10 @@ def _run_inputs(runs) -> tuple[list[str], list, dict]:
             if column is not None:
                 rename[column] = "run"
             inputs.append(_ParquetInput(path, rename, None if column is not None else name, table))
+            continue
+        if run.kind in ("text", "gzip") and not is_stream(run.path) and run.error is None:
+            # read by the workers: the client neither parses nor sends the rows
+            inputs.append(_TextInput(os.path.abspath(run.path), run.path, name, run.kind))
             continue
         columns = run.read()
         inputs.append(

@@ -8,10 +8,15 @@ from .dask import DaskEngine
 from .job import Engine
 from .local import LocalEngine
 
-#: the engines by the name ``--engine`` and ``engine=`` give them
-ENGINES = {"local": LocalEngine, "dask": DaskEngine}
+#: the engines by the name ``--engine`` and ``engine=`` give them, each made from the
+#: options
+ENGINES = {
+    "local": lambda options: LocalEngine(),
+    "dask": lambda options: DaskEngine(options.scheduler),
+}
 
 
 def engine_for(options: Options) -> Engine:
-    """The engine ``options.engine`` names (checked when the options were judged)."""
-    return ENGINES[options.engine]()
+    """The engine ``options.engine`` names (checked when the options were judged), on
+    ``options.scheduler`` for Dask."""
+    return ENGINES[options.engine](options)

@@ -4,14 +4,17 @@ this process or on a Dask worker), and folded here, in query order, by the same 
 whatever the engine: compare's tables (:func:`compare_frames`, :func:`whole_frame`) and
 the analysis commands' evidence (:func:`fold_evidence`).
 
-An engine is anything with ``partitions(job, want) -> Partitions`` (:class:`Engine`):
+An engine is anything with ``partitions(job, want) -> Partitions`` and ``blocks`` (other
+work in independent blocks: the randomized HSD's trials) (:class:`Engine`):
 :class:`prefeval.engine.local.LocalEngine` and :class:`prefeval.engine.dask.DaskEngine`,
 chosen from the options in one place (:func:`prefeval.engine.engines.engine_for`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +23,7 @@ import lazy_loader
 from ..core import ties
 from ..core.cube import PreferenceCube, SummaryAccumulator, rate_keeper, win_rates
 from ..core.moments import BlockMoments, PairMoments
+from ..core.parallel import in_order
 from ..core.positions import RunPositions
 from ..core.progress import stderr_notice
 from ..core.qrels import Qrels
@@ -105,13 +109,49 @@ class Partitions:
 
 
 class Engine(Protocol):
-    """Computes a job's preferences partition by partition (:class:`Partitions`)."""
+    """Computes a job's preferences partition by partition (:class:`Partitions`), and
+    independent blocks of other work (:meth:`blocks`: the randomized HSD's trials).
+    Used as a context manager (``with engine_for(options) as engine``), it holds what it
+    computes on (a Dask cluster) from its first use to the end of the ``with``, for the
+    partitions and the blocks that follow them; otherwise each call lets it go."""
 
     def prepare(self) -> None:
         """Called by a command that streams its output, before it reads its inputs."""
 
     def partitions(self, job: Job, want: Want) -> Partitions:
         """The job's partitions, each bringing back what ``want`` asks for."""
+
+    def blocks(
+        self, work: Callable, shared, items: Sequence, *, threads: int = 1, ready: Iterable = ()
+    ) -> Iterator:
+        """``work(shared, item)`` for each of ``items`` (a module-level function: it may
+        run in another process), the results in the items' order: on ``threads`` threads
+        here (:func:`blocks_here`), or where the engine computes (``shared`` sent there
+        once); ``ready``: what to yield first while the work gets ready here (its kernel
+        compiling), where it runs here."""
+
+    def __enter__(self) -> Engine: ...
+
+    def __exit__(self, *exc) -> None: ...
+
+
+def blocks_here(
+    work: Callable, shared, items: Sequence, *, threads: int = 1, ready: Iterable = ()
+) -> Iterator:
+    """:meth:`Engine.blocks` in this process: ``ready``'s items, then ``work(shared,
+    item)`` for each item on ``threads`` threads (work that releases the GIL), results in
+    the items' order, at most two per thread ahead; the calls not started are dropped
+    when the caller stops (an error, Ctrl-C)."""
+    yield from ready
+    workers = max(1, min(threads, len(items)))
+    if workers == 1:
+        yield from (work(shared, item) for item in items)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield from in_order(pool, functools.partial(work, shared), items, 2 * workers)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def partition_result(

@@ -31,7 +31,7 @@ from ..measures import Measure, families_of
 from ..measures.family import Family
 from ..options import PARTITION_CELLS
 from . import cache
-from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
+from .job import Job, PartitionResult, Partitions, Want, blocks_here, partition_result, summary_like
 from .memory import release_free_memory
 
 np = lazy_loader.load("numpy")
@@ -478,6 +478,14 @@ class LocalEngine:
 
     def prepare(self) -> None:
         """Nothing to prepare here."""
+
+    def __enter__(self) -> LocalEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Nothing held."""
+
+    blocks = staticmethod(blocks_here)
 
     def partitions(self, job: Job, want: Want) -> Partitions:
         options = job.options

@@ -279,11 +279,12 @@ def _legend(tests, correction, alpha, trials) -> str:
     )
 
 
-def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
+def build(inputs, options: Options, *, sources: dict | None = None, engine=None) -> Report:
     """The report of ``inputs`` (a :class:`prefeval.analysis.evidence.Inputs`) with the
     settings of ``options`` (``tests``, ``correction``, ``alpha``, ``trials``, ``seed``,
     ``robustness``, ``samples``, ``digits``, ``progress``); ``sources``: the table paths
-    it was read from (``prefs``, ``metrics``), for the data section."""
+    it was read from (``prefs``, ``metrics``), for the data section; ``engine``: where the
+    HSD's trials run (default this process)."""
 
     tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h
     ev = inputs.evidence
@@ -301,6 +302,7 @@ def build(inputs, options: Options, *, sources: dict | None = None) -> Report:
         options.seed,
         progress=options.progress,
         jobs=options.jobs,
+        engine=engine,
     )
     means = pair_summary(ev)
     legend = _legend(tests, options.correction, options.alpha, options.trials)

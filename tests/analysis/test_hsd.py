@@ -206,6 +206,31 @@ def test_pvalues_do_not_depend_on_threads_or_chunk_size():
         np.testing.assert_array_equal(again, reference, err_msg=f"{threads=} {chunk_rows=}")
 
 
+def test_pvalues_do_not_depend_on_the_engine_running_the_chunks():
+    """An engine's ``blocks`` may run the chunks of trials anywhere and in any order
+    (here last first, each in a copy of the shared matrix, as a worker has): the counts
+    are integers summed exactly, the same p-values; the matrix is shared once per call."""
+    import copy
+
+    rng = np.random.default_rng(4)
+    scores, pairs = rng.random((37, 5)), all_pairs(5)
+    calls = []
+
+    class LastFirst:
+        def blocks(self, work, shared, items, *, threads=1, ready=()):
+            calls.append(len(items))
+            shared = copy.deepcopy(shared)
+            return reversed([work(shared, item) for item in reversed(items)])
+
+    reference = hsd_pvalues(scores, pairs, 700, seed=5, progress=False, threads=1)
+    chunk_rows = 37 * 221  # a chunk per stream of 8192 // 37 = 221 trials: 3 x 221 + 37
+    got = hsd_pvalues(
+        scores, pairs, 700, seed=5, progress=False, chunk_rows=chunk_rows, engine=LastFirst()
+    )
+    np.testing.assert_array_equal(got, reference)
+    assert calls == [4]
+
+
 def test_pvalues_do_not_depend_on_the_order_of_the_runs():
     rng = np.random.default_rng(8)
     runs = ["b", "e", "a", "d", "c"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import invoke, partition_cells
+from helpers import invoke, partition_cells, read_tsv
 
 pytest.importorskip("dask", reason="the dask extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
@@ -938,3 +938,113 @@ def test_parquet_from_stdin_or_a_pipe_is_read_on_the_client(scheduler, tmp_path,
                               env=env, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout.decode() == want.stdout
+
+
+@pytest.fixture(scope="module")
+def one_worker():
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+    )
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+def test_hsd_pvalues_do_not_depend_on_cores_or_workers(scheduler, one_worker, monkeypatch):
+    """discpower --test hsd: the bytes of -j 1 with -j 2 (two threads) and on Dask with one
+    worker and with two.  The trials run on the workers: chunks of 8 trials (streams of 2
+    trials, chunks of 4 streams, here), 50 per measure in tasks of consecutive chunks,
+    the win-rate matrix scattered once per measure to every worker, on the one connection
+    that computed the preferences (the engine held open for the HSD)."""
+    from prefeval.analysis import significance
+    from prefeval.engine import dask as dist
+
+    monkeypatch.setattr(significance, "_THREADED_SIZE", 1)  # threads even for 20 queries
+    monkeypatch.setattr(significance, "_STREAM_ROWS", 2 * 20)  # 2 trials a stream
+    monkeypatch.setattr(significance, "_CHUNK_BYTES", 8 * 4 * 2 * 20)  # 4 streams a chunk
+    connects, scatters = [], []
+    make_client, scatter = dist._client, distributed.Client.scatter
+
+    def counted_client(*args, **kwargs):
+        connects.append(args)
+        return make_client(*args, **kwargs)
+
+    def counted_scatter(self, data, **kwargs):
+        scatters.append(kwargs.get("broadcast"))
+        return scatter(self, data, **kwargs)
+
+    monkeypatch.setattr(dist, "_client", counted_client)
+    monkeypatch.setattr(distributed.Client, "scatter", counted_scatter)
+    common = ["discpower", "--test", "hsd", "--trials", "400", "--pairs", "--no-baselines",
+              "-m", "rpp,LR", SAMPLE / "qrels.txt", *RUNS]  # fmt: skip
+    reference = invoke(*common, "-j", "1")
+    assert reference.exit_code == 0, reference.stderr
+    p = read_tsv(reference.stdout)["p_value"].astype(float)
+    assert len(p) == 2 * 15 and p.min() < 0.01 < p.max()  # tells pairs apart
+    assert invoke(*common, "-j", "2").stdout == reference.stdout
+    for address in (one_worker, scheduler):
+        with distributed.Client(address) as client, distributed.get_task_stream(client) as ts:
+            got = invoke(*common, "--engine", "dask", "--scheduler", address)
+        assert got.exit_code == 0, got.stderr
+        assert (got.stdout, got.stderr) == (reference.stdout, reference.stderr)
+        blocks = [t for t in ts.data if t["key"].startswith("_block_task")]
+        assert len(connects) == 1 and scatters == [True, True]  # per measure, broadcast
+        # 50 chunks a measure, in 4 tasks per worker thread (1 or 2 of them)
+        assert len({t["key"] for t in blocks}) == 2 * (4 if address == one_worker else 8)
+        connects.clear(), scatters.clear()
+
+
+def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
+    """Text run files (plain and gzip) are read and reduced by the workers, by path, one
+    task each, not parsed on the client; the local engine's bytes, also with many
+    partitions and for robustness (the positions come back); two flawed runs: the local
+    engine's message, the first in run order, citing the path as given."""
+    import gzip
+    import os
+
+    from prefeval.io import runs as run_sets
+
+    parsed = []
+    read = run_sets.Run.read
+
+    def spied(self, *args, **kwargs):
+        parsed.append(self.name)
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(run_sets.Run, "read", spied)
+    packed = tmp_path / "input.packed.gz"
+    packed.write_bytes(gzip.compress(Path(RUNS[1]).read_bytes()))
+    runs = [RUNS[0], packed, *RUNS[2:]]
+    args = ["compare", "-q", "--no-cache", SAMPLE / "qrels.txt", *runs]
+    local = invoke(*args)
+    assert len(parsed) == 6  # the local engine parses here
+    parsed.clear()
+    remote = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert parsed == []  # the Dask engine: on the workers
+    assert (remote.exit_code, remote.stdout, remote.stderr) == (0, local.stdout, local.stderr)
+    small_partitions(monkeypatch)
+    same_output(["-q", SAMPLE / "qrels.txt", *runs], scheduler)
+    same_command("robustness", ["--no-baselines", "--labels", "0.5", "--samples", "2",
+                                SAMPLE / "qrels.txt", *runs], scheduler)  # fmt: skip
+    flawed = []
+    for k, (path, flaw) in enumerate([(RUNS[1], "401 Q0 doc 1 x run\n"),
+                                      (RUNS[3], "401 Q0\n")]):  # fmt: skip
+        bad = tmp_path / f"input.bad{k}"
+        bad.write_bytes(Path(path).read_bytes() + flaw.encode())
+        flawed.append(bad)
+    monkeypatch.chdir(tmp_path)  # paths as given, relative
+    args = ["compare", SAMPLE / "qrels.txt", RUNS[0], flawed[0].name, RUNS[2], flawed[1].name]
+    local = invoke(*args)
+    remote = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == remote.exit_code == 2
+    assert remote.stderr == local.stderr
+    assert remote.stderr.startswith("input.bad0:") and os.sep not in remote.stderr.split(":")[0]
+    # the read task's value travels to the partition's worker: it must unpickle there
+    import pickle
+
+    from prefeval.engine import dask as dist
+
+    relevant = read_qrels(SAMPLE / "qrels.txt").relevant(None)
+    source = dist._TextInput(str(flawed[0]), flawed[0].name, "bad0", "text")
+    got = dist._text_positions(source, relevant, [range(relevant.n_queries)], None)
+    assert pickle.loads(pickle.dumps(got)) == got
+    assert (got[0].path, got[0].line) == ("input.bad0", 1001)
