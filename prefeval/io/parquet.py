@@ -218,6 +218,25 @@ RUN_COLUMNS = "a Parquet run has columns query_id, doc_id, score (or qid, docno,
 def _run_table(data: bytes, path: str):
     """(query ids, docnos, scores) of a Parquet file of one run."""
     pfile = _file(data, path)
+    query, doc, score = _one_run_columns(pfile, path)
+    table = _read(pfile, path, [query, doc, score])
+    return _run_values(path, [query, doc, score], table)
+
+
+def _run_values(path: str, columns: list[str], table, offset: int = 0):
+    """(query ids, docnos, scores) of a table or batch of the ``columns`` of a Parquet run,
+    each checked (rows in errors counted from file row ``offset``)."""
+    query, doc, score = columns
+    return (
+        ids(table.column(query), "query id", path, name=query, offset=offset),
+        ids(table.column(doc), "document id", path, name=doc, offset=offset),
+        numbers(table.column(score), "score", path, name=score, offset=offset),
+    )
+
+
+def _one_run_columns(pfile, path: str) -> list[str]:
+    """The query, document and score columns of a Parquet file of one run (a run column:
+    an error)."""
     names = list(pfile.schema_arrow.names)
     run = find_column(names, RUN, path)
     if run is not None:
@@ -227,13 +246,27 @@ def _run_table(data: bytes, path: str):
             f"column {run}: a table of many runs, not one run; give it as a RUN argument "
             "(or in a list of runs), not as one named run",
         )
-    query = need_column(names, QUERY, path, RUN_COLUMNS)
-    doc = need_column(names, DOC, path, RUN_COLUMNS)
-    score = need_column(names, SCORE, path, RUN_COLUMNS)
-    table = _read(pfile, path, [query, doc, score])
-    qid = ids(table.column(query), "query id", path, name=query)
-    docno = ids(table.column(doc), "document id", path, name=doc)
-    return qid, docno, numbers(table.column(score), "score", path, name=score)
+    return [
+        need_column(names, QUERY, path, RUN_COLUMNS),
+        need_column(names, DOC, path, RUN_COLUMNS),
+        need_column(names, SCORE, path, RUN_COLUMNS),
+    ]
+
+
+def run_pieces(data, path: str, rows: int = 1 << 19):
+    """(query ids, docnos, scores) of a Parquet file of one run (its stored bytes
+    ``data``), ``rows`` at a time in file order, each piece's columns checked as
+    :func:`parse_run` checks the whole file's (rows in errors counted in the file; a
+    document twice for a query in two pieces is the caller's to find,
+    :mod:`prefeval.io.spill`).  Read on this thread only."""
+    columns = _one_run_columns(_file(data, path), path)
+    for offset, batch in _batches(path, columns, data, threads=False, rows=rows):
+        yield _run_values(path, columns, batch, offset)
+
+
+def row_count(data, path: str) -> int:
+    """The rows of a Parquet file, from its footer."""
+    return _file(data, path).metadata.num_rows
 
 
 def parse_run(data: bytes, path: str, name: str, known=None):
@@ -295,14 +328,16 @@ def _many_run_columns(pfile, path: str) -> list[str]:
     ]
 
 
-def _row_group_chunks(pfile) -> list[list[int]]:
+def _row_group_chunks(pfile, batch: int | None = None) -> list[list[int]]:
     """The row groups of a file read together, in file order: a few at a time (up to
-    BATCH_ROWS / 2 rows; over the whole file, iter_batches reads ahead and holds most
-    of a large file: 1.7 GB of Arrow memory for 200M rows); small row groups together."""
+    ``batch`` (default :data:`BATCH_ROWS`) / 2 rows; over the whole file, iter_batches
+    reads ahead and holds most of a large file: 1.7 GB of Arrow memory for 200M rows);
+    small row groups together."""
+    batch = batch or BATCH_ROWS
     chunks, groups, rows = [], [], 0
     for group in range(pfile.num_row_groups):
         size = pfile.metadata.row_group(group).num_rows
-        if groups and rows + size > BATCH_ROWS // 2:
+        if groups and rows + size > batch // 2:
             chunks.append(groups)
             groups, rows = [], 0
         groups.append(group)
@@ -312,27 +347,33 @@ def _row_group_chunks(pfile) -> list[list[int]]:
     return chunks
 
 
-def _chunk_batches(pfile, groups: list[int], columns: list[str], threads: bool = True):
-    """The RecordBatches (up to :data:`BATCH_ROWS` rows) of ``columns`` of row groups
-    ``groups`` (on Arrow's threads when ``threads`` and :func:`limits.arrow_threads`)."""
+def _chunk_batches(
+    pfile, groups: list[int], columns: list[str], threads: bool = True, rows: int | None = None
+):
+    """The RecordBatches (up to ``rows`` rows, default :data:`BATCH_ROWS`) of ``columns``
+    of row groups ``groups`` (on Arrow's threads when ``threads`` and
+    :func:`limits.arrow_threads`)."""
     return pfile.iter_batches(
-        batch_size=BATCH_ROWS,
+        batch_size=rows or BATCH_ROWS,
         row_groups=groups,
         columns=columns,
         use_threads=threads and limits.arrow_threads(),
     )
 
 
-def _batches(path: str, columns: list[str], data=None, threads: bool = True):
-    """(file row of the first row, RecordBatch) of ``columns``, :data:`BATCH_ROWS` at a
-    time, in file order (on Arrow's threads when ``threads``, see :func:`_chunk_batches`)."""
+def _batches(
+    path: str, columns: list[str], data=None, threads: bool = True, rows: int | None = None
+):
+    """(file row of the first row, RecordBatch) of ``columns``, ``rows`` (default
+    :data:`BATCH_ROWS`) at a time, in file order (on Arrow's threads when ``threads``,
+    see :func:`_chunk_batches`)."""
     import pyarrow as pa
 
     pfile = open_parquet(path, data)
 
     def read():
-        for groups in _row_group_chunks(pfile):
-            yield from _chunk_batches(pfile, groups, columns, threads)
+        for groups in _row_group_chunks(pfile, rows):
+            yield from _chunk_batches(pfile, groups, columns, threads, rows)
 
     batches = read()
     offset = 0

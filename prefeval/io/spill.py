@@ -1,0 +1,164 @@
+"""A large run file reduced to positions in bounded memory, whatever its layout and the
+order of its rows (docs/memory.md).
+
+A run file beyond :attr:`Streaming.above` stored bytes is read in pieces (Parquet row
+batches, text cut at line ends: :func:`prefeval.io.parquet.run_pieces`,
+:func:`prefeval.io.text.run_pieces`), each checked as the whole file's read checks it.
+A first pass writes each piece's rows to one of a few temporary Arrow IPC files, chosen
+by a hash of the query id, so that all the rows of a query land in one file whatever
+their order in the run; a second pass reduces one file at a time
+(:func:`prefeval.core.positions.run_positions`: ranks depend only on each query's rows)
+and joins the positions (:func:`join_positions`), the same arrays as the whole file
+gives.  The temporary folder is removed when the reduction ends, on success, on an
+error and on an interrupt alike.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+import lazy_loader
+
+from ..core.arrays import small_strings
+from ..core.errors import InputError
+from ..core.positions import RunPositions, run_positions
+from .columns import RunColumns, duplicate_message
+
+np = lazy_loader.load("numpy")
+pd = lazy_loader.load("pandas")
+
+
+@dataclass(frozen=True)
+class Streaming:
+    """When a run file is read in pieces, and how large its pieces and partitions are.
+
+    ``above``: stored bytes (as on disk, compressed or not) beyond which a run file is
+    read in pieces, the one threshold (TREC-sized runs, a few MB, stay below and are
+    read whole, the faster way); ``piece_rows``: rows of a Parquet piece;
+    ``piece_bytes``: bytes of text of a text piece (decompressed); ``part_rows``: rows
+    a spilled partition is made to hold (the file's rows estimated); ``max_parts``:
+    partitions at most (each an open file while the first pass writes)."""
+
+    above: int = 16 << 20
+    piece_rows: int = 1 << 19
+    piece_bytes: int = 16 << 20
+    part_rows: int = 1 << 20
+    max_parts: int = 64
+
+    def parts(self, rows: int) -> int:
+        """The number of partitions for a file of about ``rows`` rows."""
+        return max(1, min(self.max_parts, -(-rows // self.part_rows)))
+
+
+#: the settings of every command (tests give smaller ones)
+STREAMING = Streaming()
+
+
+def _schema():
+    """The columns a partition's file holds (large strings: a piece's ids as they come)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [("query_id", pa.large_string()), ("doc_id", pa.large_string()), ("score", pa.float64())]
+    )
+
+
+def spilled_positions(
+    name: str, path: str, pieces, relevant, max_docs: int | None, parts: int
+) -> RunPositions:
+    """:func:`~prefeval.core.positions.run_positions` of the run ``name`` of file ``path``
+    given as ``pieces`` ((query ids, docnos) as Arrow string arrays, scores as float64,
+    each piece checked by its reader), in memory bounded by a piece and a partition: the
+    rows written to ``parts`` temporary files by query, then reduced file by file.
+
+    A document twice for a query is an :class:`InputError` without its line (the
+    caller reads the whole file again to say where; see :func:`prefeval.engine.local.load_runs`).
+    """
+    import pyarrow as pa
+
+    with tempfile.TemporaryDirectory(prefix="prefeval-spill-") as folder:
+        files = [os.path.join(folder, f"{k}.arrow") for k in range(parts)]
+        written = _spill(pieces, files)
+        reduced, retrieved = [], np.zeros(relevant.n_queries, dtype=np.int64)
+        for k in written:
+            with pa.OSFile(files[k], "rb") as source:
+                table = pa.ipc.open_stream(source).read_all()
+            os.remove(files[k])  # its disk space back at once
+            part = _reduced(name, path, table, relevant, max_docs)
+            del table
+            retrieved += part.retrieved
+            reduced.append(part)
+        return join_positions(name, reduced, retrieved)
+
+
+def _spill(pieces, files: list[str]) -> list[int]:
+    """Each piece's rows appended to ``files[k]``, k a hash of the row's query id modulo
+    the number of files; the indices of the files written, in order."""
+    import pyarrow as pa
+
+    schema = _schema()
+    sinks: dict[int, tuple] = {}
+    try:
+        for qid, docno, score in pieces:
+            if not len(score):
+                continue
+            part = _partition(qid, len(files))
+            order = np.argsort(part, kind="stable")
+            counts = np.bincount(part, minlength=len(files))
+            table = pa.table(
+                [qid.cast(schema.field(0).type), docno.cast(schema.field(1).type), score],
+                schema=schema,
+            ).take(pa.array(order))
+            at = 0
+            for k in np.flatnonzero(counts).tolist():
+                if k not in sinks:
+                    sink = pa.OSFile(files[k], "wb")
+                    sinks[k] = (sink, pa.ipc.new_stream(sink, schema))
+                sinks[k][1].write_table(table.slice(at, int(counts[k])))
+                at += int(counts[k])
+            del table
+    finally:
+        for sink, writer in sinks.values():
+            writer.close()
+            sink.close()
+    return sorted(sinks)
+
+
+def _partition(qid, parts: int) -> np.ndarray:
+    """The partition of every row: a hash of its query id (pandas' ``hash_array``, the
+    same for the same id in every piece) modulo ``parts``."""
+    import pyarrow.compute as pc
+
+    if parts == 1:
+        return np.zeros(len(qid), dtype=np.int64)
+    encoded = pc.dictionary_encode(qid)
+    distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
+    of_value = (pd.util.hash_array(distinct, categorize=False) % np.uint64(parts)).astype(np.int64)
+    return of_value[np.asarray(encoded.indices, dtype=np.int64)]
+
+
+def _reduced(name: str, path: str, table, relevant, max_docs) -> RunPositions:
+    """The positions of one partition's rows (all the rows of its queries); a document
+    twice for a query is an :class:`InputError`."""
+    qid, docno = (small_strings(table.column(k).combine_chunks()) for k in (0, 1))
+    score = np.asarray(table.column(2).combine_chunks(), dtype=np.float64)
+    columns = RunColumns(name, path, qid, docno, score)
+    qcode, _ = columns.query_codes()
+    dcode, _ = columns.doc_codes()
+    duplicate = duplicate_message(qid, docno, (qcode, dcode), lambda row: "an earlier row")
+    if duplicate is not None:
+        raise InputError(path, None, duplicate[1])
+    return run_positions(columns, relevant, max_docs)
+
+
+def join_positions(name: str, parts: list[RunPositions], retrieved) -> RunPositions:
+    """One run's positions from those of disjoint sets of its queries (``parts``) and
+    its documents retrieved per query (``retrieved``, summed by the caller): the
+    documents in their canonical order (by relevant document), as
+    :func:`~prefeval.core.positions.reduce_rows` gives them for the whole run."""
+    doc = np.concatenate([p.doc for p in parts]) if parts else np.zeros(0, np.int64)
+    rank = np.concatenate([p.rank for p in parts]) if parts else np.zeros(0, np.int32)
+    by_doc = np.argsort(doc, kind="stable")
+    return RunPositions(name, doc[by_doc], rank[by_doc], retrieved)
