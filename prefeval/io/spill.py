@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import lazy_loader
 
-from ..core.arrays import small_strings
 from ..core.errors import InputError
 from ..core.positions import RunPositions, run_positions
 from .columns import RunColumns, duplicate_message
@@ -42,9 +41,9 @@ class Streaming:
     partitions at most (each an open file while the first pass writes)."""
 
     above: int = 16 << 20
-    piece_rows: int = 1 << 19
-    piece_bytes: int = 16 << 20
-    part_rows: int = 1 << 20
+    piece_rows: int = 1 << 18
+    piece_bytes: int = 8 << 20
+    part_rows: int = 1 << 19
     max_parts: int = 64
 
     def parts(self, rows: int) -> int:
@@ -57,12 +56,10 @@ STREAMING = Streaming()
 
 
 def _schema():
-    """The columns a partition's file holds (large strings: a piece's ids as they come)."""
+    """The columns a partition's file holds."""
     import pyarrow as pa
 
-    return pa.schema(
-        [("query_id", pa.large_string()), ("doc_id", pa.large_string()), ("score", pa.float64())]
-    )
+    return pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64())])
 
 
 def spilled_positions(
@@ -76,18 +73,13 @@ def spilled_positions(
     A document twice for a query is an :class:`InputError` without its line (the
     caller reads the whole file again to say where; see :func:`prefeval.engine.local.load_runs`).
     """
-    import pyarrow as pa
 
     with tempfile.TemporaryDirectory(prefix="prefeval-spill-") as folder:
         files = [os.path.join(folder, f"{k}.arrow") for k in range(parts)]
         written = _spill(pieces, files)
         reduced, retrieved = [], np.zeros(relevant.n_queries, dtype=np.int64)
         for k in written:
-            with pa.OSFile(files[k], "rb") as source:
-                table = pa.ipc.open_stream(source).read_all()
-            os.remove(files[k])  # its disk space back at once
-            part = _reduced(name, path, table, relevant, max_docs)
-            del table
+            part = _reduced(name, path, files[k], relevant, max_docs)
             retrieved += part.retrieved
             reduced.append(part)
         return join_positions(name, reduced, retrieved)
@@ -107,9 +99,9 @@ def _spill(pieces, files: list[str]) -> list[int]:
             part = _partition(qid, len(files))
             order = np.argsort(part, kind="stable")
             counts = np.bincount(part, minlength=len(files))
+            # a piece's ids are far below 2 GiB: plain strings
             table = pa.table(
-                [qid.cast(schema.field(0).type), docno.cast(schema.field(1).type), score],
-                schema=schema,
+                [qid.cast(pa.string()), docno.cast(pa.string()), score], schema=schema
             ).take(pa.array(order))
             at = 0
             for k in np.flatnonzero(counts).tolist():
@@ -139,11 +131,18 @@ def _partition(qid, parts: int) -> np.ndarray:
     return of_value[np.asarray(encoded.indices, dtype=np.int64)]
 
 
-def _reduced(name: str, path: str, table, relevant, max_docs) -> RunPositions:
-    """The positions of one partition's rows (all the rows of its queries); a document
-    twice for a query is an :class:`InputError`."""
-    qid, docno = (small_strings(table.column(k).combine_chunks()) for k in (0, 1))
+def _reduced(name: str, path: str, file: str, relevant, max_docs) -> RunPositions:
+    """The positions of the rows of one partition's ``file`` (all the rows of its
+    queries; the file removed once read); a document twice for a query is an
+    :class:`InputError`."""
+    import pyarrow as pa
+
+    with pa.OSFile(file, "rb") as source:
+        table = pa.ipc.open_stream(source).read_all()
+    os.remove(file)  # its disk space back at once
+    qid, docno = (table.column(k).combine_chunks() for k in (0, 1))
     score = np.asarray(table.column(2).combine_chunks(), dtype=np.float64)
+    del table
     columns = RunColumns(name, path, qid, docno, score)
     qcode, _ = columns.query_codes()
     dcode, _ = columns.doc_codes()
