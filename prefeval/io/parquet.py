@@ -45,6 +45,7 @@ from .columns import (
     qrels_rows,
 )
 from .source import is_stream, read_raw
+from .spill import STREAMING, spilled_runs
 
 pd = lazy_loader.load("pandas")
 
@@ -556,9 +557,12 @@ def table_positions(
 
     When the rows of each (run, query) are consecutive (as a table written run by run
     or query by query has them, in any order of the blocks), every complete block is
-    reduced as soon as it is read, so memory is bounded by a batch; otherwise the
-    runs are read one at a time (:func:`table_run`, on one thread).  Either way the
-    positions are the same: ranks depend only on each (run, query)'s rows.  With
+    reduced as soon as it is read, so memory is bounded by a batch; otherwise the rows
+    are spilled to temporary files by query and reduced a partition at a time
+    (:func:`prefeval.io.spill.spilled_runs`, on one thread), and only a table with a
+    problem is read run by run (:func:`table_run`), which reports it where it always
+    has.  Either way the positions are the same: ranks depend only on each (run,
+    query)'s rows.  With
     ``jobs`` > 1, batches are read, checked and reduced on ``jobs`` threads (pyarrow
     and numpy release the GIL), a few ahead, and merged in file order: the same
     positions and the same first error as on one thread; with ``jobs`` = 1 the
@@ -572,10 +576,34 @@ def table_positions(
                 return _grouped_positions(path, relevant, max_docs, data, pool, jobs)
         return _grouped_positions(path, relevant, max_docs, data)
     except _NotGrouped:
+        names = run_names(path, data)
+    try:
+        return _spilled_table(path, names, relevant, max_docs, data)
+    except InputError:  # read run by run, as always: each problem where that reading finds it
         return {
-            name: run_positions(table_run(path, name, data), relevant, max_docs)
-            for name in run_names(path, data)
+            name: run_positions(table_run(path, name, data), relevant, max_docs) for name in names
         }
+
+
+def _spilled_table(path: str, names: list[str], relevant, max_docs, data=None) -> dict:
+    """run name -> positions of a table whose (run, query) rows are scattered: its
+    checked batches spilled by query and reduced partition by partition
+    (:func:`prefeval.io.spill.spilled_runs`), on this thread; a problem is an
+    :class:`InputError` (the caller reads run by run to say where)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pfile = open_parquet(path, data)
+    columns = _many_run_columns(pfile, path)
+    known = pa.array(names, pa.string())
+
+    def pieces():
+        for _, labels, qid, docno, score in _run_rows(path, columns, data, threads=False):
+            run = pc.index_in(labels, value_set=set_like(known, labels)).cast(pa.int32())
+            yield run, qid, docno, score
+
+    parts = STREAMING.parts(pfile.metadata.num_rows)
+    return spilled_runs(path, pieces(), names, relevant, max_docs, parts)
 
 
 def _grouped_positions(

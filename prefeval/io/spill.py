@@ -56,10 +56,18 @@ STREAMING = Streaming()
 
 
 def _schema():
-    """The columns a partition's file holds."""
+    """The columns a partition's file holds: the run (its index among the names), the
+    query id, the docno, the score."""
     import pyarrow as pa
 
-    return pa.schema([("query_id", pa.string()), ("doc_id", pa.string()), ("score", pa.float64())])
+    return pa.schema(
+        [
+            ("run", pa.int32()),
+            ("query_id", pa.string()),
+            ("doc_id", pa.string()),
+            ("score", pa.float64()),
+        ]
+    )
 
 
 def spilled_positions(
@@ -67,22 +75,42 @@ def spilled_positions(
 ) -> RunPositions:
     """:func:`~prefeval.core.positions.run_positions` of the run ``name`` of file ``path``
     given as ``pieces`` ((query ids, docnos) as Arrow string arrays, scores as float64,
-    each piece checked by its reader), in memory bounded by a piece and a partition: the
-    rows written to ``parts`` temporary files by query, then reduced file by file.
+    each piece checked by its reader), in memory bounded by a piece and a partition
+    (:func:`spilled_runs`)."""
+    import pyarrow as pa
+
+    def of_run(piece):
+        qid, docno, score = piece
+        return pa.array(np.zeros(len(score), dtype=np.int32)), qid, docno, score
+
+    return spilled_runs(path, map(of_run, pieces), [name], relevant, max_docs, parts)[name]
+
+
+def spilled_runs(
+    path: str, pieces, names: list[str], relevant, max_docs: int | None, parts: int
+) -> dict[str, RunPositions]:
+    """run name -> :func:`~prefeval.core.positions.run_positions` of each of the runs
+    ``names`` of file ``path``, given as ``pieces`` (each row's run as an int32 index
+    into ``names``, query ids and docnos as Arrow string arrays, scores as float64; each
+    piece checked by its reader), in memory bounded by a piece and a partition: the rows
+    written to ``parts`` temporary files by query, then reduced file by file, run by run.
 
     A document twice for a query is an :class:`InputError` without its line (the
-    caller reads the whole file again to say where; see :func:`prefeval.engine.local.load_runs`).
+    caller reads the file again as it always has to say where: see
+    :func:`prefeval.engine.local.streamed_positions`).
     """
-
     with tempfile.TemporaryDirectory(prefix="prefeval-spill-") as folder:
         files = [os.path.join(folder, f"{k}.arrow") for k in range(parts)]
         written = _spill(pieces, files)
-        reduced, retrieved = [], np.zeros(relevant.n_queries, dtype=np.int64)
+        reduced: list[list[RunPositions]] = [[] for _ in names]
+        retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
         for k in written:
-            part = _reduced(name, path, files[k], relevant, max_docs)
-            retrieved += part.retrieved
-            reduced.append(part)
-        return join_positions(name, reduced, retrieved)
+            for r, part in _reduced(names, path, files[k], relevant, max_docs):
+                retrieved[r] += part.retrieved
+                reduced[r].append(part)
+        return {
+            name: join_positions(name, reduced[r], retrieved[r]) for r, name in enumerate(names)
+        }
 
 
 def _spill(pieces, files: list[str]) -> list[int]:
@@ -93,7 +121,7 @@ def _spill(pieces, files: list[str]) -> list[int]:
     schema = _schema()
     sinks: dict[int, tuple] = {}
     try:
-        for qid, docno, score in pieces:
+        for run, qid, docno, score in pieces:
             if not len(score):
                 continue
             part = _partition(qid, len(files))
@@ -101,7 +129,7 @@ def _spill(pieces, files: list[str]) -> list[int]:
             counts = np.bincount(part, minlength=len(files))
             # a piece's ids are far below 2 GiB: plain strings
             table = pa.table(
-                [qid.cast(pa.string()), docno.cast(pa.string()), score], schema=schema
+                [run, qid.cast(pa.string()), docno.cast(pa.string()), score], schema=schema
             ).take(pa.array(order))
             at = 0
             for k in np.flatnonzero(counts).tolist():
@@ -131,25 +159,35 @@ def _partition(qid, parts: int) -> np.ndarray:
     return of_value[np.asarray(encoded.indices, dtype=np.int64)]
 
 
-def _reduced(name: str, path: str, file: str, relevant, max_docs) -> RunPositions:
-    """The positions of the rows of one partition's ``file`` (all the rows of its
-    queries; the file removed once read); a document twice for a query is an
-    :class:`InputError`."""
+def _reduced(names: list[str], path: str, file: str, relevant, max_docs):
+    """(run index, positions) of each run with rows in one partition's ``file`` (all the
+    rows of its queries; the file removed once read); a document twice for a query of a
+    run is an :class:`InputError`."""
     import pyarrow as pa
 
     with pa.OSFile(file, "rb") as source:
         table = pa.ipc.open_stream(source).read_all()
     os.remove(file)  # its disk space back at once
-    qid, docno = (table.column(k).combine_chunks() for k in (0, 1))
-    score = np.asarray(table.column(2).combine_chunks(), dtype=np.float64)
+    run = np.asarray(table.column(0).combine_chunks(), dtype=np.int32)
+    qid, docno = (table.column(k).combine_chunks() for k in (1, 2))
+    score = np.asarray(table.column(3).combine_chunks(), dtype=np.float64)
     del table
-    columns = RunColumns(name, path, qid, docno, score)
-    qcode, _ = columns.query_codes()
-    dcode, _ = columns.doc_codes()
-    duplicate = duplicate_message(qid, docno, (qcode, dcode), lambda row: "an earlier row")
-    if duplicate is not None:
-        raise InputError(path, None, duplicate[1])
-    return run_positions(columns, relevant, max_docs)
+    present = np.flatnonzero(np.bincount(run, minlength=len(names)))
+    for r in present.tolist():
+        if len(present) > 1:
+            rows = np.flatnonzero(run == r)
+            take = pa.array(rows)
+            columns = RunColumns(names[r], path, qid.take(take), docno.take(take), score[rows])
+        else:
+            columns = RunColumns(names[r], path, qid, docno, score)
+        qcode, _ = columns.query_codes()
+        dcode, _ = columns.doc_codes()
+        duplicate = duplicate_message(
+            columns.query_id, columns.doc_id, (qcode, dcode), lambda row: "an earlier row"
+        )
+        if duplicate is not None:
+            raise InputError(path, None, duplicate[1])
+        yield r, run_positions(columns, relevant, max_docs)
 
 
 def join_positions(name: str, parts: list[RunPositions], retrieved) -> RunPositions:
