@@ -45,7 +45,7 @@ from .columns import (
     qrels_rows,
 )
 from .source import is_stream, read_raw
-from .spill import STREAMING, spilled_runs
+from .spill import STREAMING, judged_codes, spilled_runs
 
 pd = lazy_loader.load("pandas")
 
@@ -709,7 +709,7 @@ class _GroupedReduction:
         # hash them again for every batch)
         with self.lock:
             qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
-        code = self._judged_codes(dvalues)[dcode]
+        code = judged_codes(dvalues, self.docnos, self.judged, self.lock)[dcode]
         labels = rvalues.to_pylist()
         group_run, group_q = rcode[starts], qidx[starts]
         runs = []
@@ -741,16 +741,6 @@ class _GroupedReduction:
                 self.retrieved[label] += part.retrieved
                 part.retrieved = None  # one count per run, not one per block
                 self.parts.setdefault(label, []).append(part)
-
-    def _judged_codes(self, dvalues):
-        """The code of each docno of ``dvalues`` among the judged docnos (-1: none)."""
-        import pyarrow.compute as pc
-
-        if len(self.judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
-            code = pc.index_in(dvalues, value_set=set_like(self.docnos, dvalues))
-            return np.asarray(code.fill_null(-1), dtype=np.int64)
-        with self.lock:
-            return self.judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
 
     def _mark_groups(self, label: str, mine, starts, group_q, qid) -> None:
         """The groups ``mine`` of a block (first rows ``starts``, evaluated query codes

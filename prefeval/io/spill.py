@@ -7,7 +7,8 @@ batches, text cut at line ends: :func:`prefeval.io.parquet.run_pieces`,
 A first pass writes each piece's rows to one of a few temporary Arrow IPC files, chosen
 by a hash of the query id, so that all the rows of a query land in one file whatever
 their order in the run; a second pass reduces one file at a time
-(:func:`prefeval.core.positions.run_positions`: ranks depend only on each query's rows)
+(:func:`prefeval.core.positions.reduce_rows`, as ``run_positions`` reduces a whole
+run: ranks depend only on each query's rows)
 and joins the positions (:func:`join_positions`), the same arrays as the whole file
 gives.  The temporary folder is removed when the reduction ends, on success, on an
 error and on an interrupt alike.
@@ -15,6 +16,7 @@ error and on an interrupt alike.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 import lazy_loader
 
 from ..core.errors import InputError
-from ..core.positions import RunPositions, run_positions
+from ..core.positions import RunPositions, reduce_rows, set_like
 from .columns import RunColumns, duplicate_message
 
 np = lazy_loader.load("numpy")
@@ -104,8 +106,9 @@ def spilled_runs(
         written = _spill(pieces, files)
         reduced: list[list[RunPositions]] = [[] for _ in names]
         retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
+        codes = _Codes(relevant) if written else None
         for k in written:
-            for r, part in _reduced(names, path, files[k], relevant, max_docs):
+            for r, part in _reduced(names, path, files[k], codes, max_docs):
                 retrieved[r] += part.retrieved
                 reduced[r].append(part)
         return {
@@ -159,7 +162,52 @@ def _partition(qid, parts: int) -> np.ndarray:
     return of_value[np.asarray(encoded.indices, dtype=np.int64)]
 
 
-def _reduced(names: list[str], path: str, file: str, relevant, max_docs):
+class _Codes:
+    """The evaluated query ids and the relevant docnos of a
+    :class:`~prefeval.core.qrels.RelevantSet`, hashed once for all the partitions of a
+    file (pandas indexes; one object per thread: an index builds its hash table on
+    first use)."""
+
+    def __init__(self, relevant):
+        import pyarrow as pa
+
+        self.relevant = relevant
+        self.queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
+        self.docnos = pd.Index(relevant.docnos().to_pandas())
+
+    def positions(self, columns: RunColumns, max_docs) -> RunPositions:
+        """:func:`~prefeval.core.positions.run_positions` of ``columns`` (the same
+        reduction, :func:`~prefeval.core.positions.reduce_rows`, its codes looked up in
+        the indexes built once)."""
+        import pyarrow as pa
+
+        qcode, qvalues = columns.query_codes()
+        dcode, dvalues = columns.doc_codes()
+        qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
+        code = judged_codes(dvalues, self.relevant.docnos(), self.docnos)[dcode]
+        keep = np.flatnonzero(qidx >= 0)
+        docno = columns.doc_id if len(keep) == len(qidx) else columns.doc_id.take(pa.array(keep))
+        return reduce_rows(
+            columns.name, qidx[keep], columns.score[keep], docno, code[keep], self.relevant,
+            max_docs,
+        )  # fmt: skip
+
+
+def judged_codes(dvalues, docnos, judged, lock=None) -> np.ndarray:
+    """The code of each docno of ``dvalues`` (distinct, Arrow strings) among the relevant
+    ``docnos`` (-1: none), by Arrow's ``index_in`` when hashing ``docnos`` again is the
+    cheaper (at most 4 times as many), else by their pandas index ``judged`` (its
+    hash table built once; ``lock``: held around it, for an index shared by threads)."""
+    import pyarrow.compute as pc
+
+    if len(judged) <= 4 * len(dvalues):
+        code = pc.index_in(dvalues, value_set=set_like(docnos, dvalues))
+        return np.asarray(code.fill_null(-1), dtype=np.int64)
+    with lock or contextlib.nullcontext():
+        return judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
+
+
+def _reduced(names: list[str], path: str, file: str, codes: _Codes, max_docs):
     """(run index, positions) of each run with rows in one partition's ``file`` (all the
     rows of its queries; the file removed once read); a document twice for a query of a
     run is an :class:`InputError`."""
@@ -187,7 +235,7 @@ def _reduced(names: list[str], path: str, file: str, relevant, max_docs):
         )
         if duplicate is not None:
             raise InputError(path, None, duplicate[1])
-        yield r, run_positions(columns, relevant, max_docs)
+        yield r, codes.positions(columns, max_docs)
 
 
 def join_positions(name: str, parts: list[RunPositions], retrieved) -> RunPositions:
