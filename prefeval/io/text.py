@@ -268,20 +268,16 @@ def _regular_columns(data: bytes):
     return qid, docno, score
 
 
-def parse_run(
-    data: bytes, path: str, name: str | None = None, known=None, file_start: bool = True
-) -> RunColumns:
+def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> RunColumns:
     """Parse run text ``qid iter docno rank score [tag ...]`` into :class:`RunColumns`.
 
     Regular files are cut into fields by Arrow's CSV reader, anything else by
     :func:`split_fields`; both give the same fields, and every later step (numbers,
     duplicates) is shared.  Any problem is reported by the line-aware path.
-    ``known``: distinct docnos (the relevant ones) to locate in the same hash pass;
-    ``file_start``: whether ``data`` starts the file (else a later piece of it, see
-    :func:`run_pieces`: no byte order mark dropped).
+    ``known``: distinct docnos (the relevant ones) to locate in the same hash pass.
     """
     name = name or run_name(path)
-    regular = _regular_columns(strip_bom(data) if file_start else data)
+    regular = _regular_columns(strip_bom(data))
     if regular is not None:
         qid, docno, score = regular
         qcode, qvalues = dictionary_codes(qid)
@@ -289,18 +285,7 @@ def parse_run(
         if first_duplicate(qcode, dcode) is None:
             found = None if kcode is None else (known, kcode)
             return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
-    fields = split_fields(
-        data,
-        path,
-        5,
-        False,
-        "qid iter docno rank score [tag]",
-        lambda d, p: parse_run(d, p, file_start=file_start),
-        file_start,
-    )
-    qid = small_strings(fields.columns[0])
-    docno = small_strings(fields.columns[2])
-    score = _numbers(fields.columns[4], fields, "score")
+    fields, qid, docno, score = _split_run(data, path, True, lambda d, p: parse_run(d, p))
     qcode, qvalues = dictionary_codes(qid)
     dcode, dvalues, kcode = dictionary_codes_with(docno, known)
     duplicate = duplicate_message(
@@ -313,20 +298,34 @@ def parse_run(
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
 
 
+def _split_run(data: bytes, path: str, file_start: bool, parse=None):
+    """(:class:`Fields`, query ids, docnos, scores) of run text by :func:`split_fields`,
+    the problems of its lines and scores in the fields' errors, not yet raised."""
+    fields = split_fields(
+        data, path, 5, False, "qid iter docno rank score [tag]", parse, file_start
+    )
+    qid = small_strings(fields.columns[0])
+    docno = small_strings(fields.columns[2])
+    return fields, qid, docno, _numbers(fields.columns[4], fields, "score")
+
+
 # --------------------------------------------------------------------------- runs in pieces
 
 
 def run_pieces(raw, path: str, size: int):
     """(query ids, docnos, scores) of a run file's text, piece by piece: its stored bytes
     ``raw`` (plain, or gzip-compressed and decompressed as they are read) cut after a
-    line end once about ``size`` bytes are gathered, each piece parsed as
-    :func:`parse_run` parses a whole file (its own problems raised; a document twice for
-    a query in two pieces is the caller's to find, :mod:`prefeval.io.spill`)."""
+    line end once about ``size`` bytes are gathered, each piece cut into fields as
+    :func:`parse_run` cuts a whole file (the problems of its lines raised; a document
+    twice for a query is the caller's to find, :mod:`prefeval.io.spill`)."""
     first = True
     for piece in _line_pieces(_text_blocks(raw, path, size), size):
-        columns = parse_run(piece, path, "", file_start=first)
+        regular = _regular_columns(strip_bom(piece) if first else piece)
+        if regular is None:
+            fields, *regular = _split_run(piece, path, first)
+            fields.errors.check()
         first = False
-        yield columns.query_id, columns.doc_id, columns.score
+        yield regular
 
 
 def _text_blocks(raw, path: str, size: int):
