@@ -170,7 +170,8 @@ def streamed_positions(
     the arrays the whole file gives, in memory bounded by a piece and a partition.  None
     when the file has a problem: the caller then reads it whole, and the whole read
     reports it as it always has (its first problem in the file's order, at its line or
-    row), so a problem costs the memory of a whole read, once."""
+    row), so a problem costs the memory of a whole read, once; so does a temporary
+    folder that cannot be written (``$TMPDIR`` full or read-only)."""
     raw = run.stored()
     try:
         if is_parquet(raw):
@@ -181,7 +182,7 @@ def streamed_positions(
             rows = text.rows_estimate(raw)
         parts = streaming.parts(rows)
         return spilled_positions(run.name, run.path, pieces, relevant, max_docs, parts)
-    except InputError:
+    except (InputError, OSError):  # OSError: no room or no right to write temporary files
         return None
     finally:
         let_go(raw)

@@ -299,3 +299,13 @@ def test_memory_is_bounded_by_a_piece(tmp_path, kind):
 
     whole, pieces = peak("whole"), peak("pieces")
     assert pieces < whole / 3, (pieces, whole)
+
+
+def test_no_room_for_temporary_files_reads_whole(tmp_path, monkeypatch):
+    """A temporary folder that cannot be written: the run is read whole, as before."""
+    rel = relevant(tmp_path)
+    paths = layouts(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    got = load_runs(paths, rel, notify=None, streaming=TINY)
+    for a, b in zip(got, load_runs(paths, rel, notify=None)):
+        same(a, b)
