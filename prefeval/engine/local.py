@@ -28,7 +28,7 @@ from ..core.qrels import Qrels, RelevantSet
 from ..io import parquet, text
 from ..io.runs import Run, resolve_runs
 from ..io.source import is_parquet, let_go
-from ..io.spill import STREAMING, Streaming, spilled_positions
+from ..io.spill import STREAMING, Codes, Streaming, spilled_positions
 from ..measures import Measure, families_of
 from ..measures.family import Family
 from ..options import PARTITION_CELLS
@@ -87,6 +87,7 @@ def load_runs(
 
     runs = list(resolve_runs(sources).values())
     relevant.docnos()  # build the shared lookup before threads start
+    codes = Codes(relevant)  # the lookups of the runs read in pieces, built once
     tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
     for run in runs:
         if run.kind == "table" and run.path not in tables:
@@ -120,7 +121,9 @@ def load_runs(
         large = len(raw) >= _TRIM_BYTES
         pieces = not run.keep and len(raw) > streaming.above  # kept columns: read whole
         del raw
-        positions = streamed_positions(run, relevant, max_docs, streaming) if pieces else None
+        positions = (
+            streamed_positions(run, relevant, max_docs, streaming, codes) if pieces else None
+        )
         if positions is None:
             columns = run.read(known=relevant.docnos())
             positions = run_positions(columns, relevant, max_docs)
@@ -163,7 +166,11 @@ def load_runs(
 
 
 def streamed_positions(
-    run: Run, relevant: RelevantSet, max_docs: int | None, streaming: Streaming = STREAMING
+    run: Run,
+    relevant: RelevantSet,
+    max_docs: int | None,
+    streaming: Streaming = STREAMING,
+    codes: Codes | None = None,
 ) -> RunPositions | None:
     """The positions of a run file (Parquet or text, plain or gzip) read in pieces and
     spilled to temporary files by query (:func:`prefeval.io.spill.spilled_positions`):
@@ -181,7 +188,9 @@ def streamed_positions(
             pieces = text.run_pieces(raw, run.path, streaming.piece_bytes)
             rows = text.rows_estimate(raw)
         parts = streaming.parts(rows)
-        return spilled_positions(run.name, run.path, pieces, relevant, max_docs, parts)
+        return spilled_positions(
+            run.name, run.path, pieces, relevant, max_docs, parts, codes, release_free_memory
+        )
     except (InputError, OSError):  # OSError: no room or no right to write temporary files
         return None
     finally:

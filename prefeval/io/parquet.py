@@ -44,7 +44,7 @@ from .columns import (
     id_strings,
     qrels_rows,
 )
-from .source import is_stream, read_raw
+from .source import is_stream, let_go, read_raw
 from .spill import STREAMING, judged_codes, spilled_runs
 
 pd = lazy_loader.load("pandas")
@@ -263,6 +263,7 @@ def run_pieces(data, path: str, rows: int = 1 << 19):
     columns = _one_run_columns(_file(data, path), path)
     for offset, batch in _batches(path, columns, data, threads=False, rows=rows):
         yield _run_values(path, columns, batch, offset)
+        let_go(data)  # the pages of a mapped file read so far: not held till the end
 
 
 def row_count(data, path: str) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 
 import lazy_loader
@@ -73,7 +74,14 @@ def _schema():
 
 
 def spilled_positions(
-    name: str, path: str, pieces, relevant, max_docs: int | None, parts: int
+    name: str,
+    path: str,
+    pieces,
+    relevant,
+    max_docs: int | None,
+    parts: int,
+    codes=None,
+    release=None,
 ) -> RunPositions:
     """:func:`~prefeval.core.positions.run_positions` of the run ``name`` of file ``path``
     given as ``pieces`` ((query ids, docnos) as Arrow string arrays, scores as float64,
@@ -85,17 +93,28 @@ def spilled_positions(
         qid, docno, score = piece
         return pa.array(np.zeros(len(score), dtype=np.int32)), qid, docno, score
 
-    return spilled_runs(path, map(of_run, pieces), [name], relevant, max_docs, parts)[name]
+    pieces = map(of_run, pieces)
+    return spilled_runs(path, pieces, [name], relevant, max_docs, parts, codes, release)[name]
 
 
 def spilled_runs(
-    path: str, pieces, names: list[str], relevant, max_docs: int | None, parts: int
+    path: str,
+    pieces,
+    names: list[str],
+    relevant,
+    max_docs: int | None,
+    parts: int,
+    codes=None,
+    release=None,
 ) -> dict[str, RunPositions]:
     """run name -> :func:`~prefeval.core.positions.run_positions` of each of the runs
     ``names`` of file ``path``, given as ``pieces`` (each row's run as an int32 index
     into ``names``, query ids and docnos as Arrow string arrays, scores as float64; each
     piece checked by its reader), in memory bounded by a piece and a partition: the rows
-    written to ``parts`` temporary files by query, then reduced file by file, run by run.
+    written to ``parts`` temporary files by query, then reduced file by file, run by run
+    (``codes``: the :class:`Codes` of ``relevant`` shared by the files of a command;
+    ``release()``, when given, is called after each partition: the caller's way to hand
+    the memory it freed back to the system).
 
     A document twice for a query is an :class:`InputError` without its line (the
     caller reads the file again as it always has to say where: see
@@ -106,11 +125,13 @@ def spilled_runs(
         written = _spill(pieces, files)
         reduced: list[list[RunPositions]] = [[] for _ in names]
         retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
-        codes = _Codes(relevant) if written else None
+        codes = codes or Codes(relevant)
         for k in written:
             for r, part in _reduced(names, path, files[k], codes, max_docs):
                 retrieved[r] += part.retrieved
                 reduced[r].append(part)
+            if release is not None:
+                release()
         return {
             name: join_positions(name, reduced[r], retrieved[r]) for r, name in enumerate(names)
         }
@@ -162,18 +183,26 @@ def _partition(qid, parts: int) -> np.ndarray:
     return of_value[np.asarray(encoded.indices, dtype=np.int64)]
 
 
-class _Codes:
+class Codes:
     """The evaluated query ids and the relevant docnos of a
-    :class:`~prefeval.core.qrels.RelevantSet`, hashed once for all the partitions of a
-    file (pandas indexes; one object per thread: an index builds its hash table on
-    first use)."""
+    :class:`~prefeval.core.qrels.RelevantSet` as pandas indexes, built once (on first
+    use) and shared by every file and thread of a command; lookups are made one thread
+    at a time (an index builds its hash table on first use)."""
 
     def __init__(self, relevant):
-        import pyarrow as pa
-
         self.relevant = relevant
-        self.queries = pd.Index(pa.array(relevant.query_ids, pa.string()).to_pandas())
-        self.docnos = pd.Index(relevant.docnos().to_pandas())
+        self.lock = threading.Lock()
+        self._indexes = None
+
+    def indexes(self):
+        """(the evaluated query ids' index, the relevant docnos' index); call under
+        :attr:`lock`."""
+        if self._indexes is None:
+            import pyarrow as pa
+
+            queries = pd.Index(pa.array(self.relevant.query_ids, pa.string()).to_pandas())
+            self._indexes = queries, pd.Index(self.relevant.docnos().to_pandas())
+        return self._indexes
 
     def positions(self, columns: RunColumns, max_docs) -> RunPositions:
         """:func:`~prefeval.core.positions.run_positions` of ``columns`` (the same
@@ -183,8 +212,10 @@ class _Codes:
 
         qcode, qvalues = columns.query_codes()
         dcode, dvalues = columns.doc_codes()
-        qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
-        code = judged_codes(dvalues, self.relevant.docnos(), self.docnos)[dcode]
+        with self.lock:
+            queries, docnos = self.indexes()
+            qidx = queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
+        code = judged_codes(dvalues, self.relevant.docnos(), docnos, self.lock)[dcode]
         keep = np.flatnonzero(qidx >= 0)
         docno = columns.doc_id if len(keep) == len(qidx) else columns.doc_id.take(pa.array(keep))
         return reduce_rows(
@@ -207,7 +238,7 @@ def judged_codes(dvalues, docnos, judged, lock=None) -> np.ndarray:
         return judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
 
 
-def _reduced(names: list[str], path: str, file: str, codes: _Codes, max_docs):
+def _reduced(names: list[str], path: str, file: str, codes: Codes, max_docs):
     """(run index, positions) of each run with rows in one partition's ``file`` (all the
     rows of its queries; the file removed once read); a document twice for a query of a
     run is an :class:`InputError`."""
