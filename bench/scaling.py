@@ -13,12 +13,15 @@ there), then per layout
 
 - ``table``: recsys-xl, ``--users`` users x 10 runs x 20 items, one many-run Parquet table;
 - ``per-run``: the same runs, one Parquet file per run (query_id, doc_id, score);
+- ``per-run-text``, ``per-run-gz``: the same runs, one TREC text file per run, plain or
+  gzip-compressed;
 - ``text``: the robust TREC shape, the first ``--robust-runs`` text runs,
 
 times, ``--repeat`` times each (medians; peak RSS the largest): the strict floor
 (pyarrow reads the same files with N threads: Parquet streamed batch by batch, text
 runs with ``pyarrow.csv``, one file per thread), ``prefeval compare --no-cache -j N``
-for each N of ``--jobs``, and, where Dask is installed, ``compare --engine dask`` on a
+for each N of ``--jobs`` (with ``--per-query`` also ``compare -q -f parquet -j N`` into a
+scratch file, removed after), and, where Dask is installed, ``compare --engine dask`` on a
 local cluster of N single-threaded worker processes (N the largest of ``--jobs``;
 started before and not timed; the CPU and peak RSS are the client's) and on the
 engine's own cluster (started by the command, timed; the whole process tree).  Wall
@@ -166,6 +169,43 @@ def per_run_files(d: Path) -> list[Path]:
     return files
 
 
+def per_run_text(d: Path, compressed: bool) -> list[Path]:
+    """The runs of ``d/per-run``, one TREC text file per run (``qid Q0 docno rank score
+    tag``), gzip-compressed with ``compressed``."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    out = d / ("per-run-gz" if compressed else "per-run-text")
+    sources = per_run_files(d)
+    files = [out / (f"input.{f.stem}" + (".gz" if compressed else "")) for f in sources]
+    if all(f.exists() for f in files):
+        return files
+    out.mkdir(exist_ok=True)
+    for source, f in zip(sources, files):
+        table = pq.read_table(source)
+        n = table.num_rows
+        table = pa.table(
+            {
+                "q": table["query_id"],
+                "it": pa.array(["Q0"] * n),
+                "d": table["doc_id"],
+                "rank": pa.array(range(1, n + 1)),
+                "s": table["score"],
+                "tag": pa.array([source.stem] * n),
+            }
+        )
+        options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+        sink = gzip.open(str(f) + ".tmp", "wb", compresslevel=1) if compressed else None
+        pacsv.write_csv(table, sink or str(f) + ".tmp", options)
+        if sink is not None:
+            sink.close()
+        os.replace(str(f) + ".tmp", f)
+    return files
+
+
 def robust_text(scratch: Path, scale: float, runs: int) -> tuple[Path, list[Path]]:
     """The robust shape at ``scale`` (text runs), its qrels and first ``runs`` runs."""
     d = scratch / f"robust-{scale:g}"
@@ -236,7 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scratch", default=str(ROOT / "bench" / "scratch" / "scaling"))
     ap.add_argument("--out", default=None, help="also write the Markdown here")
     ap.add_argument("--no-dask", action="store_true", help="skip the Dask engine")
-    ap.add_argument("--layouts", default="table,per-run,text")
+    ap.add_argument(
+        "--layouts", default="table,per-run,text", help="of table, per-run, per-run-text, "
+        "per-run-gz, text"
+    )  # fmt: skip
+    ap.add_argument(
+        "--per-query", action="store_true", help="also time compare -q -f parquet (to a file)"
+    )
     ap.add_argument("--wait-idle", type=float, default=0, help="see bench/run.py")
     ap.add_argument("--quick", action="store_true", help="a one-minute smoke run")
     args = ap.parse_args(argv)
@@ -259,13 +305,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
     inputs: dict[str, tuple[Path, list[Path]]] = {}
-    if {"table", "per-run"} & set(layouts):
+    if {"table", "per-run", "per-run-text", "per-run-gz"} & set(layouts):
         log(f"recsys-xl, {args.users} users")
         d = recsys_table(scratch, args.users)
         if "table" in layouts:
             inputs["table"] = (d / "qrels.parquet", [d / "runs.parquet"])
         if "per-run" in layouts:
             inputs["per-run"] = (d / "qrels.parquet", per_run_files(d))
+        for layout in ("per-run-text", "per-run-gz"):
+            if layout in layouts:
+                runs = per_run_text(d, compressed=layout == "per-run-gz")
+                inputs[layout] = (d / "qrels.parquet", runs)
     if "text" in layouts:
         log(f"robust, scale {args.robust_scale}, {args.robust_runs} runs")
         inputs["text"] = robust_text(scratch, args.robust_scale, args.robust_runs)
@@ -298,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"{layout} -j {n}"] = (layout, f"`compare -j {n}`",
                                         [*prefeval, "compare", "--no-cache", "-j", str(n),
                                          str(qrels), *files])  # fmt: skip
+        for n in jobs if args.per_query else ():
+            rows[f"{layout} -q {n}"] = (layout, f"`compare -q -f parquet -j {n}`",
+                                        [*prefeval, "compare", "--no-cache", "-q", "-f",
+                                         "parquet", "-o", str(scratch / "per-query.parquet"),
+                                         "-j", str(n), str(qrels), *files])  # fmt: skip
         if cluster is not None:
             rows[f"{layout} dask"] = (layout, f"`compare --engine dask`, {max(jobs)} workers",
                                       [*prefeval, "compare", "--no-cache", "--engine", "dask",
@@ -320,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[key].samples.append(sample)
     if cluster is not None:
         cluster.close()
+    (scratch / "per-query.parquet").unlink(missing_ok=True)
 
     log("imports of compare and the HSD")
     sample_qrels = ROOT / "sample_data" / "qrels.txt"
@@ -361,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         n = key.rsplit(" ", 1)[-1]
         floor = results.get(f"{layout} floor {n if n.isdigit() else max(jobs)}")
-        one = results.get(f"{layout} -j 1")
+        one = results.get(f"{layout} -q 1" if " -q " in key else f"{layout} -j 1")
         vs_floor = res.median / floor.median if floor and floor.ok and "floor" not in key else None
         speedup = one.median / res.median if one and one.ok and "floor" not in key else None
         rss = res.rss_mib
@@ -372,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = {
         "table": f"recsys-xl {args.users:,} users x {XL_RUNS} runs x 20 items, one Parquet table",
         "per-run": f"the same, {XL_RUNS} Parquet files (one per run)",
+        "per-run-text": f"the same, {XL_RUNS} TREC text files (one per run)",
+        "per-run-gz": f"the same, {XL_RUNS} gzip-compressed TREC text files (one per run)",
         "text": f"robust scale {args.robust_scale:g}, {args.robust_runs} text runs x 1,000 docs",
     }
     lines += ["", *(f"- {k}: {v}" for k, v in sizes.items() if k in inputs)]

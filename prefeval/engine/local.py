@@ -25,8 +25,10 @@ from ..core.parallel import in_order
 from ..core.positions import RunPositions, missing_notice, position_matrix, run_positions
 from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
-from ..io import parquet
-from ..io.runs import resolve_runs
+from ..io import parquet, text
+from ..io.runs import Run, resolve_runs
+from ..io.source import is_parquet, let_go
+from ..io.spill import STREAMING, Codes, Streaming, spilled_positions
 from ..measures import Measure, families_of
 from ..measures.family import Family
 from ..options import PARTITION_CELLS
@@ -68,10 +70,13 @@ def load_runs(
     progress: bool | None = None,
     use_cache: bool = False,
     jobs: int | None = None,
+    streaming: Streaming = STREAMING,
 ) -> list[RunPositions]:
     """Read runs (on ``jobs`` threads; default all cores), keeping only relevant
     positions and retrieved counts; with ``use_cache`` (``Options.cache``), run files
-    already reduced against the same judgments come from the cache.
+    already reduced against the same judgments come from the cache.  A run file larger
+    than ``streaming.above`` stored bytes is read in pieces (:func:`streamed_positions`):
+    memory is bounded by a piece per thread, not by the run.
 
     ``sources``: a :class:`~prefeval.io.runs.RunSet`, or what
     :func:`~prefeval.io.runs.resolve_runs` takes.  A file's cache key is the digest of
@@ -82,6 +87,7 @@ def load_runs(
 
     runs = list(resolve_runs(sources).values())
     relevant.docnos()  # build the shared lookup before threads start
+    codes = Codes(relevant)  # the lookups of the runs read in pieces, built once
     tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
     for run in runs:
         if run.kind == "table" and run.path not in tables:
@@ -113,10 +119,15 @@ def load_runs(
                 pass
             cache.invalid("runs", key)
         large = len(raw) >= _TRIM_BYTES
+        pieces = not run.keep and len(raw) > streaming.above  # kept columns: read whole
         del raw
-        columns = run.read(known=relevant.docnos())
-        positions = run_positions(columns, relevant, max_docs)
-        del columns
+        positions = (
+            streamed_positions(run, relevant, max_docs, streaming, codes) if pieces else None
+        )
+        if positions is None:
+            columns = run.read(known=relevant.docnos())
+            positions = run_positions(columns, relevant, max_docs)
+            del columns
         if large:  # a trim costs about 1 ms: worth it after a large run only
             release_free_memory()
         if key:
@@ -149,6 +160,38 @@ def load_runs(
         if missing and notify is not None:
             notify(missing_notice(positions.name, missing, relevant.n_queries))
     return out
+
+
+def streamed_positions(
+    run: Run,
+    relevant: RelevantSet,
+    max_docs: int | None,
+    streaming: Streaming = STREAMING,
+    codes: Codes | None = None,
+) -> RunPositions | None:
+    """The positions of a run file (Parquet or text, plain or gzip) read in pieces and
+    spilled to temporary files by query (:func:`prefeval.io.spill.spilled_positions`):
+    the arrays the whole file gives, in memory bounded by a piece and a partition.  None
+    when the file has a problem: the caller then reads it whole, and the whole read
+    reports it as it always has (its first problem in the file's order, at its line or
+    row), so a problem costs the memory of a whole read, once; so does a temporary
+    folder that cannot be written (``$TMPDIR`` full or read-only)."""
+    raw = run.stored()
+    try:
+        if is_parquet(raw):
+            pieces = parquet.run_pieces(raw, run.path, streaming.piece_rows)
+            rows = parquet.row_count(raw, run.path)
+        else:
+            pieces = text.run_pieces(raw, run.path, streaming.piece_bytes)
+            rows = text.rows_estimate(raw)
+        parts = streaming.parts(rows)
+        return spilled_positions(
+            run.name, run.path, pieces, relevant, max_docs, parts, codes, release_free_memory
+        )
+    except (InputError, OSError):  # OSError: no room or no right to write temporary files
+        return None
+    finally:
+        let_go(raw)
 
 
 # --------------------------------------------------------------------------- computing

@@ -44,7 +44,8 @@ from .columns import (
     id_strings,
     qrels_rows,
 )
-from .source import is_stream, read_raw
+from .source import is_stream, let_go, read_raw
+from .spill import STREAMING, judged_codes, spilled_runs
 
 pd = lazy_loader.load("pandas")
 
@@ -218,6 +219,25 @@ RUN_COLUMNS = "a Parquet run has columns query_id, doc_id, score (or qid, docno,
 def _run_table(data: bytes, path: str):
     """(query ids, docnos, scores) of a Parquet file of one run."""
     pfile = _file(data, path)
+    query, doc, score = _one_run_columns(pfile, path)
+    table = _read(pfile, path, [query, doc, score])
+    return _run_values(path, [query, doc, score], table)
+
+
+def _run_values(path: str, columns: list[str], table, offset: int = 0):
+    """(query ids, docnos, scores) of a table or batch of the ``columns`` of a Parquet run,
+    each checked (rows in errors counted from file row ``offset``)."""
+    query, doc, score = columns
+    return (
+        ids(table.column(query), "query id", path, name=query, offset=offset),
+        ids(table.column(doc), "document id", path, name=doc, offset=offset),
+        numbers(table.column(score), "score", path, name=score, offset=offset),
+    )
+
+
+def _one_run_columns(pfile, path: str) -> list[str]:
+    """The query, document and score columns of a Parquet file of one run (a run column:
+    an error)."""
     names = list(pfile.schema_arrow.names)
     run = find_column(names, RUN, path)
     if run is not None:
@@ -227,13 +247,28 @@ def _run_table(data: bytes, path: str):
             f"column {run}: a table of many runs, not one run; give it as a RUN argument "
             "(or in a list of runs), not as one named run",
         )
-    query = need_column(names, QUERY, path, RUN_COLUMNS)
-    doc = need_column(names, DOC, path, RUN_COLUMNS)
-    score = need_column(names, SCORE, path, RUN_COLUMNS)
-    table = _read(pfile, path, [query, doc, score])
-    qid = ids(table.column(query), "query id", path, name=query)
-    docno = ids(table.column(doc), "document id", path, name=doc)
-    return qid, docno, numbers(table.column(score), "score", path, name=score)
+    return [
+        need_column(names, QUERY, path, RUN_COLUMNS),
+        need_column(names, DOC, path, RUN_COLUMNS),
+        need_column(names, SCORE, path, RUN_COLUMNS),
+    ]
+
+
+def run_pieces(data, path: str, rows: int = 1 << 19):
+    """(query ids, docnos, scores) of a Parquet file of one run (its stored bytes
+    ``data``), ``rows`` at a time in file order, each piece's columns checked as
+    :func:`parse_run` checks the whole file's (rows in errors counted in the file; a
+    document twice for a query in two pieces is the caller's to find,
+    :mod:`prefeval.io.spill`).  Read on this thread only."""
+    columns = _one_run_columns(_file(data, path), path)
+    for offset, batch in _batches(path, columns, data, threads=False, rows=rows):
+        yield _run_values(path, columns, batch, offset)
+        let_go(data)  # the pages of a mapped file read so far: not held till the end
+
+
+def row_count(data, path: str) -> int:
+    """The rows of a Parquet file, from its footer."""
+    return _file(data, path).metadata.num_rows
 
 
 def parse_run(data: bytes, path: str, name: str, known=None):
@@ -295,14 +330,16 @@ def _many_run_columns(pfile, path: str) -> list[str]:
     ]
 
 
-def _row_group_chunks(pfile) -> list[list[int]]:
+def _row_group_chunks(pfile, batch: int | None = None) -> list[list[int]]:
     """The row groups of a file read together, in file order: a few at a time (up to
-    BATCH_ROWS / 2 rows; over the whole file, iter_batches reads ahead and holds most
-    of a large file: 1.7 GB of Arrow memory for 200M rows); small row groups together."""
+    ``batch`` (default :data:`BATCH_ROWS`) / 2 rows; over the whole file, iter_batches
+    reads ahead and holds most of a large file: 1.7 GB of Arrow memory for 200M rows);
+    small row groups together."""
+    batch = batch or BATCH_ROWS
     chunks, groups, rows = [], [], 0
     for group in range(pfile.num_row_groups):
         size = pfile.metadata.row_group(group).num_rows
-        if groups and rows + size > BATCH_ROWS // 2:
+        if groups and rows + size > batch // 2:
             chunks.append(groups)
             groups, rows = [], 0
         groups.append(group)
@@ -312,27 +349,33 @@ def _row_group_chunks(pfile) -> list[list[int]]:
     return chunks
 
 
-def _chunk_batches(pfile, groups: list[int], columns: list[str], threads: bool = True):
-    """The RecordBatches (up to :data:`BATCH_ROWS` rows) of ``columns`` of row groups
-    ``groups`` (on Arrow's threads when ``threads`` and :func:`limits.arrow_threads`)."""
+def _chunk_batches(
+    pfile, groups: list[int], columns: list[str], threads: bool = True, rows: int | None = None
+):
+    """The RecordBatches (up to ``rows`` rows, default :data:`BATCH_ROWS`) of ``columns``
+    of row groups ``groups`` (on Arrow's threads when ``threads`` and
+    :func:`limits.arrow_threads`)."""
     return pfile.iter_batches(
-        batch_size=BATCH_ROWS,
+        batch_size=rows or BATCH_ROWS,
         row_groups=groups,
         columns=columns,
         use_threads=threads and limits.arrow_threads(),
     )
 
 
-def _batches(path: str, columns: list[str], data=None, threads: bool = True):
-    """(file row of the first row, RecordBatch) of ``columns``, :data:`BATCH_ROWS` at a
-    time, in file order (on Arrow's threads when ``threads``, see :func:`_chunk_batches`)."""
+def _batches(
+    path: str, columns: list[str], data=None, threads: bool = True, rows: int | None = None
+):
+    """(file row of the first row, RecordBatch) of ``columns``, ``rows`` (default
+    :data:`BATCH_ROWS`) at a time, in file order (on Arrow's threads when ``threads``,
+    see :func:`_chunk_batches`)."""
     import pyarrow as pa
 
     pfile = open_parquet(path, data)
 
     def read():
-        for groups in _row_group_chunks(pfile):
-            yield from _chunk_batches(pfile, groups, columns, threads)
+        for groups in _row_group_chunks(pfile, rows):
+            yield from _chunk_batches(pfile, groups, columns, threads, rows)
 
     batches = read()
     offset = 0
@@ -515,9 +558,12 @@ def table_positions(
 
     When the rows of each (run, query) are consecutive (as a table written run by run
     or query by query has them, in any order of the blocks), every complete block is
-    reduced as soon as it is read, so memory is bounded by a batch; otherwise the
-    runs are read one at a time (:func:`table_run`, on one thread).  Either way the
-    positions are the same: ranks depend only on each (run, query)'s rows.  With
+    reduced as soon as it is read, so memory is bounded by a batch; otherwise the rows
+    are spilled to temporary files by query and reduced a partition at a time
+    (:func:`prefeval.io.spill.spilled_runs`, on one thread), and only a table with a
+    problem is read run by run (:func:`table_run`), which reports it where it always
+    has.  Either way the positions are the same: ranks depend only on each (run,
+    query)'s rows.  With
     ``jobs`` > 1, batches are read, checked and reduced on ``jobs`` threads (pyarrow
     and numpy release the GIL), a few ahead, and merged in file order: the same
     positions and the same first error as on one thread; with ``jobs`` = 1 the
@@ -531,10 +577,34 @@ def table_positions(
                 return _grouped_positions(path, relevant, max_docs, data, pool, jobs)
         return _grouped_positions(path, relevant, max_docs, data)
     except _NotGrouped:
+        names = run_names(path, data)
+    try:
+        return _spilled_table(path, names, relevant, max_docs, data)
+    except InputError:  # read run by run, as always: each problem where that reading finds it
         return {
-            name: run_positions(table_run(path, name, data), relevant, max_docs)
-            for name in run_names(path, data)
+            name: run_positions(table_run(path, name, data), relevant, max_docs) for name in names
         }
+
+
+def _spilled_table(path: str, names: list[str], relevant, max_docs, data=None) -> dict:
+    """run name -> positions of a table whose (run, query) rows are scattered: its
+    checked batches spilled by query and reduced partition by partition
+    (:func:`prefeval.io.spill.spilled_runs`), on this thread; a problem is an
+    :class:`InputError` (the caller reads run by run to say where)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pfile = open_parquet(path, data)
+    columns = _many_run_columns(pfile, path)
+    known = pa.array(names, pa.string())
+
+    def pieces():
+        for _, labels, qid, docno, score in _run_rows(path, columns, data, threads=False):
+            run = pc.index_in(labels, value_set=set_like(known, labels)).cast(pa.int32())
+            yield run, qid, docno, score
+
+    parts = STREAMING.parts(pfile.metadata.num_rows)
+    return spilled_runs(path, pieces(), names, relevant, max_docs, parts)
 
 
 def _grouped_positions(
@@ -640,7 +710,7 @@ class _GroupedReduction:
         # hash them again for every batch)
         with self.lock:
             qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
-        code = self._judged_codes(dvalues)[dcode]
+        code = judged_codes(dvalues, self.docnos, self.judged, self.lock)[dcode]
         labels = rvalues.to_pylist()
         group_run, group_q = rcode[starts], qidx[starts]
         runs = []
@@ -672,16 +742,6 @@ class _GroupedReduction:
                 self.retrieved[label] += part.retrieved
                 part.retrieved = None  # one count per run, not one per block
                 self.parts.setdefault(label, []).append(part)
-
-    def _judged_codes(self, dvalues):
-        """The code of each docno of ``dvalues`` among the judged docnos (-1: none)."""
-        import pyarrow.compute as pc
-
-        if len(self.judged) <= 4 * len(dvalues):  # hashing the judged docnos again is cheaper
-            code = pc.index_in(dvalues, value_set=set_like(self.docnos, dvalues))
-            return np.asarray(code.fill_null(-1), dtype=np.int64)
-        with self.lock:
-            return self.judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
 
     def _mark_groups(self, label: str, mine, starts, group_q, qid) -> None:
         """The groups ``mine`` of a block (first rows ``starts``, evaluated query codes

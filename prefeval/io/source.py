@@ -128,39 +128,52 @@ def memory_limit() -> int:
 def decompress(data: bytes, path: str) -> bytes:
     """``data`` gunzipped when it starts with the gzip magic bytes (every member of a
     multi-member file), streamed so that a file that would not fit in memory (a gzip
-    bomb) is an error, not a crash."""
+    bomb) is an error, not a crash (:func:`gunzip_blocks`)."""
     if data[:2] != GZIP_MAGIC:
         return data
+    return b"".join(gunzip_blocks(data, path))
+
+
+#: compressed bytes given to the decompressor at a time
+_GZIP_INPUT = 1 << 20
+
+
+def gunzip_blocks(data, path: str, size: int = 1 << 26):
+    """The text of gzip-compressed ``data`` (bytes or a memory map; every member of a
+    multi-member file, trailing garbage after the last member ignored as ``gzip -d``
+    does) in blocks of at most ``size`` bytes, as it is decompressed: the errors of a
+    corrupt or truncated file, and of a file decompressing to more than
+    :func:`memory_limit` bytes, come when the decompression reaches them."""
     limit = memory_limit()
-    parts: list[bytes] = []
-    total = 0
-    rest = data
+    total, at, end = 0, 0, len(data)
     try:
-        while rest:
-            inflater = zlib.decompressobj(wbits=31)
-            pending = rest
-            while pending:
-                chunk = inflater.decompress(pending, 1 << 26)
-                total += len(chunk)
-                if total > limit:
-                    raise InputError(
-                        path,
-                        None,
-                        f"decompresses to more than {limit >> 20} MiB, half of this "
-                        "machine's memory; decompress it elsewhere or split it",
-                    )
-                parts.append(chunk)
-                pending = inflater.unconsumed_tail
-                if inflater.eof:
-                    break
-            if not inflater.eof:
-                raise InputError(path, None, "corrupt gzip data: truncated file")
-            rest = inflater.unused_data
-            if rest and rest[:2] != GZIP_MAGIC:
+        while at < end:
+            if at and data[at : at + 2] != GZIP_MAGIC:
                 break  # trailing garbage after the last member, as gzip -d tolerates
+            inflater = zlib.decompressobj(wbits=31)
+            while not inflater.eof:
+                if at >= end:
+                    raise InputError(path, None, "corrupt gzip data: truncated file")
+                pending = data[at : at + _GZIP_INPUT]
+                at += len(pending)
+                while pending:
+                    block = inflater.decompress(pending, size)
+                    total += len(block)
+                    if total > limit:
+                        raise InputError(
+                            path,
+                            None,
+                            f"decompresses to more than {limit >> 20} MiB, half of this "
+                            "machine's memory; decompress it elsewhere or split it",
+                        )
+                    if block:
+                        yield block
+                    pending = inflater.unconsumed_tail
+                    if inflater.eof:
+                        break
+            at -= len(inflater.unused_data)  # the bytes after this member
     except zlib.error as error:
         raise InputError(path, None, f"corrupt gzip data: {error}") from None
-    return b"".join(parts)
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:

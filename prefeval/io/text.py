@@ -34,7 +34,7 @@ from .columns import (
     first_uncastable,
     qrels_rows,
 )
-from .source import PARQUET_MAGIC, run_name, strip_bom
+from .source import GZIP_MAGIC, PARQUET_MAGIC, gunzip_blocks, let_go, run_name, strip_bom
 
 np = lazy_loader.load("numpy")
 
@@ -97,19 +97,22 @@ class Fields:
     errors: FirstError
 
 
-def split_fields(data: bytes, path: str, wanted: int, exact: bool, what: str, parse=None) -> Fields:
+def split_fields(
+    data: bytes, path: str, wanted: int, exact: bool, what: str, parse=None, file_start: bool = True
+) -> Fields:
     """Split text into lines (:func:`line_ends`) and fields as ``bytes.split()`` does
     (any run of ASCII whitespace), with Arrow's string kernels over all lines at once.
 
-    A leading BOM is dropped.  Every data line needs at least ``wanted`` fields; with
-    ``exact`` no more (qrels), else the rest are ignored (runs: tag and beyond, as
-    trec_eval does).  A line with a NUL byte or invalid UTF-8 is an error, after any
-    error on an earlier line: ``parse`` (the caller) is run on the text before it.
+    A leading BOM is dropped (where ``data`` starts the file: ``file_start``).  Every data
+    line needs at least ``wanted`` fields; with ``exact`` no more (qrels), else the rest
+    are ignored (runs: tag and beyond, as trec_eval does).  A line with a NUL byte or
+    invalid UTF-8 is an error, after any error on an earlier line: ``parse`` (the
+    caller) is run on the text before it.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    data = strip_bom(data)
+    data = strip_bom(data) if file_start else data
     problem = _text_problem(data)
     if problem is not None:
         start, message = problem
@@ -282,12 +285,7 @@ def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> Ru
         if first_duplicate(qcode, dcode) is None:
             found = None if kcode is None else (known, kcode)
             return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
-    fields = split_fields(
-        data, path, 5, False, "qid iter docno rank score [tag]", lambda d, p: parse_run(d, p)
-    )
-    qid = small_strings(fields.columns[0])
-    docno = small_strings(fields.columns[2])
-    score = _numbers(fields.columns[4], fields, "score")
+    fields, qid, docno, score = _split_run(data, path, True, lambda d, p: parse_run(d, p))
     qcode, qvalues = dictionary_codes(qid)
     dcode, dvalues, kcode = dictionary_codes_with(docno, known)
     duplicate = duplicate_message(
@@ -298,3 +296,80 @@ def parse_run(data: bytes, path: str, name: str | None = None, known=None) -> Ru
     fields.errors.check()
     found = None if kcode is None else (known, kcode)
     return RunColumns(name, path, qid, docno, score, dcode, dvalues, qcode, qvalues, found)
+
+
+def _split_run(data: bytes, path: str, file_start: bool, parse=None):
+    """(:class:`Fields`, query ids, docnos, scores) of run text by :func:`split_fields`,
+    the problems of its lines and scores in the fields' errors, not yet raised."""
+    fields = split_fields(
+        data, path, 5, False, "qid iter docno rank score [tag]", parse, file_start
+    )
+    qid = small_strings(fields.columns[0])
+    docno = small_strings(fields.columns[2])
+    return fields, qid, docno, _numbers(fields.columns[4], fields, "score")
+
+
+# --------------------------------------------------------------------------- runs in pieces
+
+
+def run_pieces(raw, path: str, size: int):
+    """(query ids, docnos, scores) of a run file's text, piece by piece: its stored bytes
+    ``raw`` (plain, or gzip-compressed and decompressed as they are read) cut after a
+    line end once about ``size`` bytes are gathered, each piece cut into fields as
+    :func:`parse_run` cuts a whole file (the problems of its lines raised; a document
+    twice for a query is the caller's to find, :mod:`prefeval.io.spill`)."""
+    first = True
+    for piece in _line_pieces(_text_blocks(raw, path, size), size):
+        regular = _regular_columns(strip_bom(piece) if first else piece)
+        if regular is None:
+            fields, *regular = _split_run(piece, path, first)
+            fields.errors.check()
+        first = False
+        yield regular
+
+
+def _text_blocks(raw, path: str, size: int):
+    """The text of a stored run file in blocks of about ``size`` bytes (decompressed as
+    they are read when gzip-compressed; a compressed Parquet file an error)."""
+    if raw[:2] == GZIP_MAGIC:
+        first = True
+        for block in gunzip_blocks(raw, path, size):
+            if first and block.startswith(PARQUET_MAGIC):
+                raise InputError(path, None, "a gzip-compressed Parquet file?")  # read whole
+            first = False
+            yield block
+            let_go(raw)
+        return
+    for at in range(0, len(raw), size):
+        yield bytes(raw[at : at + size])
+        let_go(raw)  # the pages of a mapped file read so far: not held till the end
+
+
+def _line_pieces(blocks, size: int):
+    """``blocks`` of text regrouped into pieces of whole lines (each cut after a
+    ``\\n``; a line never split, so a CRLF neither), of at least ``size`` bytes but the
+    last."""
+    held: list[bytes] = []
+    count = 0
+    for block in blocks:
+        held.append(block)
+        count += len(block)
+        if count < size:
+            continue
+        end = block.rfind(b"\n")
+        if end < 0:
+            continue  # no line end in this block: gather on
+        data = b"".join(held)
+        cut = count - len(block) + end + 1
+        yield data[:cut]
+        rest = data[cut:]
+        del data
+        held, count = ([rest], len(rest)) if rest else ([], 0)
+    if count:
+        yield b"".join(held)
+
+
+def rows_estimate(raw) -> int:
+    """An upper estimate of the lines of a run file from its stored size: 32 bytes a line
+    (a TREC run line has more), gzip-compressed text 8 times its stored size."""
+    return len(raw) * (8 if raw[:2] == GZIP_MAGIC else 1) // 32

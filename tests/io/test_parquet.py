@@ -642,21 +642,24 @@ GROUPED = {
 @pytest.mark.parametrize("layout", GROUPED)
 def test_many_run_table_batch_by_batch(layout, batch, max_docs, monkeypatch, tmp_path):
     """A many-run table is reduced batch by batch when each (run, query)'s rows are
-    consecutive, else run by run; either way, for any batch size, the positions and
-    so the output equal the text runs'."""
+    consecutive, else spilled to temporary files by query (issue 24 item 3: never run
+    by run, each run whole); either way, for any batch size, the positions and so the
+    output equal the text runs'."""
     from prefeval.io import parquet
 
     change, grouped = GROUPED[layout]
     monkeypatch.setattr(parquet, "BATCH_ROWS", batch)
-    by_run = []
-    table_run = parquet.table_run
+    by_run, spilled = [], []
+    table_run, spilled_runs = parquet.table_run, parquet.spilled_runs
     monkeypatch.setattr(parquet, "table_run", lambda *a: by_run.append(a) or table_run(*a))
+    monkeypatch.setattr(parquet, "spilled_runs", lambda *a: spilled.append(a) or spilled_runs(*a))
     table = write(change(all_runs()), tmp_path / "t.parquet", row_group_size=300)
     kw = dict(per_query=True, summary=True, notify=None, max_docs=max_docs)
     got = prefeval.compare(QRELS, table, **kw)
     assert got.equals(prefeval.compare(QRELS, RUNS, **kw))
     assert len(got) > 1000
-    assert (len(by_run) == 0) == grouped, len(by_run)
+    assert len(by_run) == 0
+    assert (len(spilled) == 0) == grouped, len(spilled)
 
 
 def test_many_run_table_errors_cite_file_rows(monkeypatch, tmp_path):

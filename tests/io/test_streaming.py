@@ -1,0 +1,311 @@
+"""A large run file read in pieces and spilled by query (prefeval.io.spill, issue 24
+item 3) gives the positions of the whole file's read, whatever its layout (one Parquet
+file per run, text, gzip, CRLF, rows in any order), leaves no file behind, and reports a
+problem as the whole read does."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prefeval.core.errors import InputError
+from prefeval.core.positions import run_positions
+from prefeval.engine.local import load_runs, streamed_positions
+from prefeval.io.runs import read_qrels, read_run, resolve_runs
+from prefeval.io.spill import Streaming
+
+REPO = Path(__file__).resolve().parents[2]
+QRELS = "\n".join(
+    f"q{q} 0 d{d} {(q + d) % 3}" for q in range(5) for d in range(12) if (q * d) % 4 != 1
+)
+#: pieces and partitions of a few rows: every run here is read in many pieces
+TINY = Streaming(above=0, piece_rows=7, piece_bytes=64, part_rows=9, max_parts=5)
+
+
+def relevant(folder: Path):
+    path = folder / "qrels.txt"
+    path.write_text(QRELS + "\n")
+    return read_qrels(str(path)).relevant(None)
+
+
+def the_run(path: str):
+    (run,) = resolve_runs([path]).values()
+    return run
+
+
+def same(got, want) -> None:
+    for field in ("doc", "rank", "retrieved"):
+        a, b = getattr(got, field), getattr(want, field)
+        assert a.dtype == b.dtype and a.tolist() == b.tolist(), field
+
+
+rows = st.lists(
+    st.tuples(
+        st.integers(0, 6),  # query: q5 and q6 are not evaluated
+        st.integers(0, 14),  # document: d12 to d14 are judged nowhere
+        st.sampled_from([0.5, 1.0, 1.0, 2.25, -3.0, 7.0]),  # ties, often
+    ),
+    max_size=60,
+    unique_by=lambda row: row[:2],
+)
+
+
+def text_of(run_rows, crlf: bool, bom: bool, spaces: bool, comments: bool) -> bytes:
+    end = "\r\n" if crlf else "\n"
+    gap = "  " if spaces else " "
+    lines = []
+    for k, (q, d, s) in enumerate(run_rows):
+        if comments and k % 5 == 0:
+            lines.append("# a comment" if k % 2 else "")
+        lines.append(gap.join([f"q{q}", "Q0", f"d{d}", str(k + 1), repr(s), "tag"]))
+    text = end.join(lines) + (end if lines else "")
+    return (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows,
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(1, 40),
+    st.integers(1, 5),
+)
+def test_text_in_pieces_is_the_whole_read(
+    run_rows, crlf, bom, spaces, comments, compressed, piece_bytes, parts
+):
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        rel = relevant(folder)
+        data = text_of(run_rows, crlf, bom, spaces, comments)
+        path = folder / ("run.gz" if compressed else "run")
+        path.write_bytes(gzip.compress(data) if compressed else data)
+        want = run_positions(read_run(str(path)), rel)
+        small = Streaming(above=0, piece_bytes=piece_bytes, part_rows=1, max_parts=parts)
+        got = streamed_positions(the_run(str(path)), rel, None, small)
+        assert got is not None
+        same(got, want)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows, st.integers(1, 20), st.integers(1, 30), st.integers(1, 5), st.booleans())
+def test_parquet_in_pieces_is_the_whole_read(run_rows, group, piece_rows, parts, numbers):
+    """One Parquet file per run, rows in any order (hypothesis' order), row groups and
+    pieces of any size, ids as strings or integers."""
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        rel = relevant(folder)
+        qid = [q for q, _, _ in run_rows]
+        table = pa.table(
+            {
+                "query_id": pa.array(qid, pa.int64())
+                if numbers
+                else pa.array([f"q{q}" for q in qid], pa.string()),
+                "doc_id": pa.array([f"d{d}" for _, d, _ in run_rows], pa.string()),
+                "score": pa.array([s for _, _, s in run_rows], pa.float64()),
+            }
+        )
+        path = folder / "run.parquet"
+        pq.write_table(table, path, row_group_size=group)
+        want = run_positions(read_run(str(path)), rel)
+        small = Streaming(above=0, piece_rows=piece_rows, part_rows=1, max_parts=parts)
+        got = streamed_positions(the_run(str(path)), rel, 3 if numbers else None, small)
+        if numbers:
+            want = run_positions(read_run(str(path)), rel, 3)
+        assert got is not None
+        same(got, want)
+
+
+def layouts(folder: Path) -> list[str]:
+    """A run of 400 rows in four layouts: text in query order, text shuffled with CRLF,
+    gzip, one Parquet file with its rows shuffled."""
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(
+        [(f"q{q}", f"d{d}", float(rng.integers(0, 6))) for q in range(20) for d in range(20)],
+        columns=["query_id", "doc_id", "score"],
+    )
+    lines = [f"{q} Q0 {d} 1 {s} r" for q, d, s in frame.itertuples(index=False)]
+    shuffled = [lines[k] for k in rng.permutation(len(lines))]
+    (folder / "sorted").write_text("\n".join(lines) + "\n")
+    (folder / "crlf").write_bytes(("\r\n".join(shuffled) + "\r\n").encode())
+    (folder / "zipped.gz").write_bytes(gzip.compress(("\n".join(shuffled) + "\n").encode()))
+    pq.write_table(
+        pa.Table.from_pandas(frame.sample(frac=1, random_state=3), preserve_index=False),
+        folder / "rows.parquet",
+        row_group_size=13,
+    )
+    return [str(folder / name) for name in ("sorted", "crlf", "zipped.gz", "rows.parquet")]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_load_runs_in_pieces_is_the_whole_read(tmp_path, jobs):
+    rel = relevant(tmp_path)
+    paths = layouts(tmp_path)
+    want = load_runs(paths, rel, notify=None, jobs=jobs)
+    got = load_runs(paths, rel, notify=None, jobs=jobs, streaming=TINY)
+    assert [p.name for p in got] == [p.name for p in want]
+    for a, b in zip(got, want):
+        same(a, b)
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """The folder of temporary files (``tempfile``'s), watched: the spill writes there."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_no_file_remains_after_success(tmp_path, scratch, monkeypatch):
+    rel = relevant(tmp_path)
+    seen = []
+    real = tempfile.TemporaryDirectory
+
+    def watched(*args, **kw):
+        made = real(*args, **kw)
+        seen.append(made.name)
+        return made
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", watched)
+    load_runs(layouts(tmp_path), rel, notify=None, streaming=TINY)
+    assert len(seen) == 4 and all(Path(name).parent == scratch for name in seen)
+    assert os.listdir(scratch) == []
+
+
+FLAWS = {
+    # a document twice for a query, in two pieces: found by the spilled partition
+    "duplicate across pieces": lambda lines: [*lines, lines[3]],
+    # a malformed line late in the file, after a duplicate across pieces: the whole
+    # read's order of problems (the earlier line first)
+    "duplicate, then a bad score": lambda lines: [*lines[:300], lines[3], *lines[300:350],
+                                                  "q1 Q0 dx 1 high r", *lines[350:]],
+    "bad score, then a duplicate": lambda lines: [*lines[:5], "q1 Q0 dx 1 high r",
+                                                  *lines[5:], lines[200]],
+    "too few columns at the end": lambda lines: [*lines, "q1 Q0 dz 1"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("flaw", FLAWS)
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_problem_is_reported_as_the_whole_read_does(tmp_path, scratch, flaw, compressed):
+    rel = relevant(tmp_path)
+    lines = (tmp_path / layouts(tmp_path)[0]).read_text().splitlines()
+    data = ("\n".join(FLAWS[flaw](lines)) + "\n").encode()
+    path = tmp_path / ("flawed.gz" if compressed else "flawed")
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    with pytest.raises(InputError) as whole:
+        load_runs([str(path)], rel, notify=None)
+    with pytest.raises(InputError) as pieces:
+        load_runs([str(path)], rel, notify=None, streaming=TINY)
+    assert str(pieces.value) == str(whole.value)
+    assert str(whole.value).startswith(f"{path}:")
+    assert os.listdir(scratch) == []
+
+
+def test_a_parquet_problem_is_reported_as_the_whole_read_does(tmp_path, scratch):
+    """A missing score in a late row group and a document twice in an early one: the
+    whole read checks every score first, so reports the score."""
+    rel = relevant(tmp_path)
+    path = layouts(tmp_path)[3]
+    table = pq.read_table(path)
+    frame = table.to_pandas()
+    frame = pd.concat([frame.iloc[:20], frame.iloc[5:6], frame.iloc[20:]], ignore_index=True)
+    frame.loc[390, "score"] = None
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=13)
+    with pytest.raises(InputError) as whole:
+        load_runs([path], rel, notify=None)
+    with pytest.raises(InputError) as pieces:
+        load_runs([path], rel, notify=None, streaming=TINY)
+    assert str(pieces.value) == str(whole.value) == f"{path}: row 391: missing score"
+    assert os.listdir(scratch) == []
+
+
+def test_interrupted_reading_leaves_no_file(tmp_path, scratch):
+    """An interrupt (KeyboardInterrupt) in the middle of the first pass: the spill's
+    folder is removed all the same."""
+    rel = relevant(tmp_path)
+    run = the_run(layouts(tmp_path)[1])
+    from prefeval.io import spill
+
+    def pieces():
+        rows = pa.array(["q1", "q2"]), pa.array(["d1", "d2"]), np.array([1.0, 2.0])
+        yield rows
+        assert os.listdir(scratch)  # the first piece written
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        spill.spilled_positions(run.name, run.path, pieces(), rel, None, 3)
+    assert os.listdir(scratch) == []
+
+
+MEMORY = """
+import sys
+import pyarrow as pa
+from prefeval.engine.local import load_runs
+from prefeval.io.runs import read_qrels
+from prefeval.io.spill import Streaming
+rel = read_qrels(sys.argv[1]).relevant(None)
+streaming = Streaming(above=0, piece_rows=20_000, piece_bytes=1 << 20, part_rows=20_000)
+kw = {"streaming": streaming} if sys.argv[3] == "pieces" else {}
+load_runs([sys.argv[2]], rel, notify=None, jobs=1, **kw)
+print(pa.default_memory_pool().max_memory())
+"""
+
+
+@pytest.mark.parametrize("kind", ["text", "parquet"])
+def test_memory_is_bounded_by_a_piece(tmp_path, kind):
+    """Arrow's peak allocation reading a run of 300,000 rows (in a fresh process each):
+    in pieces of 20,000 rows, a fraction of the whole file's read."""
+    rng = np.random.default_rng(1)
+    n_users, per = 15_000, 20
+    qid = np.repeat([f"user{u:06d}" for u in range(n_users)], per)
+    doc = [f"item{d:07d}" for d in rng.integers(0, 10**6, n_users * per)]
+    frame = pd.DataFrame({"query_id": qid, "doc_id": doc, "score": rng.random(n_users * per)})
+    frame = frame.drop_duplicates(["query_id", "doc_id"]).sample(frac=1, random_state=2)
+    (tmp_path / "qrels.txt").write_text(
+        "".join(f"{q} 0 {d} 1\n" for q, d in frame[["query_id", "doc_id"]].iloc[::7].values)
+    )
+    if kind == "text":
+        path = tmp_path / "run"
+        path.write_text(
+            "".join(f"{q} Q0 {d} 1 {s!r} r\n" for q, d, s in frame.itertuples(index=False))
+        )
+    else:
+        path = tmp_path / "run.parquet"
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+
+    def peak(how: str) -> int:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        done = subprocess.run(
+            [sys.executable, "-c", MEMORY, str(tmp_path / "qrels.txt"), str(path), how],
+            capture_output=True, text=True, env=env, check=True,
+        )  # fmt: skip
+        return int(done.stdout.split()[-1])
+
+    whole, pieces = peak("whole"), peak("pieces")
+    assert pieces < whole / 3, (pieces, whole)
+
+
+def test_no_room_for_temporary_files_reads_whole(tmp_path, monkeypatch):
+    """A temporary folder that cannot be written: the run is read whole, as before."""
+    rel = relevant(tmp_path)
+    paths = layouts(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    got = load_runs(paths, rel, notify=None, streaming=TINY)
+    for a, b in zip(got, load_runs(paths, rel, notify=None)):
+        same(a, b)
