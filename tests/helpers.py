@@ -288,3 +288,17 @@ def screen(data: bytes) -> list[str]:
     while lines and not lines[-1]:
         lines.pop()
     return lines
+
+
+#: the Web 2012 runs of ../shared/data/web2012, by name (file name, suffix dropped), in
+#: the order of their files
+WEB2012_RUN_NAMES = [
+    "ql-cata-filtered",
+    "ql-cata",
+    "ql-catb-filtered",
+    "ql-catb",
+    "rm-cata-filtered",
+    "rm-cata",
+    "rm-catb-filtered",
+    "rm-catb",
+]

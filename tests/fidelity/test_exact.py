@@ -28,20 +28,11 @@ from itertools import combinations
 
 import oracle
 import pytest
+from helpers import WEB2012_RUN_NAMES as RUN_NAMES
 from helpers import invoke, read_tsv
 
 import prefeval
 
-RUN_NAMES = [
-    "ql-cata-filtered",
-    "ql-cata",
-    "ql-catb-filtered",
-    "ql-catb",
-    "rm-cata-filtered",
-    "rm-cata",
-    "rm-catb-filtered",
-    "rm-catb",
-]
 PAIRS = list(combinations(RUN_NAMES, 2))  # run_a before run_b, command-line order
 
 # name -> (qrels, relevance level, binary); the level None means grade > 0

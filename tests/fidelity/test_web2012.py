@@ -13,19 +13,10 @@ from pathlib import Path
 import oracle
 import pandas as pd
 import pytest
+from helpers import WEB2012_RUN_NAMES as RUN_NAMES
 from helpers import invoke, tsv_to_dict
 
 TOL = 1e-9
-RUN_NAMES = [
-    "ql-cata-filtered",
-    "ql-cata",
-    "ql-catb-filtered",
-    "ql-catb",
-    "rm-cata-filtered",
-    "rm-cata",
-    "rm-catb-filtered",
-    "rm-catb",
-]
 
 
 @pytest.fixture(scope="module")
