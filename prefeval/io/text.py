@@ -196,6 +196,19 @@ def parse_qrels(data: bytes, path: str) -> QrelsRows:
 # --------------------------------------------------------------------------- runs
 
 
+def _arrow_owned(data: bytes):
+    """A copy of ``data`` in Arrow's own memory, for Arrow's streaming CSV reader. That
+    reader reads ahead on Arrow's IO threads, and a buffer wrapping a Python object
+    (``pa.py_buffer``) released there must take the GIL: at interpreter exit that aborts
+    the process ("terminate called without an active exception", a command's exit status
+    -6 after its output); an Arrow-owned buffer is released without Python."""
+    import pyarrow as pa
+
+    owned = pa.allocate_buffer(len(data))
+    np.frombuffer(owned, dtype=np.uint8)[:] = np.frombuffer(data, dtype=np.uint8)
+    return owned
+
+
 def _regular_columns(data: bytes):
     """(qid, docno, score) columns by Arrow's CSV reader (multi-threaded) when
     every line is a regular single-space line of 5 or of 6 fields; None otherwise.
@@ -230,7 +243,7 @@ def _regular_columns(data: bytes):
     try:
         # streamed in blocks of 16 MiB: only the three kept columns grow with the file
         reader = pacsv.open_csv(
-            pa.py_buffer(data),
+            _arrow_owned(data),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(
                 delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=True
