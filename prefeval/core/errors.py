@@ -12,6 +12,12 @@ class InputError(ValueError):
         self.message = message
         super().__init__(str(self))
 
+    def __reduce__(self):
+        """Pickled with its three fields (the default would call ``__init__`` with the
+        message alone): an error raised on a Dask worker or in another process arrives
+        whole."""
+        return type(self), (self.path, self.line, self.message)
+
     def __str__(self) -> str:
         if self.line is None:
             return f"{self.path}: {self.message}"

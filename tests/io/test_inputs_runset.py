@@ -321,3 +321,13 @@ def test_api_dict_names_runs(tmp_path):
     assert table.run.tolist() == ["bm25", "dense"]
     with pytest.raises(InputError, match="two runs are named 'run'"):
         prefeval.compare(QRELS, [a, b])
+
+
+def test_input_error_pickles_whole():
+    """An InputError raised in another process (a Dask worker) arrives with its path, line
+    and message (the default pickling called __init__ with the message alone: TypeError)."""
+    from prefeval.core.errors import InputError
+
+    error = pickle.loads(pickle.dumps(InputError("runs/a.txt", 7, "a bad score")))
+    assert (error.path, error.line, error.message) == ("runs/a.txt", 7, "a bad score")
+    assert str(error) == "runs/a.txt:7: a bad score"
