@@ -25,7 +25,8 @@ scratch file, removed after), and, where Dask is installed, ``compare --engine d
 local cluster of N single-threaded worker processes (N the largest of ``--jobs``;
 started before and not timed; the CPU and peak RSS are the client's) and on the
 engine's own cluster (started by the command, timed; the whole process tree).  Wall
-time, CPU (user + system) and peak RSS come from :class:`harness.Timer` (GNU time, or
+time (median, and each repeat's), CPU (user + system), peak RSS and the other load (CPUs
+kept busy by other processes meanwhile, on average) come from :class:`harness.Timer` (GNU time, or
 getrusage of the child; with psutil the summed RSS of the process tree).  Then the randomized HSD's
 kernel: ``hsd_pvalues`` on a random ``--hsd-users`` x 10 matrix, ns of CPU and of wall
 per (user, run, trial) at -j 1 and at the largest N.  It prints a Markdown table with
@@ -407,13 +408,14 @@ def main(argv: list[str] | None = None) -> int:
         "(peak RSS: the largest); cache off; total "
         f"{time.perf_counter() - started:.0f} s",
         "",
-        "| layout | command | wall s | CPU s | peak RSS MiB | x floor (same N) | x `-j 1` |",
-        "|---|---|---|---|---|---|---|",
+        "| layout | command | wall s | CPU s | peak RSS MiB | x floor (same N) | x `-j 1` "
+        "| wall s, each repeat | other load |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, (layout, label, _cmd) in rows.items():
         res = results[key]
         if not res.ok:
-            lines.append(f"| {layout} | {label} | failed: {res.error} | | | | |")
+            lines.append(f"| {layout} | {label} | failed: {res.error} | | | | | | |")
             continue
         n = key.rsplit(" ", 1)[-1]
         floor = results.get(f"{layout} floor {n if n.isdigit() else max(jobs)}")
@@ -421,9 +423,11 @@ def main(argv: list[str] | None = None) -> int:
         vs_floor = res.median / floor.median if floor and floor.ok and "floor" not in key else None
         speedup = one.median / res.median if one and one.ok and "floor" not in key else None
         rss = res.rss_mib
+        each = ", ".join(f"{s.wall:.1f}" for s in res.samples)
         lines.append(
             f"| {layout} | {label} | {_fmt(res.median)} | {_fmt(res.median_of('cpu'))} | "
-            f"{_fmt(rss, 0)} | {_fmt(vs_floor)} | {_fmt(speedup)} |"
+            f"{_fmt(rss, 0)} | {_fmt(vs_floor)} | {_fmt(speedup)} | {each} | "
+            f"{_fmt(res.median_of('others'), 1)} |"
         )
     sizes = {
         "table": f"recsys-xl {args.users:,} users x {XL_RUNS} runs x 20 items, one Parquet table",
