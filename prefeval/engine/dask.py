@@ -248,8 +248,8 @@ def _partition_task(
     files = run_files or {}
     reduced: dict = {}
     for found in texts:
-        if isinstance(found, _Unreadable):
-            raise InputError(found.path, found.line, found.message)
+        if isinstance(found, InputError):
+            raise found
         reduced[found.name] = found
     read_here = [name for name in run_names if name not in reduced]
     by_run: dict[str, list] = {name: [] for name in read_here}
@@ -310,13 +310,13 @@ def _text_positions(source: _TextInput, relevant, parts: list[range], max_docs) 
     evaluated judgments ``relevant`` (as the local engine reduces it), split by partition
     of ``parts``: per partition its :class:`~prefeval.core.positions.RunPositions`, the
     documents numbered from 0 in the partition; or, for a run that cannot be read, the
-    :class:`~prefeval.core.errors.InputError` the local engine raises, as an
-    :class:`_Unreadable` (the partitions raise the first in run order)."""
+    :class:`~prefeval.core.errors.InputError` the local engine raises, as a value (the
+    partitions raise the first in run order)."""
     try:
         run = Run(source.name, source.kind, source.shown, stored(source.path))
         positions = run_positions(run.read(known=relevant.docnos()), relevant, max_docs)
     except InputError as error:
-        return [_Unreadable(error.path, error.line, error.message)] * len(parts)
+        return [error] * len(parts)
     out = []
     for part in parts:
         lo, hi = int(relevant.offsets[part.start]), int(relevant.offsets[part.stop])
@@ -328,16 +328,6 @@ def _text_positions(source: _TextInput, relevant, parts: list[range], max_docs) 
             )
         )  # fmt: skip
     return out
-
-
-@dataclass
-class _Unreadable:
-    """An :class:`~prefeval.core.errors.InputError` as a value a task hands to another
-    (on another worker: the error itself does not unpickle)."""
-
-    path: str
-    line: int | None
-    message: str
 
 
 def _read_units(reads: list, pieces: list) -> list:

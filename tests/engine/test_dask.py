@@ -1046,5 +1046,6 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
     relevant = read_qrels(SAMPLE / "qrels.txt").relevant(None)
     source = dist._TextInput(str(flawed[0]), flawed[0].name, "bad0", "text")
     got = dist._text_positions(source, relevant, [range(relevant.n_queries)], None)
-    assert pickle.loads(pickle.dumps(got)) == got
+    back = pickle.loads(pickle.dumps(got))
+    assert [(e.path, e.line, e.message) for e in back] == [(e.path, e.line, e.message) for e in got]
     assert (got[0].path, got[0].line) == ("input.bad0", 1001)
