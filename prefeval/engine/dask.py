@@ -595,7 +595,8 @@ def _client(scheduler: str | None, fetcher: bool = False):
                 raise
             # a worker process that cannot start (a process or memory limit...)
             raise SystemLimitError(f"cannot start a local Dask cluster ({error})") from None
-        raise ValueError(f"--scheduler {scheduler}: cannot connect ({error})") from None
+        detail = str(error) or type(error).__name__  # Dask's timeouts come without a text
+        raise ValueError(f"--scheduler {scheduler}: cannot connect ({detail})") from None
 
 
 #: tasks per worker thread that :meth:`DaskEngine.blocks` makes of its items (a few, so
