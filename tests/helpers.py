@@ -167,6 +167,19 @@ def bad_parquet_inputs(folder: Path) -> dict[str, tuple[str, Path, str]]:
         table = pa.table({"query_id": ["1"] * 24, "doc_id": docs, **columns})
         path = bad_dictionary_parquet(folder / f"{kind}-bad-index.parquet", table, "doc_id")
         out[f"{kind}-bad-index"] = (kind, path, "not a readable Parquet file: Index not in")
+    # a run column as pyarrow writes it (dictionary-encoded), read as a dictionary for
+    # the run names: a flaw in a value in use is told at its first row
+    table = pa.table({"run": [f"r{k // 8}" for k in range(24)], "query_id": ["1"] * 24,
+                      "doc_id": [f"d{k}" for k in range(24)], "score": [1.0] * 24})  # fmt: skip
+    path = bad_dictionary_parquet(folder / "runs-bad-index.parquet", table, "run")
+    out["runs-bad-index"] = ("runs", path, "not a readable Parquet file: Index not in")
+    for flaw, value, fragment in (("empty", "", "row 10: empty run name"),
+                                  ("missing", None, "row 10: missing run name")):  # fmt: skip
+        names = [f"r{k // 8}" for k in range(24)]
+        names[9] = value
+        path = folder / f"runs-{flaw}-name.parquet"
+        pq.write_table(table.set_column(0, "run", pa.array(names, pa.string())), path)
+        out[f"runs-{flaw}-name"] = ("runs", path, fragment)
     return out
 
 

@@ -52,13 +52,16 @@ pd = lazy_loader.load("pandas")
 np = lazy_loader.load("numpy")
 
 
-def _file(data, path: str):
-    """The ParquetFile of a file's stored bytes (bytes or a memory map, not copied)."""
+def _file(data, path: str, dictionary: tuple = ()):
+    """The ParquetFile of a file's stored bytes (bytes or a memory map, not copied); the
+    string columns ``dictionary`` are read as Arrow dictionaries (as they are stored)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
+        return pq.ParquetFile(
+            pa.BufferReader(pa.py_buffer(data)), read_dictionary=list(dictionary) or None
+        )
     except (pa.ArrowException, OSError, ValueError) as error:
         raise unreadable(path, error) from None
 
@@ -287,20 +290,21 @@ def unreadable(path: str, error: BaseException) -> InputError:
     return InputError(path, None, f"not a readable Parquet file: {' '.join(str(error).split())}")
 
 
-def open_parquet(path: str, data=None):
+def open_parquet(path: str, data=None, dictionary: tuple = ()):
     """The ParquetFile of a path (reading only what is asked of it later), or of the
     file's stored bytes ``data`` when given (:func:`prefeval.io.source.stored`: a stream's
-    bytes or a file's memory map, the path only cited)."""
+    bytes or a file's memory map, the path only cited); ``dictionary``: see
+    :func:`_file`."""
 
     if data is None:
         data = read_raw(path) if is_stream(path) else None
     if data is not None:
-        return _file(data, path)
+        return _file(data, path, dictionary)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, read_dictionary=list(dictionary) or None)
     except (pa.ArrowException, OSError, ValueError) as error:
         raise unreadable(path, error) from None
 
@@ -364,14 +368,19 @@ def _chunk_batches(
 
 
 def _batches(
-    path: str, columns: list[str], data=None, threads: bool = True, rows: int | None = None
+    path: str,
+    columns: list[str],
+    data=None,
+    threads: bool = True,
+    rows: int | None = None,
+    dictionary: tuple = (),
 ):
     """(file row of the first row, RecordBatch) of ``columns``, ``rows`` (default
     :data:`BATCH_ROWS`) at a time, in file order (on Arrow's threads when ``threads``,
     see :func:`_chunk_batches`)."""
     import pyarrow as pa
 
-    pfile = open_parquet(path, data)
+    pfile = open_parquet(path, data, dictionary)
 
     def read():
         for groups in _row_group_chunks(pfile, rows):
@@ -390,30 +399,54 @@ def _batches(
         offset += batch.num_rows
 
 
-def _checked(path: str, columns: list[str], offset: int, batch) -> tuple:
+def _checked(path: str, columns: list[str], offset: int, batch, cuts: bool = False) -> tuple:
     """(offset, run names, query ids, docnos, scores) of one batch of a many-run table,
-    each column checked (rows in errors counted in the whole file)."""
+    each column checked (rows in errors counted in the whole file); with ``cuts``, then
+    its :func:`_group_cuts`."""
     run, query, doc, score = columns
-    return (
+    names = ids(batch.column(0), "run name", path, name=run, offset=offset)
+    qid = ids(batch.column(1), "query id", path, name=query, offset=offset)
+    checked = (
         offset,
-        ids(batch.column(0), "run name", path, name=run, offset=offset),
-        ids(batch.column(1), "query id", path, name=query, offset=offset),
+        names,
+        qid,
         ids(batch.column(2), "document id", path, name=doc, offset=offset),
         numbers(batch.column(3), "score", path, name=score, offset=offset),
     )
+    return (*checked, _group_cuts(names, qid)) if cuts else checked
+
+
+def _group_cuts(names, qid) -> tuple[int, int]:
+    """(first row of the second (run, query) group of a batch, first row of its last
+    group): (0, 0) for a batch of one group (rows in a group are consecutive; a group
+    seen again later is a group of its own here)."""
+    import pyarrow.compute as pc
+
+    if len(names) < 2:
+        return 0, 0
+    change = pc.or_(pc.not_equal(names[1:], names[:-1]), pc.not_equal(qid[1:], qid[:-1]))
+    breaks = np.flatnonzero(np.asarray(change, dtype=bool))
+    return (int(breaks[0]) + 1, int(breaks[-1]) + 1) if len(breaks) else (0, 0)
 
 
 def _run_rows(
-    path: str, columns: list[str], data=None, pool=None, ahead: int = 0, threads: bool = True
+    path: str,
+    columns: list[str],
+    data=None,
+    pool=None,
+    ahead: int = 0,
+    threads: bool = True,
+    cuts: bool = False,
 ):
     """(offset, run names, query ids, docnos, scores) of every batch of a many-run
-    table, each column checked (rows in errors counted in the whole file); with a
-    thread ``pool``, its chunks of row groups are read (each on one thread) and checked
-    on it, up to ``ahead`` ahead, and come (with their errors) in file order; without,
-    read on Arrow's threads when ``threads``."""
+    table, each column checked (rows in errors counted in the whole file), and with
+    ``cuts`` its :func:`_group_cuts`; with a thread ``pool``, its chunks of row groups
+    are read (each on one thread) and checked on it, up to ``ahead`` ahead, and come
+    (with their errors) in file order; without, read on Arrow's threads when
+    ``threads``."""
     if pool is None:
         for offset, batch in _batches(path, columns, data, threads):
-            yield _checked(path, columns, offset, batch)
+            yield _checked(path, columns, offset, batch, cuts)
         return
     import pyarrow as pa
 
@@ -427,7 +460,7 @@ def _run_rows(
         raise unreadable(path, error) from None
 
     def chunk_rows(chunk):
-        return _chunk_rows(path, columns, data, *chunk)
+        return _chunk_rows(path, columns, data, *chunk, cuts=cuts)
 
     for checked, error in _ordered(pool, ahead, chunk_rows, chunks):
         yield from checked
@@ -435,10 +468,13 @@ def _run_rows(
             raise error
 
 
-def _chunk_rows(path: str, columns: list[str], data, offset: int, groups: list[int]):
+def _chunk_rows(
+    path: str, columns: list[str], data, offset: int, groups: list[int], cuts: bool = False
+):
     """([checked batch, ...], the error that stopped the reading or None) of the row
     groups ``groups`` of a many-run table, their first row at file row ``offset``
-    (:func:`_checked`; a file of its own opened, for a thread of its own)."""
+    (:func:`_checked`, with ``cuts``; a file of its own opened, for a thread of its
+    own)."""
     import pyarrow as pa
 
     checked = []
@@ -453,7 +489,7 @@ def _chunk_rows(path: str, columns: list[str], data, offset: int, groups: list[i
                 return checked, None
             except (pa.ArrowException, OSError, ValueError) as error:
                 raise unreadable(path, error) from None
-            checked.append(_checked(path, columns, offset, batch))
+            checked.append(_checked(path, columns, offset, batch, cuts))
             offset += batch.num_rows
     except InputError as error:
         return checked, error
@@ -483,16 +519,41 @@ def _ordered(pool, ahead: int, work, items):
 
 def run_names(path: str, data=None) -> list[str]:
     """The run names in the run column of a many-run Parquet table, sorted (that column
-    only is read, batch by batch; ``data``: the file's stored bytes, see
-    :func:`open_parquet`)."""
-    import pyarrow.compute as pc
-
+    only is read, batch by batch, as a dictionary where it is stored as one; ``data``:
+    the file's stored bytes, see :func:`open_parquet`)."""
     column = find_column(list(open_parquet(path, data).schema_arrow.names), RUN, path)
     names: set[str] = set()
-    for offset, batch in _batches(path, [column], data):
-        values = ids(batch.column(0), "run name", path, name=column, offset=offset)
-        names.update(pc.unique(values).to_pylist())
+    for offset, batch in _batches(path, [column], data, dictionary=(column,)):
+        names.update(_distinct_ids(batch.column(0), "run name", path, column, offset))
     return sorted(names)
+
+
+def _distinct_ids(column, what: str, path: str, name: str, offset: int) -> list[str]:
+    """The distinct ids of a column, as :func:`ids` makes them: of a dictionary of
+    strings, the dictionary's values in use only are checked and made (a few values for
+    millions of rows); where one of them is wrong, or an index is, the whole column is,
+    so that the error names the row :func:`ids` names."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    kind = column.type
+    if (
+        pa.types.is_dictionary(kind)
+        and (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type))
+        and not column.null_count
+    ):
+        used = pc.unique(column.indices)
+        bounds = pc.min_max(used).as_py()
+        if bounds["min"] is None or 0 <= bounds["min"] <= bounds["max"] < len(column.dictionary):
+            try:
+                values = ids(column.dictionary.take(used), what, path, name=name)
+            except InputError:
+                pass
+            else:
+                return pc.unique(values).to_pylist()
+    return pc.unique(ids(column, what, path, name=name, offset=offset)).to_pylist()
 
 
 def _duplicate_rows(path, qid, docno, codes, rows, run_of=None) -> None:
@@ -627,36 +688,42 @@ def _grouped_positions(
 
 def _complete_groups(path: str, columns: list[str], data=None, pool=None, ahead: int = 0):
     """The rows of a many-run table (run names, query ids, docnos, scores, row numbers)
-    read batch by batch, cut after the last complete (run, query) group of a batch:
-    the group that may go on in the next batch is carried over to it (``pool``,
-    ``ahead``: see :func:`_run_rows`; read on this thread only without a pool)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    read batch by batch, in blocks of complete (run, query) groups: the last group of a
+    batch may go on in the next batch, so it is carried over and joined to that batch's
+    first group, a small block of its own; the rest of a batch is a block (slices, not
+    copies).  A batch's groups are found where it is read (:func:`_group_cuts`, on the
+    ``pool``'s threads: see :func:`_run_rows`; on this thread only without a pool)."""
     carry = None
-    rows_read = _run_rows(path, columns, data, pool, ahead, threads=False)
-    for offset, names, qid, docno, score in rows_read:
-        rows = np.arange(offset, offset + len(score), dtype=np.int64)
+    rows_read = _run_rows(path, columns, data, pool, ahead, threads=False, cuts=True)
+    for offset, names, qid, docno, score, (second, last) in rows_read:
+        if not len(score):
+            continue
+        batch = (names, qid, docno, score, np.arange(offset, offset + len(score), dtype=np.int64))
+        if last == 0:  # one group, which may go on before and after
+            carry = batch if carry is None else _joined(carry, batch)
+            continue
         if carry is not None:
-            names = pa.concat_arrays([carry[0], names])
-            qid = pa.concat_arrays([carry[1], qid])
-            docno = pa.concat_arrays([carry[2], docno])
-            score = np.concatenate([carry[3], score])
-            rows = np.concatenate([carry[4], rows])
-        # the last (run, query) may go on in the next batch: carry it over
-        last = len(score) - 1
-        same = (
-            pc.and_(pc.equal(names, names[last]), pc.equal(qid, qid[last])) if len(score) else None
-        )
-        tail = len(score)
-        if same is not None:
-            same = np.asarray(same, dtype=bool)
-            breaks = np.flatnonzero(~same)
-            tail = int(breaks[-1]) + 1 if len(breaks) else 0
-        yield names[:tail], qid[:tail], docno[:tail], score[:tail], rows[:tail]
-        carry = (names[tail:], qid[tail:], docno[tail:], score[tail:], rows[tail:])
+            yield _joined(carry, tuple(column[:second] for column in batch))
+        start = 0 if carry is None else second
+        if last > start:
+            yield tuple(column[start:last] for column in batch)
+        carry = tuple(column[last:] for column in batch)
     if carry is not None:
         yield carry
+
+
+def _joined(first: tuple, then: tuple) -> tuple:
+    """The rows of two blocks of :func:`_complete_groups` one after the other."""
+    import pyarrow as pa
+
+    names, qid, docno = (pa.concat_arrays([a, b]) for a, b in zip(first[:3], then[:3]))
+    return (
+        names,
+        qid,
+        docno,
+        np.concatenate([first[3], then[3]]),
+        np.concatenate([first[4], then[4]]),
+    )
 
 
 class _GroupedReduction:
