@@ -433,6 +433,7 @@ def matrix_partitions(
     pairs: np.ndarray | None = None,
     cells: int = PARTITION_CELLS,
     jobs: int = 1,
+    finish: Callable | None = None,
 ):
     """:func:`compute_cube` one query partition (:func:`query_ranges`) at a time, from the
     runs' :func:`~prefeval.core.positions.position_matrix` (the reduced runs themselves no
@@ -443,21 +444,26 @@ def matrix_partitions(
     ``jobs``: the threads computing partitions at once, each one partition (its blocks
     on ``jobs`` threads when it is the only one); the cubes come in query order, at most
     ``jobs`` computed ahead of the one the caller holds, so memory grows by at most one
-    partition per thread.  The cubes do not depend on ``jobs``."""
+    partition per thread.  The cubes do not depend on ``jobs``.  ``finish``: what is
+    yielded for each cube instead, made on the thread that computed it (so that the
+    caller's thread only merges)."""
     ranges = query_ranges(relevant.n_queries, len(names), len(measures), pairs, cells)
     workers = max(1, min(jobs, len(ranges)))
+    finish = finish or (lambda cube: cube)
 
-    def cube(part: range, progress=progress, threads=1) -> PreferenceCube:
-        return cube_from_matrix(
+    def cube(part: range, progress=progress, threads=1) -> tuple[int, object]:
+        """(queries of the partition, ``finish`` of its cube)."""
+        made = cube_from_matrix(
             matrix, names, relevant, measures, binary=binary, progress=progress, pairs=pairs,
             queries=part, threads=threads,
         )  # fmt: skip
+        return len(made.query_ids), finish(made)
 
     if workers == 1:
         for i, part in enumerate(ranges):
             if i:
                 release_free_memory()
-            yield cube(part, threads=jobs)
+            yield cube(part, threads=jobs)[1]
         return
     # the kernels release the GIL in their large numpy operations: threads share the
     # matrix (docs/architecture.md, "parallel local engine", on threads vs processes)
@@ -467,12 +473,12 @@ def matrix_partitions(
             for i, done in enumerate(
                 progress_bar(
                     cubes, desc="comparing runs", unit="query", enable=progress,
-                    total=relevant.n_queries, count=lambda c: len(c.query_ids),
+                    total=relevant.n_queries, count=lambda done: done[0],
                 )
             ):  # fmt: skip
                 if i:
                     release_free_memory()
-                yield done
+                yield done[1]
         finally:  # stopped early (an error, a closed output): the partitions not started
             cubes.close()  # are dropped
 
@@ -573,13 +579,10 @@ class LocalEngine:
         # users they weigh three times the matrix
         matrix = position_matrix(positions, relevant)
         del positions
-        parts.results = _computed(
-            matrix_partitions(
-                matrix, names, relevant, job.measures, binary=options.binary,
-                progress=options.progress, pairs=job.pairs, cells=options.partition_cells,
-                jobs=options.jobs,
-            ),
-            want,
+        parts.results = matrix_partitions(
+            matrix, names, relevant, job.measures, binary=options.binary,
+            progress=options.progress, pairs=job.pairs, cells=options.partition_cells,
+            jobs=options.jobs, finish=functools.partial(_computed, want=want),
         )  # fmt: skip
         return parts
 
@@ -588,10 +591,9 @@ def _one(result: PartitionResult):
     yield result
 
 
-def _computed(cubes, want: Want):
-    """The :class:`~prefeval.engine.job.PartitionResult` of each partition's cube."""
-    for cube in cubes:
-        yield partition_result(cube.both_directions() if want.both_directions else cube, want)
+def _computed(cube: PreferenceCube, want: Want) -> PartitionResult:
+    """The :class:`~prefeval.engine.job.PartitionResult` of a partition's cube."""
+    return partition_result(cube.both_directions() if want.both_directions else cube, want)
 
 
 def _cached_cube(key: str) -> PreferenceCube | None:

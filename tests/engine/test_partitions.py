@@ -158,10 +158,12 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
     calls = []
     partitioned = engine.matrix_partitions
 
-    def counted(*args, **kw):
-        for part in partitioned(*args, **kw):
-            calls.append(part.values.size)
-            yield part
+    def counted(*args, finish, **kw):
+        def counting(cube):  # each partition's cube, on the thread that made it
+            calls.append(cube.values.size)
+            return finish(cube)
+
+        yield from partitioned(*args, finish=counting, **kw)
 
     def whole_cube(*args, **kw):
         raise AssertionError("the whole cube was computed")
