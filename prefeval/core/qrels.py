@@ -101,9 +101,14 @@ class RelevantSet:
         pairs, -1 where the document is not relevant to that query."""
         self._lookup()
         key = query.astype(np.int64) * len(self._docnos) + docno_code
-        pos = np.minimum(np.searchsorted(self._keys, key), len(self._keys) - 1)
-        hit = (self._keys[pos] == key) & (docno_code >= 0)
-        return np.where(hit, self._gid[pos], -1)
+        pos = np.searchsorted(self._keys, key)
+        np.minimum(pos, len(self._keys) - 1, out=pos)  # in place: a block's arrays are large
+        hit = self._keys[pos] == key
+        del key
+        hit &= docno_code >= 0
+        found = self._gid[pos]
+        found[~hit] = -1
+        return found
 
     def _lookup(self) -> None:
         if self._docnos is not None:

@@ -266,7 +266,6 @@ def run_pieces(data, path: str, rows: int = 1 << 19):
     columns = _one_run_columns(_file(data, path), path)
     for offset, batch in _batches(path, columns, data, threads=False, rows=rows):
         yield _run_values(path, columns, batch, offset)
-        let_go(data)  # the pages of a mapped file read so far: not held till the end
 
 
 def row_count(data, path: str) -> int:
@@ -377,7 +376,8 @@ def _batches(
 ):
     """(file row of the first row, RecordBatch) of ``columns``, ``rows`` (default
     :data:`BATCH_ROWS`) at a time, in file order (on Arrow's threads when ``threads``,
-    see :func:`_chunk_batches`)."""
+    see :func:`_chunk_batches`); after each batch the pages of a mapped file read so far
+    are handed back (:func:`prefeval.io.source.let_go`: not resident till the end)."""
     import pyarrow as pa
 
     pfile = open_parquet(path, data, dictionary)
@@ -396,6 +396,7 @@ def _batches(
         except (pa.ArrowException, OSError, ValueError) as error:
             raise unreadable(path, error) from None
         yield offset, batch
+        let_go(data)
         offset += batch.num_rows
 
 
@@ -490,6 +491,7 @@ def _chunk_rows(
             except (pa.ArrowException, OSError, ValueError) as error:
                 raise unreadable(path, error) from None
             checked.append(_checked(path, columns, offset, batch, cuts))
+            let_go(data)  # the pages of a mapped file read so far: not held till the end
             offset += batch.num_rows
     except InputError as error:
         return checked, error
@@ -767,8 +769,8 @@ class _GroupedReduction:
             return None
         change = np.flatnonzero((rcode[1:] != rcode[:-1]) | (qcode[1:] != qcode[:-1])) + 1
         starts = np.concatenate([[0], change])
-        key = rcode.astype(np.int64) * len(qvalues) + qcode
-        if len(np.unique(key[starts])) != len(starts):
+        key = rcode[starts].astype(np.int64) * len(qvalues) + qcode[starts]
+        if len(np.unique(key)) != len(starts):
             raise _NotGrouped
         _duplicate_rows(
             self.path, qid, docno, (rcode, qcode, dcode), rows, lambda row: names[row].as_py()
@@ -778,6 +780,7 @@ class _GroupedReduction:
         with self.lock:
             qidx = self.queries.get_indexer(qvalues.to_pandas()).astype(np.int64)[qcode]
         code = judged_codes(dvalues, self.docnos, self.judged, self.lock)[dcode]
+        del qcode, dcode  # a block's arrays are let go as soon as they are used
         labels = rvalues.to_pylist()
         group_run, group_q = rcode[starts], qidx[starts]
         runs = []
@@ -785,15 +788,23 @@ class _GroupedReduction:
             rows_r = np.flatnonzero((rcode == r) & (qidx >= 0))
             part = None
             if len(rows_r):
+                if rows_r[-1] - rows_r[0] + 1 == len(rows_r):  # one stretch: views, not copies
+                    take = slice(int(rows_r[0]), int(rows_r[-1]) + 1)
+                    docno_r = docno.slice(take.start, len(rows_r))
+                else:
+                    take = rows_r
+                    docno_r = docno.take(pa.array(rows_r))
+                del rows_r
                 part = reduce_rows(
                     label,
-                    qidx[rows_r],
-                    score[rows_r],
-                    docno.take(pa.array(rows_r)),
-                    code[rows_r],
+                    qidx[take],
+                    score[take],
+                    docno_r,
+                    code[take],
                     self.relevant,
                     self.max_docs,
                 )
+                del take, docno_r
             runs.append((label, group_run == r, part))
         return starts, group_q, qid, runs
 
@@ -827,14 +838,18 @@ class _GroupedReduction:
             self.done_other.add(key_other)
 
     def positions(self) -> dict:
-        """run name -> RunPositions of every run seen, its blocks' positions joined."""
+        """run name -> RunPositions of every run seen, its blocks' positions joined (and
+        let go, run by run: the blocks and the joined arrays are not all held at once)."""
         out = {}
         for name in sorted(self.done):
-            mine = self.parts.get(name, [])
+            mine = self.parts.pop(name, [])
             doc = np.concatenate([p.doc for p in mine]) if mine else np.zeros(0, np.int64)
             rank = np.concatenate([p.rank for p in mine]) if mine else np.zeros(0, np.int32)
-            by_doc = np.argsort(doc, kind="stable")
-            out[name] = RunPositions(name, doc[by_doc], rank[by_doc], self.retrieved[name])
+            del mine
+            if np.any(doc[1:] < doc[:-1]):  # blocks in query order are joined in order
+                by_doc = np.argsort(doc, kind="stable")
+                doc, rank = doc[by_doc], rank[by_doc]
+            out[name] = RunPositions(name, doc, rank, self.retrieved.pop(name))
         return out
 
 
