@@ -594,15 +594,71 @@ def test_dask_equals_local_on_the_recsys_xl_shape(
                  scheduler)  # fmt: skip
 
 
+def test_each_row_group_is_read_once(recsys_xl, monkeypatch, tmp_path):
+    """The bench's recsys-xl table (row groups of one run and 500 users) in partitions
+    of 768 users, which cut the row groups' user ranges: every row group is read by one
+    task, once (before: by each partition whose queries it may hold, 2.5 times over at
+    100,000 users), on one worker or two; the per-run files of the same runs too; the
+    bytes are the local engine's.  Workers in this process (threads), so that the reads
+    can be counted."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from prefeval.engine import dask as dist
+
+    partition_cells(monkeypatch, 6 * 45 * 256 * 3)
+    reads = []
+    read_group = dist._read_group
+
+    def counted(file, source, group, start):
+        reads.append((source.path, group))
+        return read_group(file, source, group, start)
+
+    monkeypatch.setattr(dist, "_read_group", counted)
+    table = recsys_xl / "runs.parquet"
+    frame = pd.read_parquet(table)
+    singles = []
+    for name in ("sys01", "sys02", "sys03"):
+        path = tmp_path / f"{name}.parquet"
+        rows = frame[frame.run == name].drop(columns="run")
+        rows.to_parquet(path, row_group_size=7000, index=False)
+        singles.append(path)
+    files = {table: [table], tmp_path: singles}
+    for workers in (1, 2):
+        with distributed.LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster:
+            for runs in files.values():
+                reads.clear()
+                args = ["-q", "-n", recsys_xl / "qrels.parquet", *runs]
+                local = invoke("compare", *args)
+                assert local.exit_code == 0, local.stderr
+                assert not reads  # the local engine reads otherwise
+                remote = invoke("compare", *args, "--engine", "dask", "--scheduler",
+                                cluster.scheduler_address)  # fmt: skip
+                assert (remote.exit_code, remote.stdout, remote.stderr) == (
+                    0, local.stdout, local.stderr
+                )  # fmt: skip
+                groups = [
+                    (str(path), g) for path in runs
+                    for g in range(pq.ParquetFile(path).metadata.num_row_groups)
+                ]  # fmt: skip
+                assert len(groups) > 6 and sorted(reads) == sorted(groups)
+
+
 # ------------------------------------------------------------------ how the workers read
 
 
 def test_row_groups_by_query_range(tmp_path):
     """A table laid out by query: each partition reads the row groups its queries may be
-    in; shuffled rows or integer ids: None (the rows are shuffled by partition)."""
+    in, or, where the row groups' query ranges chain into stretches no larger than what
+    a partition reads, each stretch is read by one task; shuffled rows or integer ids:
+    None (the rows are shuffled by partition)."""
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    from prefeval.engine.dask import DIRECT_READS, _row_groups, _run_inputs
+    from prefeval.engine.dask import DIRECT_READS, _row_groups, _run_inputs, _Stretch
 
     judged = read_qrels(str(SAMPLE / "qrels.txt"))
     queries = list(judged.relevant(None).query_ids)
@@ -613,17 +669,28 @@ def test_row_groups_by_query_range(tmp_path):
     frame.to_parquet(by_query, row_group_size=len(frame) // 20 + 1)
     _, inputs, files = _run_inputs([by_query])
     assert files == {name: (str(by_query), True) for name in frame.run.unique()}
-    groups, unread = _row_groups(inputs[0], parts, queries)
+    groups, unread, stretches = _row_groups(inputs[0], parts, queries)
     assert groups[0][0] == 0 and groups[-1][-1] == 19 and unread == []
     assert all(len(g) < 20 for g in groups)
+    assert stretches is None  # queries cut by row groups: one stretch, the whole table
+    # row groups of two whole queries each: stretches of one group, two per partition
+    whole = tmp_path / "whole-queries.parquet"
+    by_id = {q: rows for q, rows in frame.groupby("query_id")}
+    with pq.ParquetWriter(whole, pa.Schema.from_pandas(frame, preserve_index=False)) as out:
+        for pair in zip(sorted(by_id)[::2], sorted(by_id)[1::2]):
+            rows = pd.concat([by_id[q] for q in pair])
+            out.write_table(pa.Table.from_pandas(rows, preserve_index=False))
+    groups, unread, stretches = _row_groups(_run_inputs([whole])[1][0], parts, queries)
+    assert stretches == [_Stretch([g], [g // 2]) for g in range(10)]
     shuffled = tmp_path / "shuffled.parquet"
     frame.sample(frac=1, random_state=1).to_parquet(shuffled, row_group_size=500)
     assert _row_groups(_run_inputs([shuffled])[1][0], parts, queries) is None
     # the queries of no partition: read once (by the first partition), for their checks
     unjudged = tmp_path / "unjudged.parquet"
     pd.concat([frame.assign(query_id="000"), frame]).to_parquet(unjudged, row_group_size=len(frame))
-    groups, unread = _row_groups(_run_inputs([unjudged])[1][0], parts, queries)
+    groups, unread, stretches = _row_groups(_run_inputs([unjudged])[1][0], parts, queries)
     assert unread == [0] and all(g == [1] for g in groups)
+    assert stretches == [_Stretch([0], []), _Stretch([1], list(range(len(parts))))]
     numbers = tmp_path / "numbers.parquet"
     frame.assign(query_id=frame["query_id"].astype(int)).to_parquet(numbers)
     assert _row_groups(_run_inputs([numbers])[1][0], parts, queries) is None
