@@ -1122,7 +1122,8 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     strings, missing) or when the partitions would read the table's rows more than
     :data:`DIRECT_READS` times over in all: a table not laid out by query, split by
     partition instead."""
-    meta = _open_input(source).metadata
+    file = _open_input(source)
+    meta = file.metadata
     column = next(k for k, v in source.rename.items() if v == "query_id")
     ranges = _string_ranges(meta, column)
     if ranges is None:
@@ -1144,7 +1145,7 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     total += sum(rows[g] for g in unread)
     if total > DIRECT_READS * max(1, sum(rows)):
         return None
-    stretches = _stretches(rows, lows, highs, queries, parts)
+    stretches = _stretches(rows, lows, highs, queries, parts, _run_ranges(file, source))
     most = max((sum(rows[g] for g in groups) for groups in chosen), default=0)
     if any(sum(rows[g] for g in stretch.groups) > most for stretch in stretches):
         stretches = None  # rows of a query in every row group (by query, groups cut inside)
@@ -1162,34 +1163,50 @@ class _Stretch:
     parts: list[int]
 
 
-def _stretches(rows: list[int], lows: list, highs: list, queries: list[str], parts) -> list:
+def _stretches(
+    rows: list[int], lows: list, highs: list, queries: list[str], parts, runs: list | None = None
+) -> list:
     """The row groups with rows (``rows``, query ids from ``lows`` to ``highs``) in
     :class:`_Stretch` es, each with the partitions of ``parts`` (ranges of ``queries``)
-    whose queries are in its range, in file order."""
-    chained: list = []  # [lowest, highest, groups], by lowest id
-    for g in sorted((g for g in range(len(rows)) if rows[g]), key=lambda g: lows[g]):
-        if chained and lows[g] <= chained[-1][1]:
-            chained[-1][1] = max(chained[-1][1], highs[g])
-            chained[-1][2].append(g)
+    whose queries are in its range, in file order: the groups whose query ranges chain,
+    split where their runs (``runs``: per group the (lowest, highest) run name, None
+    where unknown) do not chain, so that each run's rows of those queries are in one."""
+    chains = _chained([g for g in range(len(rows)) if rows[g]], lows, highs)
+    touched: list[list[int]] = [[] for _ in chains]
+    if chains and parts:
+        by_low = sorted(range(len(chains)), key=lambda u: lows[chains[u][0]])
+        low = [min(lows[g] for g in chains[u]) for u in by_low]
+        high = [max(highs[g] for g in chains[u]) for u in by_low]
+        ids = np.array(queries, dtype=object)  # compared as Python str: UTF-8 byte order
+        at = np.searchsorted(np.array(low + [None], dtype=object)[:-1], ids, side="right") - 1
+        inside = np.flatnonzero(at >= 0)
+        ends = np.array([high[u] for u in at[inside]] + [None], dtype=object)[:-1]
+        inside = inside[np.asarray(ids[inside] <= ends, dtype=bool)]
+        part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+        owner = np.asarray(by_low, dtype=np.int64)[at[inside]]
+        for key in np.unique(owner * len(parts) + part_of[inside]).tolist():
+            touched[key // len(parts)].append(key % len(parts))
+    out = []
+    for chain, found in zip(chains, touched):
+        split = [chain]
+        if runs is not None and all(runs[g] is not None for g in chain):
+            split = _chained(chain, [runs[g][0] for g in chain], [runs[g][1] for g in chain], chain)
+        out += [_Stretch(groups, found) for groups in split]
+    return sorted(out, key=lambda stretch: stretch.groups[0])
+
+
+def _chained(groups: list[int], lows: list, highs: list, index: list | None = None) -> list:
+    """``groups`` in chains of overlapping ranges (from ``lows`` to ``highs``, by group,
+    or by place in ``index``), each in file order, the chains by their first group."""
+    at = {g: g for g in groups} if index is None else {g: i for i, g in enumerate(index)}
+    chains: list = []  # [highest, groups], by lowest
+    for g in sorted(groups, key=lambda g: lows[at[g]]):
+        if chains and lows[at[g]] <= chains[-1][0]:
+            chains[-1][0] = max(chains[-1][0], highs[at[g]])
+            chains[-1][1].append(g)
         else:
-            chained.append([lows[g], highs[g], [g]])
-    chained.sort(key=lambda c: min(c[2]))  # in file order
-    if not chained or not parts:
-        return [_Stretch(sorted(c[2]), []) for c in chained]
-    by_low = sorted(range(len(chained)), key=lambda u: chained[u][0])
-    ids = np.array(queries, dtype=object)  # compared as Python str: UTF-8 byte order
-    starts = np.array([chained[u][0] for u in by_low] + [None], dtype=object)[:-1]
-    at = np.searchsorted(starts, ids, side="right") - 1
-    inside = np.flatnonzero(at >= 0)
-    ends = np.array([chained[by_low[u]][1] for u in at[inside]] + [None], dtype=object)[:-1]
-    inside = inside[np.asarray(ids[inside] <= ends, dtype=bool)]
-    part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
-    owner = np.asarray(by_low, dtype=np.int64)[at[inside]]
-    keys = np.unique(owner * len(parts) + part_of[inside])
-    touched: list[list[int]] = [[] for _ in chained]
-    for key in keys.tolist():
-        touched[key // len(parts)].append(key % len(parts))
-    return [_Stretch(sorted(c[2]), touched[u]) for u, c in enumerate(chained)]
+            chains.append([highs[at[g]], [g]])
+    return sorted((sorted(chain) for _, chain in chains), key=lambda chain: chain[0])
 
 
 #: how many times over the partitions may read a Parquet table's rows in all before it

@@ -616,6 +616,15 @@ def test_each_row_group_is_read_once(recsys_xl, monkeypatch, tmp_path):
 
     monkeypatch.setattr(dist, "_read_group", counted)
     table = recsys_xl / "runs.parquet"
+    # one task per row group: the rows of a run and of a user chunk (their queries in
+    # two partitions at most), so that many workers share the reading
+    judged = read_qrels(str(recsys_xl / "qrels.parquet"))
+    queries = list(judged.relevant(None).query_ids)
+    parts = [range(lo, min(lo + 768, len(queries))) for lo in range(0, len(queries), 768)]
+    _, _, stretches = dist._row_groups(dist._run_inputs([table])[1][0], parts, queries)
+    count = pq.ParquetFile(table).metadata.num_row_groups
+    assert [s.groups for s in stretches] == [[g] for g in range(count)]
+    assert {len(s.parts) for s in stretches} == {1, 2}
     frame = pd.read_parquet(table)
     singles = []
     for name in ("sys01", "sys02", "sys03"):
