@@ -373,23 +373,20 @@ class _Flawed:
 def _stretch_task(
     source: _ParquetInput,
     groups: list[int],
-    qrels_rows: pd.DataFrame,
+    relevant,
     parts: list[range],
     run_names: list[str],
-    relevance_level,
     max_docs,
     run_files: dict,
 ) -> list:
     """One Dask task per stretch of row groups (:func:`_stretches`): its groups read
-    and checked here, once, each run reduced against the judgments of the partitions
-    ``parts`` (``qrels_rows``; ranges of their queries in that order, from 0), and
-    split by partition: per partition a dict run -> its
-    :class:`~prefeval.core.positions.RunPositions` there (the runs with rows in the
+    and checked here, once, each run reduced against ``relevant``, the judgments of the
+    partitions whose queries the stretch may hold (:func:`_judgments`; ``parts``: the
+    ranges of their queries there), and split by partition: per partition a dict run ->
+    its :class:`~prefeval.core.positions.RunPositions` there (the runs with rows in the
     stretch); or, for rows the local reader would not take, a :class:`_Flawed`."""
     import pyarrow as pa
 
-    relevant = _partition_relevant(qrels_rows, relevance_level)
-    relevant.docnos()
     problems: list = []
     wanted = pa.array(list(relevant.query_ids), pa.string())
     try:
@@ -407,6 +404,15 @@ def _stretch_task(
         for k, piece in enumerate(_by_partition(positions, relevant, parts)):
             out[k][name] = piece
     return out
+
+
+def _judgments(qrels_rows: pd.DataFrame, relevance_level) -> object:
+    """On a worker: the evaluated judgments of ``qrels_rows`` with their docno lookup
+    made, shared by the stretches of row groups that hold their queries (one per run in
+    a table laid out run by run)."""
+    relevant = _partition_relevant(qrels_rows, relevance_level)
+    relevant.docnos()
+    return relevant
 
 
 def _by_partition(positions: RunPositions, relevant, parts: list[range]) -> list:
@@ -542,6 +548,7 @@ class _Tasks:
         self.reader: tuple = ()
         self.submit = None
         self.started: dict = {}
+        self.judged: dict = {}  # the stretches' judgments, by their partitions
         self.last = {n: k for k, read in enumerate(reads) for n, _ in read[4]}
 
     def __len__(self) -> int:
@@ -554,8 +561,9 @@ class _Tasks:
     def done(self, k: int) -> None:
         """Partition ``k``'s result is taken: let go of the stretches no later
         partition takes."""
-        for n in [n for n, last in self.last.items() if last == k]:
-            future = self.started.pop(n, None)
+        gone = [self.started.pop(n, None) for n, last in self.last.items() if last == k]
+        gone += [self.judged.pop(ks) for ks in list(self.judged) if (ks or (0,))[-1] == k]
+        for future in gone:
             if hasattr(future, "release"):
                 future.release()
 
@@ -565,17 +573,23 @@ class _Tasks:
 
         if n not in self.started:
             source, stretch = self.stretches[n]
-            ks = stretch.parts or [0]
-            rows = pd.concat([self.qrels(k) for k in ks], ignore_index=True)
-            if not stretch.parts:
-                rows = rows.iloc[:0]
-            starts = np.cumsum([0] + [len(self.parts[k]) for k in stretch.parts])
+            names, level, *reader = self.reader
+            ks = tuple(stretch.parts)
+            if ks not in self.judged:  # one copy of the judgments per chain of queries
+                rows = pd.concat([self.qrels(k) for k in ks or (0,)], ignore_index=True)
+                task = dask.delayed(_judgments, pure=False)(rows if ks else rows.iloc[:0], level)
+                self.judged[ks] = self._submitted(task)
+            starts = np.cumsum([0] + [len(self.parts[k]) for k in ks])
             ranges = [range(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
             task = dask.delayed(_stretch_task, pure=False)(
-                source, stretch.groups, rows, ranges, *self.reader
+                source, stretch.groups, self.judged[ks], ranges, names, *reader
             )
-            self.started[n] = task if self.submit is None else self.submit(task)
+            self.started[n] = self._submitted(task)
         return self.started[n]
+
+    def _submitted(self, task):
+        """``task`` submitted (a future), or as it is without ``submit``."""
+        return task if self.submit is None else self.submit(task)
 
     def __getitem__(self, k):
         import dask
