@@ -235,9 +235,10 @@ def _partition_task(
     **options,
 ) -> PartitionResult:
     """One Dask task: :func:`compare_partition` on the rows of the partition's
-    ``queries``, read here (:func:`_read_units`), on the ``texts``: the positions of
-    the text runs read by path on the workers (:func:`_text_positions`, or the error of
-    the first that cannot be read, in run order), and on the ``stretches``: (what a
+    ``queries``, read here (:func:`_read_units`), on the ``texts``: (what a
+    :func:`_text_positions` gave back, this partition's place in it), the positions of
+    the text runs read by path on the workers (or the error of the first that cannot be
+    read, in run order), and on the ``stretches``: (what a
     :func:`_stretch_task` gave back, this partition's place in it, None for a stretch
     of none of its queries), the positions of the Parquet runs read by stretches of row
     groups, each read once (the error of the first stretch that cannot be read, else of
@@ -247,10 +248,10 @@ def _partition_task(
     relevant = _partition_relevant(qrels_rows, relevance_level)
     relevant.docnos()  # the lookup every run's reduction shares
     reduced: dict = {}
-    for found in texts:
-        if isinstance(found, InputError):
-            raise found
-        reduced[found.name] = found
+    for result, place in texts:
+        if isinstance(result[place], InputError):
+            raise result[place]
+        reduced[result[place].name] = result[place]
     problems: list = []  # documents met twice, (file row, error)
     found: dict[str, list] = {}
     for result, place in stretches:
@@ -546,25 +547,34 @@ class _Tasks:
         self.stretches: list = []
         self.parts: list[range] = []
         self.reader: tuple = ()
-        self.submit = None
+        #: the text run files the workers read (:class:`_TextInput`), and the evaluated
+        #: judgments they are reduced against
+        self.texts: list = []
+        self.relevant = None
+        #: delayed -> future, and data -> its future on every worker (set by the caller)
+        self.submit = self.scatter = None
         self.started: dict = {}
+        self.read_texts: list | None = None
         self.judged: dict = {}  # the stretches' judgments, by their partitions
-        self.last = {n: k for k, read in enumerate(reads) for n, _ in read[4]}
+        self.last = {n: k for k, read in enumerate(reads) for n, _ in read[-1]}
 
     def __len__(self) -> int:
         return self.count
 
     def release(self) -> None:
         """Every task is submitted: let the judgments and the query ids go."""
-        self.reads = self.qrels = None
+        self.reads = self.qrels = self.relevant = None
 
     def done(self, k: int) -> None:
         """Partition ``k``'s result is taken: let go of the stretches no later
         partition takes."""
         gone = [self.started.pop(n, None) for n, last in self.last.items() if last == k]
+        if k == self.count - 1 and self.read_texts:
+            gone += self.read_texts
+            self.read_texts = None
         gone += [self.judged.pop(ks) for ks in list(self.judged) if (ks or (0,))[-1] == k]
         for future in gone:
-            if hasattr(future, "release"):
+            if callable(getattr(type(future), "release", None)):  # a future, not delayed
                 future.release()
 
     def _stretch(self, n: int):
@@ -587,6 +597,27 @@ class _Tasks:
             self.started[n] = self._submitted(task)
         return self.started[n]
 
+    def _texts(self) -> list:
+        """The text run files' tasks (:func:`_text_positions`), submitted on first use:
+        the judgments sent to every worker once, beforehand (a worker that fetched them
+        from another, busy parsing, waited for them)."""
+        import dask
+
+        if self.read_texts is None and not self.texts:
+            self.read_texts = []
+        if self.read_texts is None:
+            whole = self.relevant
+            if self.scatter is not None:
+                whole = self.scatter(whole)
+            else:
+                whole = dask.delayed(whole, traverse=False)  # one copy in the graph
+            tasks = [
+                dask.delayed(_text_positions)(source, whole, self.parts, self.reader[2])
+                for source in self.texts
+            ]
+            self.read_texts = [self._submitted(task) for task in tasks] + [whole]
+        return self.read_texts[:-1]
+
     def _submitted(self, task):
         """``task`` submitted (a future), or as it is without ``submit``."""
         return task if self.submit is None else self.submit(task)
@@ -596,10 +627,11 @@ class _Tasks:
 
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
-        *reads, refs = self.reads[k]
+        direct, pieces, queries, refs = self.reads[k]
+        texts = [(text, k) for text in self._texts()]
         stretches = [(self._stretch(n), place) for n, place in refs]
         return dask.delayed(_partition_task)(
-            *reads, stretches, self.qrels(k), *self.call, **self.options
+            direct, pieces, texts, queries, stretches, self.qrels(k), *self.call, **self.options
         )
 
 
@@ -636,12 +668,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     measure_list = parse_measures(measures, judged.has_subtopics)
     parts = query_ranges(len(queries), len(names), len(measure_list), pairs, cells)
     # text run files: read and reduced by the workers, one task each, split by partition
-    texts = []
-    by_path = [x for x in inputs if isinstance(x, _TextInput)]
-    if by_path and parts:
-        whole = dask.delayed(relevant, traverse=False)  # one copy in the graph
-        for source in by_path:
-            texts.append(dask.delayed(_text_positions)(source, whole, parts, kernel["max_docs"]))
+    texts = [x for x in inputs if isinstance(x, _TextInput)] if parts else []
     # other text runs (streams, read here) split by partition here
     ids = pa.array(queries, pa.string())
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
@@ -684,7 +711,6 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
         (
             direct[k],
             local[k] + [dask.delayed(operator.getitem)(split, k) for split in splits],
-            [dask.delayed(operator.getitem)(text, k) for text in texts],
             queries[part.start : part.stop],
             refs[k],
         )
@@ -702,6 +728,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     reader = (relevance_level, kernel["max_docs"], files)
     tasks = _Tasks(reads, _qrels_by_partition(judged, ids, parts), call, options)
     tasks.stretches, tasks.reader, tasks.parts = stretches, (names, *reader), parts
+    tasks.texts, tasks.relevant = texts, relevant if texts else None
     return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits or texts))
 
 
@@ -864,6 +891,7 @@ def _partition_results(
         if not plan.shared:
             ahead = max(1, len(workers)) * (1 if pieces else 2)
         plan.tasks.submit = submit  # each stretch of row groups on its first use
+        plan.tasks.scatter = lambda data: client.scatter(data, broadcast=True, hash=False)
         futures = deque(submit(plan.tasks[:ahead]))
         if ahead >= len(plan.tasks):
             plan.tasks.release()

@@ -1094,8 +1094,15 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
     local = invoke(*args)
     assert len(parsed) == 6  # the local engine parses here
     parsed.clear()
-    remote = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    with distributed.Client(scheduler) as client, distributed.get_task_stream(client) as ts:
+        remote = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
     assert parsed == []  # the Dask engine: on the workers
+    # one task per file, the judgments sent to every worker beforehand (not fetched from
+    # a worker busy parsing), the partition's task taking its piece of each result
+    keys = [t["key"] for t in ts.data]
+    assert len([k for k in keys if k.startswith("_text_positions")]) == 6
+    tasks = ("_text_positions", "_partition_task", "_without_rows", "_rows_of")
+    assert [k for k in keys if not k.startswith(tasks)] == []
     assert (remote.exit_code, remote.stdout, remote.stderr) == (0, local.stdout, local.stderr)
     small_partitions(monkeypatch)
     same_output(["-q", SAMPLE / "qrels.txt", *runs], scheduler)
