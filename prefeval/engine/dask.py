@@ -17,6 +17,7 @@ import logging
 import operator
 import os
 import threading
+import time
 import warnings
 from collections import deque
 from collections.abc import Iterator
@@ -762,7 +763,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError("--scheduler: an empty address")
     try:
         if scheduler:
-            client = _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
+            client = _bounded(lambda: _connected(Client, scheduler))
             return _with_a_worker(client, scheduler)
         # the workers share the command's stderr: their log of a failed task (an input
         # error, raised again here) would print a traceback beside its message; a
@@ -829,6 +830,26 @@ def _with_a_worker(client, scheduler: str):
             f"{WORKER_SECONDS} s)"
         ) from None
     return client
+
+
+def _connected(client_class, scheduler: str):
+    """A ``client_class`` (distributed's Client) of ``scheduler``, connected again
+    while distributed's own checks of a connection in the making fail, until
+    :data:`CONNECT_SECONDS` have passed.  Those checks are assertions, whose error has
+    no text (the command said "cannot connect (AssertionError)"): that the thread of
+    the client's event loop started within 10 s, and that the scheduler's first answer
+    is its one "stream-start" message.  On a loaded machine a live scheduler failed
+    one of them (a test of ``tests/engine/test_dask.py`` under ``pytest -n 2``, 3 runs
+    in 40); an address that does not answer, or answers otherwise, fails with an
+    error of its own."""
+    deadline = time.monotonic() + CONNECT_SECONDS
+    while True:
+        try:
+            return client_class(scheduler, timeout=f"{CONNECT_SECONDS}s")
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _bounded(connect):

@@ -256,6 +256,40 @@ def test_silent_address_is_a_usage_error_not_a_hang(monkeypatch):
     assert result.stdout == ""
 
 
+def test_a_connection_failing_distributed_s_own_checks_is_made_again(scheduler, monkeypatch):
+    """distributed's Client checks its connection in the making with assertions (its
+    event loop's thread started within 10 s, the scheduler's first message its one
+    "stream-start"); on a loaded machine a live scheduler failed one (the command said
+    "cannot connect (AssertionError)", 3 runs in 40 of a test here under pytest -n 2):
+    the connection is made again, within CONNECT_SECONDS; failing for good, it is the
+    usage error."""
+    from prefeval.engine import dask as dist
+
+    made = []
+    real = distributed.Client
+
+    def failing_first(*args, **kwargs):
+        made.append(args)
+        if len(made) < 3:
+            raise AssertionError
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "Client", failing_first)
+    args = ["compare", "--engine", "dask", "--scheduler", scheduler, SAMPLE / "qrels.txt", *RUNS]
+    result = invoke(*args)
+    assert (result.exit_code, len(made)) == (0, 3), result.stderr
+    assert result.stdout == invoke(*args[:1], *args[5:]).stdout
+
+    def failing(*args, **kwargs):
+        raise AssertionError
+
+    monkeypatch.setattr(distributed, "Client", failing)
+    monkeypatch.setattr(dist, "CONNECT_SECONDS", 0.5)
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert f"Error: --scheduler {scheduler}: cannot connect (" in result.stderr
+
+
 #: a Dask scheduler without workers on the loopback: prints its address, then waits
 LONELY_SCHEDULER = """
 import asyncio
