@@ -1097,7 +1097,8 @@ def test_hsd_pvalues_do_not_depend_on_cores_or_workers(scheduler, one_worker, mo
         assert got.exit_code == 0, got.stderr
         assert (got.stdout, got.stderr) == (reference.stdout, reference.stderr)
         blocks = [t for t in ts.data if t["key"].startswith("_block_task")]
-        assert len(connects) == 1 and scatters == [True, True]  # per measure, broadcast
+        # broadcast: the judgments for the text runs' tasks, then the win rates per measure
+        assert len(connects) == 1 and scatters == [True, True, True]
         # 50 chunks a measure, in 4 tasks per worker thread (1 or 2 of them)
         assert len({t["key"] for t in blocks}) == 2 * (4 if address == one_worker else 8)
         connects.clear(), scatters.clear()
