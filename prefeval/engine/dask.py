@@ -17,6 +17,7 @@ import logging
 import operator
 import os
 import threading
+import time
 import warnings
 from collections import deque
 from collections.abc import Iterator
@@ -224,6 +225,7 @@ def _partition_task(
     pieces: list,
     texts: list,
     queries: list[str],
+    stretches: list,
     qrels_rows: pd.DataFrame,
     run_names: list[str],
     measures: list[str],
@@ -234,53 +236,105 @@ def _partition_task(
     **options,
 ) -> PartitionResult:
     """One Dask task: :func:`compare_partition` on the rows of the partition's
-    ``queries``, read here (:func:`_read_units`), and on the ``texts``: the positions of
-    the text runs read by path on the workers (:func:`_text_positions`, or the error of
-    the first that cannot be read, in run order); each run is reduced as soon as
-    no later piece or row group can hold its rows (by the run column's statistics in a
-    many-run table), so that a worker holds about one run's rows of the partition when
-    the table is laid out run by run, and never a second copy of them."""
+    ``queries``, read here (:func:`_read_units`), on the ``texts``: (what a
+    :func:`_text_positions` gave back, this partition's place in it), the positions of
+    the text runs read by path on the workers (or the error of the first that cannot be
+    read, in run order), and on the ``stretches``: (what a
+    :func:`_stretch_task` gave back, this partition's place in it, None for a stretch
+    of none of its queries), the positions of the Parquet runs read by stretches of row
+    groups, each read once (the error of the first stretch that cannot be read, else of
+    the document met twice earliest in the file)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     relevant = _partition_relevant(qrels_rows, relevance_level)
     relevant.docnos()  # the lookup every run's reduction shares
-    files = run_files or {}
     reduced: dict = {}
-    for found in texts:
-        if isinstance(found, InputError):
-            raise found
-        reduced[found.name] = found
-    read_here = [name for name in run_names if name not in reduced]
-    by_run: dict[str, list] = {name: [] for name in read_here}
+    for result, place in texts:
+        if isinstance(result[place], InputError):
+            raise result[place]
+        reduced[result[place].name] = result[place]
     problems: list = []  # documents met twice, (file row, error)
+    found: dict[str, list] = {}
+    for result, place in stretches:
+        if isinstance(result, _Flawed):
+            if result.row is None:
+                raise result.error
+            problems.append((result.row, result.error))
+        elif place is not None:
+            for name, positions in result[place].items():
+                found.setdefault(name, []).append(positions)
+    for name, got in found.items():
+        reduced[name] = _joined(name, got)
+    read_here = [name for name in run_names if name not in reduced]
+    reduced.update(
+        _read_runs(
+            _read_units(reads, pieces), pa.array(queries, pa.string()), read_here, relevant,
+            run_files or {}, max_docs, problems,
+        )
+    )  # fmt: skip
+    # every row is checked as it is read; of the documents met twice, the local reader
+    # tells the first in the file
+    _earliest(problems)
+    release_free_memory()  # the rows read: freed, handed back before computing
+    runs = [reduced.pop(name) for name in run_names]
+    result = _partition_result(relevant, runs, run_names, measures, **options)
+    del runs
+    release_free_memory()  # and the cube's: the result may wait here for its turn
+    return result
+
+
+def _read_runs(
+    units: list,
+    wanted,
+    names: list[str],
+    relevant,
+    files: dict,
+    max_docs,
+    problems: list,
+    *,
+    empty: bool = True,
+) -> dict:
+    """Runs ``names`` read from ``units`` (:func:`_read_units`; the rows of the queries
+    ``wanted``, an Arrow array) and reduced against ``relevant``: per run its
+    :class:`~prefeval.core.positions.RunPositions` (a run without rows: none, or with
+    ``empty`` as retrieving nothing).  Each run is reduced as soon as no later unit can
+    hold its rows (by the run column's statistics in a many-run table), so that a
+    worker holds about one run's rows when the table is laid out run by run, and never
+    a second copy of them.  A document met twice: added to ``problems`` (file row,
+    error), the run left out."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    by_run: dict[str, list] = {name: [] for name in names}
+    reduced: dict = {}
 
     def reduce(name: str) -> None:
         rows = by_run.pop(name)
         if not rows:  # retrieved nothing on these queries
-            empty = pa.array([], pa.string())
-            none = pa.array([], pa.float64())
-            rows = [pa.table({"query_id": empty, "doc_id": empty, "score": none})]
+            if not empty:
+                return
+            none = pa.array([], pa.string())
+            rows = [
+                pa.table({"query_id": none, "doc_id": none, "score": pa.array([], pa.float64())})
+            ]
         table = pa.concat_tables(rows, promote_options="permissive")
         del rows[:]
         columns = _arrow_run(table, name, files, problems)
         if columns is not None:  # else a document met twice: told once all are read
             reduced[name] = run_positions(columns, relevant, max_docs)
 
-    units = _read_units(reads, pieces)
-    last = {name: -1 for name in read_here}  # the last unit that may hold a run's rows
+    last = {name: -1 for name in names}  # the last unit that may hold a run's rows
     for i, (_, labels) in enumerate(units):
-        for name in read_here:
+        for name in names:
             if labels is None or (
                 name in labels if isinstance(labels, set) else labels[0] <= name <= labels[1]
             ):
                 last[name] = i
     done = [[] for _ in range(len(units) + 1)]
-    for name in read_here:
+    for name in names:
         done[last[name] + 1].append(name)
     for name in done[0]:
         reduce(name)
-    wanted = pa.array(queries, pa.string())
     for i, (unit, _) in enumerate(units):
         table = _unit_rows(unit, wanted)
         if table is not None and table.num_rows:
@@ -294,15 +348,89 @@ def _partition_task(
         del table
         for name in done[i + 1]:
             reduce(name)
-    # every row is checked as it is read; of the documents met twice, the local reader
-    # tells the first in the file
-    _earliest(problems)
-    release_free_memory()  # the rows read: freed, handed back before computing
-    runs = [reduced.pop(name) for name in run_names]
-    result = _partition_result(relevant, runs, run_names, measures, **options)
-    del runs
-    release_free_memory()  # and the cube's: the result may wait here for its turn
-    return result
+    return reduced
+
+
+def _joined(name: str, pieces: list) -> RunPositions:
+    """One run's positions on a partition from ``pieces`` of it on disjoint queries
+    (numbered alike): the documents in order, the retrieved counts added."""
+    if len(pieces) == 1:
+        return pieces[0]
+    doc = np.concatenate([p.doc for p in pieces])
+    rank = np.concatenate([p.rank for p in pieces])
+    order = np.argsort(doc, kind="stable")
+    retrieved = np.sum([p.retrieved for p in pieces], axis=0)
+    return RunPositions(name, doc[order], rank[order], retrieved)
+
+
+@dataclass
+class _Flawed:
+    """What a :func:`_stretch_task` gives back for rows it cannot take: the error, and
+    for a document met twice its 0-based row in the file (None: an error met reading)."""
+
+    error: InputError
+    row: int | None = None
+
+
+def _stretch_task(
+    source: _ParquetInput,
+    groups: list[int],
+    relevant,
+    parts: list[range],
+    run_names: list[str],
+    max_docs,
+    run_files: dict,
+) -> list:
+    """One Dask task per stretch of row groups (:func:`_stretches`): its groups read
+    and checked here, once, each run reduced against ``relevant``, the judgments of the
+    partitions whose queries the stretch may hold (:func:`_judgments`; ``parts``: the
+    ranges of their queries there), and split by partition: per partition a dict run ->
+    its :class:`~prefeval.core.positions.RunPositions` there (the runs with rows in the
+    stretch); or, for rows the local reader would not take, a :class:`_Flawed`."""
+    import pyarrow as pa
+
+    problems: list = []
+    wanted = pa.array(list(relevant.query_ids), pa.string())
+    try:
+        reduced = _read_runs(
+            _read_units([(source, groups)], []), wanted, run_names, relevant, run_files,
+            max_docs, problems, empty=False,
+        )  # fmt: skip
+    except InputError as error:
+        return _Flawed(error)
+    if problems:
+        row, error = min(problems, key=lambda item: item[0])
+        return _Flawed(error, row)
+    out = [{} for _ in parts]
+    for name, positions in reduced.items():
+        for k, piece in enumerate(_by_partition(positions, relevant, parts)):
+            out[k][name] = piece
+    return out
+
+
+def _judgments(qrels_rows: pd.DataFrame, relevance_level) -> object:
+    """On a worker: the evaluated judgments of ``qrels_rows`` with their docno lookup
+    made, shared by the stretches of row groups that hold their queries (one per run in
+    a table laid out run by run)."""
+    relevant = _partition_relevant(qrels_rows, relevance_level)
+    relevant.docnos()
+    return relevant
+
+
+def _by_partition(positions: RunPositions, relevant, parts: list[range]) -> list:
+    """One run's ``positions`` (on ``relevant``) split by the query ranges ``parts``:
+    per range its positions, the documents numbered from 0 in the range."""
+    out = []
+    for part in parts:
+        lo, hi = int(relevant.offsets[part.start]), int(relevant.offsets[part.stop])
+        keep = (positions.doc >= lo) & (positions.doc < hi)
+        out.append(
+            RunPositions(
+                positions.name, positions.doc[keep] - lo, positions.rank[keep],
+                positions.retrieved[part.start : part.stop],
+            )
+        )  # fmt: skip
+    return out
 
 
 def _text_positions(source: _TextInput, relevant, parts: list[range], max_docs) -> list:
@@ -317,17 +445,7 @@ def _text_positions(source: _TextInput, relevant, parts: list[range], max_docs) 
         positions = run_positions(run.read(known=relevant.docnos()), relevant, max_docs)
     except InputError as error:
         return [error] * len(parts)
-    out = []
-    for part in parts:
-        lo, hi = int(relevant.offsets[part.start]), int(relevant.offsets[part.stop])
-        keep = (positions.doc >= lo) & (positions.doc < hi)
-        out.append(
-            RunPositions(
-                source.name, positions.doc[keep] - lo, positions.rank[keep],
-                positions.retrieved[part.start : part.stop],
-            )
-        )  # fmt: skip
-    return out
+    return _by_partition(positions, relevant, parts)
 
 
 def _read_units(reads: list, pieces: list) -> list:
@@ -416,26 +534,105 @@ class _Plan:
 class _Tasks:
     """The delayed :func:`_partition_task` of each partition, made when asked for
     (``tasks[k]``, ``tasks[a:b]``): the client holds one copy of the judgments, not one
-    more split by partition in tasks waiting to be submitted."""
+    more split by partition in tasks waiting to be submitted.  The stretches of row
+    groups a partition's task takes (:func:`_stretch_task`) are submitted with the first
+    partition that takes one (``submit``: delayed -> future, set by the caller), and
+    their results held until the last such partition is done (:meth:`done`): each
+    stretch is read once."""
 
     def __init__(self, reads: list, qrels, call: tuple, options: dict):
         self.reads, self.qrels, self.call, self.options = reads, qrels, call, options
         self.count = len(reads)
+        #: (source, :class:`_Stretch`), the partitions' query ranges, and the stretch
+        #: tasks' other arguments (run names, relevance level, max_docs, run files)
+        self.stretches: list = []
+        self.parts: list[range] = []
+        self.reader: tuple = ()
+        #: the text run files the workers read (:class:`_TextInput`), and the evaluated
+        #: judgments they are reduced against
+        self.texts: list = []
+        self.relevant = None
+        #: delayed -> future, and data -> its future on every worker (set by the caller)
+        self.submit = self.scatter = None
+        self.started: dict = {}
+        self.read_texts: list | None = None
+        self.judged: dict = {}  # the stretches' judgments, by their partitions
+        self.last = {n: k for k, read in enumerate(reads) for n, _ in read[-1]}
 
     def __len__(self) -> int:
         return self.count
 
     def release(self) -> None:
         """Every task is submitted: let the judgments and the query ids go."""
-        self.reads = self.qrels = None
+        self.reads = self.qrels = self.relevant = None
+
+    def done(self, k: int) -> None:
+        """Partition ``k``'s result is taken: let go of the stretches no later
+        partition takes."""
+        gone = [self.started.pop(n, None) for n, last in self.last.items() if last == k]
+        if k == self.count - 1 and self.read_texts:
+            gone += self.read_texts
+            self.read_texts = None
+        gone += [self.judged.pop(ks) for ks in list(self.judged) if (ks or (0,))[-1] == k]
+        for future in gone:
+            if callable(getattr(type(future), "release", None)):  # a future, not delayed
+                future.release()
+
+    def _stretch(self, n: int):
+        """Stretch ``n``'s task: submitted on first use (a future), else made (delayed)."""
+        import dask
+
+        if n not in self.started:
+            source, stretch = self.stretches[n]
+            names, level, *reader = self.reader
+            ks = tuple(stretch.parts)
+            if ks not in self.judged:  # one copy of the judgments per chain of queries
+                rows = pd.concat([self.qrels(k) for k in ks or (0,)], ignore_index=True)
+                task = dask.delayed(_judgments, pure=False)(rows if ks else rows.iloc[:0], level)
+                self.judged[ks] = self._submitted(task)
+            starts = np.cumsum([0] + [len(self.parts[k]) for k in ks])
+            ranges = [range(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+            task = dask.delayed(_stretch_task, pure=False)(
+                source, stretch.groups, self.judged[ks], ranges, names, *reader
+            )
+            self.started[n] = self._submitted(task)
+        return self.started[n]
+
+    def _texts(self) -> list:
+        """The text run files' tasks (:func:`_text_positions`), submitted on first use:
+        the judgments sent to every worker once, beforehand (a worker that fetched them
+        from another, busy parsing, waited for them)."""
+        import dask
+
+        if self.read_texts is None and not self.texts:
+            self.read_texts = []
+        if self.read_texts is None:
+            whole = self.relevant
+            if self.scatter is not None:
+                whole = self.scatter(whole)
+            else:
+                whole = dask.delayed(whole, traverse=False)  # one copy in the graph
+            tasks = [
+                dask.delayed(_text_positions)(source, whole, self.parts, self.reader[2])
+                for source in self.texts
+            ]
+            self.read_texts = [self._submitted(task) for task in tasks] + [whole]
+        return self.read_texts[:-1]
+
+    def _submitted(self, task):
+        """``task`` submitted (a future), or as it is without ``submit``."""
+        return task if self.submit is None else self.submit(task)
 
     def __getitem__(self, k):
         import dask
 
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
+        direct, pieces, queries, refs = self.reads[k]
+        texts = [(text, k) for text in self._texts()]
+        stretches = [(self._stretch(n), place) for n, place in refs]
         return dask.delayed(_partition_task)(
-            *self.reads[k], self.qrels(k), *self.call, **self.options
+            direct, pieces, texts, queries, stretches, self.qrels(k), *self.call, **self.options
         )
 
 
@@ -472,12 +669,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     measure_list = parse_measures(measures, judged.has_subtopics)
     parts = query_ranges(len(queries), len(names), len(measure_list), pairs, cells)
     # text run files: read and reduced by the workers, one task each, split by partition
-    texts = []
-    by_path = [x for x in inputs if isinstance(x, _TextInput)]
-    if by_path and parts:
-        whole = dask.delayed(relevant, traverse=False)  # one copy in the graph
-        for source in by_path:
-            texts.append(dask.delayed(_text_positions)(source, whole, parts, kernel["max_docs"]))
+    texts = [x for x in inputs if isinstance(x, _TextInput)] if parts else []
     # other text runs (streams, read here) split by partition here
     ids = pa.array(queries, pa.string())
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
@@ -491,11 +683,21 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     # first, for their checks); another, row groups at a time, split by partition
     direct: list[list] = [[] for _ in parts]
     splits = []
+    stretches: list = []  # (source, _Stretch): each read by a task of its own
+    refs: list[list] = [[] for _ in parts]  # per partition: (stretch, its place there)
     lookup = dask.delayed((ids, part_of), pure=True)  # one copy in the graph
     for source in (x for x in inputs if isinstance(x, _ParquetInput)):
         groups = _row_groups(source, parts, queries)
+        if groups is not None and groups[2] is not None and parts:
+            for stretch in groups[2]:
+                for place, k in enumerate(stretch.parts):
+                    refs[k].append((len(stretches), place))
+                if not stretch.parts:  # the queries of no partition: for its checks
+                    refs[0].append((len(stretches), None))
+                stretches.append((source, stretch))
+            continue
         if groups is not None:
-            chosen, unread = groups
+            chosen, unread, _ = groups
             for k in range(len(parts)):
                 if chosen[k]:
                     direct[k].append((source, chosen[k]))
@@ -510,8 +712,8 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
         (
             direct[k],
             local[k] + [dask.delayed(operator.getitem)(split, k) for split in splits],
-            [dask.delayed(operator.getitem)(text, k) for text in texts],
             queries[part.start : part.stop],
+            refs[k],
         )
         for k, part in enumerate(parts)
     ]
@@ -524,7 +726,10 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
         **kernel,
     )
     call = (names, [m.name for m in measure_list])
+    reader = (relevance_level, kernel["max_docs"], files)
     tasks = _Tasks(reads, _qrels_by_partition(judged, ids, parts), call, options)
+    tasks.stretches, tasks.reader, tasks.parts = stretches, (names, *reader), parts
+    tasks.texts, tasks.relevant = texts, relevant if texts else None
     return _Plan(relevant, names, measure_list, parts, tasks, shared=bool(splits or texts))
 
 
@@ -558,7 +763,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
         raise ValueError("--scheduler: an empty address")
     try:
         if scheduler:
-            client = _bounded(lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
+            client = _bounded(lambda: _connected(Client, scheduler))
             return _with_a_worker(client, scheduler)
         # the workers share the command's stderr: their log of a failed task (an input
         # error, raised again here) would print a traceback beside its message; a
@@ -627,6 +832,26 @@ def _with_a_worker(client, scheduler: str):
     return client
 
 
+def _connected(client_class, scheduler: str):
+    """A ``client_class`` (distributed's Client) of ``scheduler``, connected again
+    while distributed's own checks of a connection in the making fail, until
+    :data:`CONNECT_SECONDS` have passed.  Those checks are assertions, whose error has
+    no text (the command said "cannot connect (AssertionError)"): that the thread of
+    the client's event loop started within 10 s, and that the scheduler's first answer
+    is its one "stream-start" message.  On a loaded machine a live scheduler failed
+    one of them (a test of ``tests/engine/test_dask.py`` under ``pytest -n 2``, 3 runs
+    in 40); an address that does not answer, or answers otherwise, fails with an
+    error of its own."""
+    deadline = time.monotonic() + CONNECT_SECONDS
+    while True:
+        try:
+            return client_class(scheduler, timeout=f"{CONNECT_SECONDS}s")
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
 def _bounded(connect):
     """``connect()`` within :data:`CONNECT_SECONDS`: Dask bounds the
     TCP connection but not the handshake after it, so an address that accepts and never
@@ -686,6 +911,8 @@ def _partition_results(
         ahead = len(plan.tasks)
         if not plan.shared:
             ahead = max(1, len(workers)) * (1 if pieces else 2)
+        plan.tasks.submit = submit  # each stretch of row groups on its first use
+        plan.tasks.scatter = lambda data: client.scatter(data, broadcast=True, hash=False)
         futures = deque(submit(plan.tasks[:ahead]))
         if ahead >= len(plan.tasks):
             plan.tasks.release()
@@ -703,6 +930,7 @@ def _partition_results(
                 result.frame = _rows_in_pieces(client, future, rows)
             else:
                 result = future.result()
+            plan.tasks.done(k)
             for name, count in result.missing.items():
                 missing[name] = missing.get(name, 0) + count
             yield result
@@ -950,12 +1178,15 @@ def _open_input(source: _ParquetInput):
 
 def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     """(per partition the row groups of ``source`` that may hold its queries, the row
-    groups that hold none of them), from the row groups' statistics of the query column
-    (string min and max; the partition's smallest and largest id in the same byte
-    order); None when the statistics cannot tell (not strings, missing) or when the
-    partitions would read the table's rows more than :data:`DIRECT_READS` times over in
-    all: a table not laid out by query, split by partition instead."""
-    meta = _open_input(source).metadata
+    groups that hold none of them, the row groups in :func:`_stretches` or None where
+    a stretch would hold more rows than a partition reads), from the row groups'
+    statistics of the query column (string min and max; the partition's smallest and
+    largest id in the same byte order); None when the statistics cannot tell (not
+    strings, missing) or when the partitions would read the table's rows more than
+    :data:`DIRECT_READS` times over in all: a table not laid out by query, split by
+    partition instead."""
+    file = _open_input(source)
+    meta = file.metadata
     column = next(k for k, v in source.rename.items() if v == "query_id")
     ranges = _string_ranges(meta, column)
     if ranges is None:
@@ -977,7 +1208,68 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     total += sum(rows[g] for g in unread)
     if total > DIRECT_READS * max(1, sum(rows)):
         return None
-    return chosen, unread
+    stretches = _stretches(rows, lows, highs, queries, parts, _run_ranges(file, source))
+    most = max((sum(rows[g] for g in groups) for groups in chosen), default=0)
+    if any(sum(rows[g] for g in stretch.groups) > most for stretch in stretches):
+        stretches = None  # rows of a query in every row group (by query, groups cut inside)
+    return chosen, unread, stretches
+
+
+@dataclass
+class _Stretch:
+    """Row groups of a Parquet input whose query ranges chain by overlap, so that every
+    row of a query in their range is in them: read by one task (:func:`_stretch_task`),
+    for the partitions whose queries they may hold (``parts``, their indices in order;
+    none: read for the checks only)."""
+
+    groups: list[int]
+    parts: list[int]
+
+
+def _stretches(
+    rows: list[int], lows: list, highs: list, queries: list[str], parts, runs: list | None = None
+) -> list:
+    """The row groups with rows (``rows``, query ids from ``lows`` to ``highs``) in
+    :class:`_Stretch` es, each with the partitions of ``parts`` (ranges of ``queries``)
+    whose queries are in its range, in file order: the groups whose query ranges chain,
+    split where their runs (``runs``: per group the (lowest, highest) run name, None
+    where unknown) do not chain, so that each run's rows of those queries are in one."""
+    chains = _chained([g for g in range(len(rows)) if rows[g]], lows, highs)
+    touched: list[list[int]] = [[] for _ in chains]
+    if chains and parts:
+        by_low = sorted(range(len(chains)), key=lambda u: lows[chains[u][0]])
+        low = [min(lows[g] for g in chains[u]) for u in by_low]
+        high = [max(highs[g] for g in chains[u]) for u in by_low]
+        ids = np.array(queries, dtype=object)  # compared as Python str: UTF-8 byte order
+        at = np.searchsorted(np.array(low + [None], dtype=object)[:-1], ids, side="right") - 1
+        inside = np.flatnonzero(at >= 0)
+        ends = np.array([high[u] for u in at[inside]] + [None], dtype=object)[:-1]
+        inside = inside[np.asarray(ids[inside] <= ends, dtype=bool)]
+        part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
+        owner = np.asarray(by_low, dtype=np.int64)[at[inside]]
+        for key in np.unique(owner * len(parts) + part_of[inside]).tolist():
+            touched[key // len(parts)].append(key % len(parts))
+    out = []
+    for chain, found in zip(chains, touched):
+        split = [chain]
+        if runs is not None and all(runs[g] is not None for g in chain):
+            split = _chained(chain, [runs[g][0] for g in chain], [runs[g][1] for g in chain], chain)
+        out += [_Stretch(groups, found) for groups in split]
+    return sorted(out, key=lambda stretch: stretch.groups[0])
+
+
+def _chained(groups: list[int], lows: list, highs: list, index: list | None = None) -> list:
+    """``groups`` in chains of overlapping ranges (from ``lows`` to ``highs``, by group,
+    or by place in ``index``), each in file order, the chains by their first group."""
+    at = {g: g for g in groups} if index is None else {g: i for i, g in enumerate(index)}
+    chains: list = []  # [highest, groups], by lowest
+    for g in sorted(groups, key=lambda g: lows[at[g]]):
+        if chains and lows[at[g]] <= chains[-1][0]:
+            chains[-1][0] = max(chains[-1][0], highs[at[g]])
+            chains[-1][1].append(g)
+        else:
+            chains.append([highs[at[g]], [g]])
+    return sorted((sorted(chain) for _, chain in chains), key=lambda chain: chain[0])
 
 
 #: how many times over the partitions may read a Parquet table's rows in all before it
