@@ -123,13 +123,16 @@ def spilled_runs(
     with tempfile.TemporaryDirectory(prefix="prefeval-spill-") as folder:
         files = [os.path.join(folder, f"{k}.arrow") for k in range(parts)]
         written = _spill(pieces, files)
-        reduced: list[list[RunPositions]] = [[] for _ in names]
+        # per run its partitions' (doc, rank); not their ``retrieved``, which is as long
+        # as the evaluated queries: summed at once (at a million users, 8 MB a partition)
+        reduced: list[list[tuple]] = [[] for _ in names]
         retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
         codes = codes or Codes(relevant)
         for k in written:
             for r, part in _reduced(names, path, files[k], codes, max_docs):
                 retrieved[r] += part.retrieved
-                reduced[r].append(part)
+                reduced[r].append((part.doc, part.rank))
+                del part
             if release is not None:
                 release()
         return {
@@ -269,12 +272,13 @@ def _reduced(names: list[str], path: str, file: str, codes: Codes, max_docs):
         yield r, codes.positions(columns, max_docs)
 
 
-def join_positions(name: str, parts: list[RunPositions], retrieved) -> RunPositions:
-    """One run's positions from those of disjoint sets of its queries (``parts``) and
-    its documents retrieved per query (``retrieved``, summed by the caller): the
-    documents in their canonical order (by relevant document), as
-    :func:`~prefeval.core.positions.reduce_rows` gives them for the whole run."""
-    doc = np.concatenate([p.doc for p in parts]) if parts else np.zeros(0, np.int64)
-    rank = np.concatenate([p.rank for p in parts]) if parts else np.zeros(0, np.int32)
+def join_positions(name: str, parts: list[tuple], retrieved) -> RunPositions:
+    """One run's positions from the (doc, rank) arrays of the positions of disjoint sets
+    of its queries (``parts``) and its documents retrieved per query (``retrieved``,
+    summed by the caller): the documents in their canonical order (by relevant
+    document), as :func:`~prefeval.core.positions.reduce_rows` gives them for the whole
+    run."""
+    doc = np.concatenate([d for d, _ in parts]) if parts else np.zeros(0, np.int64)
+    rank = np.concatenate([r for _, r in parts]) if parts else np.zeros(0, np.int32)
     by_doc = np.argsort(doc, kind="stable")
     return RunPositions(name, doc[by_doc], rank[by_doc], retrieved)

@@ -309,3 +309,43 @@ def test_no_room_for_temporary_files_reads_whole(tmp_path, monkeypatch):
     got = load_runs(paths, rel, notify=None, streaming=TINY)
     for a, b in zip(got, load_runs(paths, rel, notify=None)):
         same(a, b)
+
+
+def test_partitions_do_not_each_keep_a_count_per_query(tmp_path):
+    """A run of many queries spilled to many partitions: what the reduction keeps of a
+    partition is its positions, not its documents retrieved per query (an array as long
+    as the evaluated queries: at a million users 8 MB a partition, 300 MB a run of 38
+    partitions), which are summed as each partition is reduced (numpy's allocations, as
+    tracemalloc sees them)."""
+    import tracemalloc
+
+    from prefeval.io.spill import Codes
+
+    n = 20_000
+    (tmp_path / "qrels.txt").write_text("".join(f"u{u} 0 i{u % 97} 1\n" for u in range(n)))
+    rel = read_qrels(str(tmp_path / "qrels.txt")).relevant(None)
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"u{u}" for u in range(n) for _ in range(2)],
+            "doc_id": [f"i{(u + k) % 97}" for u in range(n) for k in range(2)],
+            "score": [2.0 - k for _ in range(n) for k in range(2)],
+        }
+    )
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    codes = Codes(rel)
+    want = run_positions(read_run(str(path)), rel)
+
+    def peak(parts: int) -> int:
+        streaming = Streaming(above=0, piece_rows=4096, part_rows=1, max_parts=parts)
+        tracemalloc.start()
+        try:
+            got = streamed_positions(the_run(str(path)), rel, None, streaming, codes)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            same(got, want)
+
+    peak(2)  # the lookups built once per command (Codes, the judgments' keys)
+    few, many = peak(2), peak(40)
+    assert many - few < 10 * n * 8, (few, many)  # 38 more partitions' counts: 38 * n * 8
