@@ -349,7 +349,9 @@ def metrics_from_table(
         if missing_runs or missing_q:
             what = f"runs {missing_runs}" if missing_runs else f"queries {missing_q[:5]}"
             raise InputError(path, None, f"metric {name} has no values for {what}")
-        matrix = table.loc[query_ids, runs].to_numpy(dtype=float)
+        # one memory layout whatever the order of ``runs`` (pandas gives one or the
+        # other): numpy sums a column of either layout in another order, to other bits
+        matrix = np.ascontiguousarray(table.loc[query_ids, runs].to_numpy(dtype=float))
         if np.isnan(matrix).any():
             raise InputError(path, None, f"metric {name} has missing (run, query) values")
         out[name] = matrix

@@ -637,6 +637,19 @@ def test_order_lists_shared_ranks_by_name(method):
         assert shared == ["sys04", "sys05"]
 
 
+def test_order_baseline_means_do_not_depend_on_run_order():
+    """The baselines' means (order's ``mean`` rows) are the same floats whatever the runs'
+    order on the command line: on the sample data, reversing the runs gave pandas'
+    other memory layout for the queries x runs matrices, which numpy sums in another
+    order (AP of sys05 0.30742799903804496, then ...49)."""
+    sample = REPO / "sample_data"
+    runs = sorted(str(p) for p in (sample / "runs").glob("input.*"))
+    args = ["order", "--no-cache", str(sample / "qrels.txt")]
+    forward = output([*args, *runs])
+    assert "AP\tmean\t4\tsys05\t0.30742799903804496" in forward
+    assert output([*args, *runs[::-1]]) == forward
+
+
 @st.composite
 def with_copy(draw):
     """A collection plus an exact copy of one of its runs under an unused name (which may
