@@ -199,6 +199,21 @@ def reduce_rows(
     )
 
 
+def join_positions(name: str, parts: list[tuple], retrieved) -> RunPositions:
+    """One run's positions from the (doc, rank) arrays of the positions of disjoint sets
+    of its queries (``parts``, emptied: their arrays let go once joined) and its
+    documents retrieved per query (``retrieved``, summed by the caller): the documents
+    in their canonical order (by relevant document), as :func:`reduce_rows` gives them
+    for the whole run (parts already in that order are joined as they are)."""
+    doc = np.concatenate([d for d, _ in parts]) if parts else np.zeros(0, np.int64)
+    rank = np.concatenate([r for _, r in parts]) if parts else np.zeros(0, np.int32)
+    parts.clear()
+    if np.any(doc[1:] < doc[:-1]):
+        by_doc = np.argsort(doc, kind="stable")
+        doc, rank = doc[by_doc], rank[by_doc]
+    return RunPositions(name, doc, rank, retrieved)
+
+
 def position_matrix(runs: list[RunPositions], relevant: RelevantSet) -> np.ndarray:
     """Runs x relevant documents matrix of ranks, :data:`UNRETRIEVED` where not retrieved."""
     total = int(relevant.offsets[-1])

@@ -28,7 +28,7 @@ import lazy_loader
 from ..core import limits, ties
 from ..core.cube import run_pairs
 from ..core.errors import InputError, SystemLimitError
-from ..core.positions import RunPositions, missing_notice, run_positions
+from ..core.positions import RunPositions, join_positions, missing_notice, run_positions
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels
 from ..io import parquet
@@ -356,11 +356,8 @@ def _joined(name: str, pieces: list) -> RunPositions:
     (numbered alike): the documents in order, the retrieved counts added."""
     if len(pieces) == 1:
         return pieces[0]
-    doc = np.concatenate([p.doc for p in pieces])
-    rank = np.concatenate([p.rank for p in pieces])
-    order = np.argsort(doc, kind="stable")
     retrieved = np.sum([p.retrieved for p in pieces], axis=0)
-    return RunPositions(name, doc[order], rank[order], retrieved)
+    return join_positions(name, [(p.doc, p.rank) for p in pieces], retrieved)
 
 
 @dataclass

@@ -28,7 +28,7 @@ import lazy_loader
 from ..core import limits
 from ..core.arrays import small_strings
 from ..core.errors import InputError
-from ..core.positions import RunPositions, reduce_rows, run_positions, set_like
+from ..core.positions import join_positions, reduce_rows, run_positions, set_like
 from .columns import (
     DOC,
     GRADE,
@@ -842,14 +842,8 @@ class _GroupedReduction:
         let go, run by run: the blocks and the joined arrays are not all held at once)."""
         out = {}
         for name in sorted(self.done):
-            mine = self.parts.pop(name, [])
-            doc = np.concatenate([p.doc for p in mine]) if mine else np.zeros(0, np.int64)
-            rank = np.concatenate([p.rank for p in mine]) if mine else np.zeros(0, np.int32)
-            del mine
-            if np.any(doc[1:] < doc[:-1]):  # blocks in query order are joined in order
-                by_doc = np.argsort(doc, kind="stable")
-                doc, rank = doc[by_doc], rank[by_doc]
-            out[name] = RunPositions(name, doc, rank, self.retrieved.pop(name))
+            parts = [(p.doc, p.rank) for p in self.parts.pop(name, [])]
+            out[name] = join_positions(name, parts, self.retrieved.pop(name))
         return out
 
 

@@ -8,8 +8,8 @@ A first pass writes each piece's rows to one of a few temporary Arrow IPC files,
 by a hash of the query id, so that all the rows of a query land in one file whatever
 their order in the run; a second pass reduces one file at a time
 (:func:`prefeval.core.positions.reduce_rows`, as ``run_positions`` reduces a whole
-run: ranks depend only on each query's rows)
-and joins the positions (:func:`join_positions`), the same arrays as the whole file
+run: ranks depend only on each query's rows) and joins the positions
+(:func:`prefeval.core.positions.join_positions`), the same arrays as the whole file
 gives.  The temporary folder is removed when the reduction ends, on success, on an
 error and on an interrupt alike.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import lazy_loader
 
 from ..core.errors import InputError
-from ..core.positions import RunPositions, reduce_rows, set_like
+from ..core.positions import RunPositions, join_positions, reduce_rows, set_like
 from .columns import RunColumns, duplicate_message
 
 np = lazy_loader.load("numpy")
@@ -270,15 +270,3 @@ def _reduced(names: list[str], path: str, file: str, codes: Codes, max_docs):
         if duplicate is not None:
             raise InputError(path, None, duplicate[1])
         yield r, codes.positions(columns, max_docs)
-
-
-def join_positions(name: str, parts: list[tuple], retrieved) -> RunPositions:
-    """One run's positions from the (doc, rank) arrays of the positions of disjoint sets
-    of its queries (``parts``) and its documents retrieved per query (``retrieved``,
-    summed by the caller): the documents in their canonical order (by relevant
-    document), as :func:`~prefeval.core.positions.reduce_rows` gives them for the whole
-    run."""
-    doc = np.concatenate([d for d, _ in parts]) if parts else np.zeros(0, np.int64)
-    rank = np.concatenate([r for _, r in parts]) if parts else np.zeros(0, np.int32)
-    by_doc = np.argsort(doc, kind="stable")
-    return RunPositions(name, doc[by_doc], rank[by_doc], retrieved)
