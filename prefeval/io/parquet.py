@@ -122,15 +122,18 @@ def _plain(column, path: str = "<table>"):
         else:
             column = column.combine_chunks() if column.num_chunks > 1 else column.chunk(0)
     if pa.types.is_dictionary(column.type):
-        import pyarrow.compute as pc
-
-        bounds = pc.min_max(column.indices).as_py()
-        if bounds["min"] is not None and not 0 <= bounds["min"] <= bounds["max"] < len(
-            column.dictionary
-        ):
+        if not _in_dictionary(column.indices, column.dictionary):
             raise unreadable(path, ValueError("Index not in dictionary bounds"))
         column = column.dictionary_decode()
     return column
+
+
+def _in_dictionary(indices, dictionary) -> bool:
+    """Whether every (non-null) index points into the dictionary."""
+    import pyarrow.compute as pc
+
+    bounds = pc.min_max(indices).as_py()
+    return bounds["min"] is None or 0 <= bounds["min"] <= bounds["max"] < len(dictionary)
 
 
 def _first(mask) -> int:
@@ -547,8 +550,7 @@ def _distinct_ids(column, what: str, path: str, name: str, offset: int) -> list[
         and not column.null_count
     ):
         used = pc.unique(column.indices)
-        bounds = pc.min_max(used).as_py()
-        if bounds["min"] is None or 0 <= bounds["min"] <= bounds["max"] < len(column.dictionary):
+        if _in_dictionary(used, column.dictionary):
             try:
                 values = ids(column.dictionary.take(used), what, path, name=name)
             except InputError:
