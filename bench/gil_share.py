@@ -26,6 +26,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from harness import print_markdown
+
 FRAME = re.compile(r"\(([^():]+):\d+\)$")
 
 
@@ -108,10 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Amdahl with the GIL as the serial part, {n} threads: wall >= max({total_g:.1f}, "
         f"{total_a:.1f} / {n}) s, speedup over one thread at most {bound:.2f}x.",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    print_markdown(lines, args.out)
     return 0
 
 

@@ -333,3 +333,11 @@ def code_digest() -> str:
         except OSError:
             pass
     return h.hexdigest()[:12]
+
+
+def print_markdown(lines: list[str], out: str | None = None) -> None:
+    """A bench's Markdown ``lines`` printed, and written to the file ``out`` too."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        Path(out).write_text(text)

@@ -51,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import ROOT, Result, Timer  # noqa: E402
+from harness import ROOT, Result, Timer, print_markdown  # noqa: E402
 
 GENERATE = Path(__file__).resolve().with_name("generate.py")
 XL_RUNS = 10
@@ -459,10 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Modules imported: `compare` {compare_imports}; the HSD kernel "
         f"{json.dumps(imported)} (of ir_measures, scipy, dask).",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    print_markdown(lines, args.out)
     return 0
 
 
