@@ -34,7 +34,7 @@ from .columns import (
     first_uncastable,
     qrels_rows,
 )
-from .source import GZIP_MAGIC, PARQUET_MAGIC, gunzip_blocks, let_go, run_name, strip_bom
+from .source import BOM, GZIP_MAGIC, PARQUET_MAGIC, gunzip_blocks, let_go, run_name, strip_bom
 
 np = lazy_loader.load("numpy")
 
@@ -216,7 +216,8 @@ def _regular_columns(data: bytes):
     The conditions make the result exactly what :func:`split_fields` gives: no byte
     that ``bytes.split()`` takes as whitespace other than the space and the line end
     (CRLF included), no empty field (which a doubled, leading or trailing space makes),
-    no ``#`` line, and one column count throughout (else the reader fails).  Under an
+    no ``#`` line, no byte order mark where the data starts (the reader drops one
+    there), and one column count throughout (else the reader fails).  Under an
     address-space limit None as well (:func:`prefeval.core.limits.arrow_threads`): the CSV
     reader starts I/O threads even without ``use_threads``, and waits for ever on one
     that could not start.
@@ -227,6 +228,8 @@ def _regular_columns(data: bytes):
 
     if not limits.arrow_threads():
         return None
+    if data.startswith(BOM):  # the CSV reader would drop it: a second BOM, or a piece's
+        return None  # line that starts with one, keeps it as :func:`split_fields` does
     if b"\t" in data or b"\x0b" in data or b"\x0c" in data or b"\x00" in data:
         return None
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
