@@ -71,11 +71,14 @@ from dataclasses import dataclass, field
 import lazy_loader
 
 from ..core.errors import InputError
-from ..core.positions import missing_notice, run_positions, trec_order
+from ..core.positions import join_positions, missing_notice, run_positions, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, is_relevant
+from ..engine.memory import release_free_memory
 from ..io.columns import RunColumns
-from ..io.runs import read_qrels, resolve_runs
+from ..io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, streamed
+from ..io.spill import STREAMING, Codes, Spill, query_partitions
+from ..io.tables import MAX_METRIC_VALUE, metrics_from_table
 from ..options import Options
 
 np = lazy_loader.load("numpy")
@@ -91,6 +94,7 @@ __all__ = [
     "default_baselines",
     "higher_is_better",
     "is_measure",
+    "metric_matrices",
     "metrics_rows",
     "metrics_summary",
     "no_metrics",
@@ -902,8 +906,49 @@ def compute_metrics(
     ``notify`` (when given) is told, as ``compare`` tells it, of each run without results
     for some of the queries prefeval evaluates (:func:`~prefeval.core.positions.missing_notice`).
     """
-    import pyarrow as pa
+    values, parsed, names, qlist = _values(
+        qrels, runs, baselines, query_ids, relevance_level, max_docs, progress, notify
+    )
+    return _metrics_frame(values, parsed, names, qlist)
 
+
+def metric_matrices(
+    qrels,
+    runs,
+    baselines=None,
+    *,
+    query_ids: Sequence[str] | None = None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    progress: bool | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """:func:`compute_metrics`' values as :func:`prefeval.io.tables.metrics_from_table`
+    reads them back from its table: measure -> (queries x runs) matrix, in the order of
+    the runs and of ``query_ids``, without the table (at a million users, its rows of
+    Python objects take gigabytes).  Values the table would refuse (NaN, infinities,
+    none at all) go through it, for its error."""
+    values, parsed, names, qlist = _values(
+        qrels, runs, baselines, query_ids, relevance_level, max_docs, progress, notify
+    )
+    # NaN fails both bounds; no temporary copy of values (gigabytes at a million users)
+    if not values.size or not (
+        -MAX_METRIC_VALUE <= values.min() <= values.max() <= MAX_METRIC_VALUE
+    ):
+        return metrics_from_table(
+            _metrics_frame(values, parsed, names, qlist), names, qlist, "<metrics>"
+        )
+    return {b.name: values[i] for i, b in enumerate(parsed)}
+
+
+def _values(qrels, runs, baselines, query_ids, relevance_level, max_docs, progress, notify):
+    """:func:`compute_metrics`' values: (baselines x queries x runs array, the parsed
+    baselines, the run names, the query ids).
+
+    Runs are evaluated one at a time, each read whole; when some run file is large
+    (:func:`prefeval.io.runs.streamed`), the runs are spilled to temporary files by query
+    and evaluated a partition of the queries at a time instead
+    (:func:`_evaluate_partitions`): the same values, in memory bounded by a partition."""
     relevance_level = check_level(relevance_level)
     qrels, parsed = _qrels_and_baselines(qrels, baselines)
     items = list(resolve_runs(runs).items())
@@ -916,14 +961,20 @@ def compute_metrics(
         qlist = list(dict.fromkeys(str(q) for q in query_ids))
     nq, nr, nb = len(qlist), len(items), len(parsed)
     qpos = {q: k for k, q in enumerate(qlist)}
-    qvals = pa.array(qlist, pa.string())
 
-    values = np.zeros((nb, nr, nq))
-    evaluators = _evaluators(qrels, general, parsed, relevance_level, qpos, values)
-    corpus = _relevant_corpus(general, relevance_level, qpos, nq) if natives else None
-    positions, answered = _evaluate_runs(
-        values, items, evaluators, qvals, qlist, qpos, max_docs, progress, corpus, relevant
-    )
+    values = np.zeros((nb, nq, nr))  # per baseline, the queries x runs matrix analyses take
+    _count_num_rel(values, parsed, general, relevance_level, qpos)
+    args = (items, qrels, general, parsed, relevance_level, qlist, max_docs, progress, relevant)
+    results = None
+    if nq and streamed([run for _, run in items], STREAMING):
+        try:
+            results = _evaluate_partitions(values, *args, streaming=STREAMING)
+        except OSError:  # no room or no right to write temporary files: read runs whole
+            values[:] = 0.0
+            _count_num_rel(values, parsed, general, relevance_level, qpos)
+    if results is None:
+        results = _evaluate_runs(values, *args)
+    positions, answered, sizes = results
     if notify is not None:
         evaluated = _evaluated_queries(qrels, general, relevance_level, relevant)
         rows = np.array([qpos[q] for q in evaluated if q in qpos], dtype=np.int64)
@@ -932,11 +983,11 @@ def compute_metrics(
             if missing:
                 notify(missing_notice(name, missing, len(evaluated)))
     if natives:
-        _native_metrics(values, parsed, natives, positions, relevant, corpus, qpos)
+        _native_metrics(values, parsed, natives, positions, relevant, sizes, qpos)
     for i, baseline in enumerate(parsed):
         if baseline.name == GM_MAP:  # trec_eval's per-query value of gm_map
             values[i] = np.log(np.maximum(values[i], MIN_GEO_MEAN))
-    return _metrics_frame(values, parsed, [name for name, _ in items], qlist)
+    return values, parsed, [name for name, _ in items], qlist
 
 
 def _qrels_and_baselines(qrels, baselines) -> tuple[Qrels, list[Baseline]]:
@@ -956,20 +1007,24 @@ def _qrels_and_baselines(qrels, baselines) -> tuple[Qrels, list[Baseline]]:
     return qrels, parsed
 
 
-def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, values) -> list[_Group]:
-    """The ir-measures evaluators of the baselines ``parsed``, one per qrels flavour and
-    provider part, built once for all runs; ``NumRel`` baselines are not evaluated but
-    counted from the qrels into ``values`` (baselines x runs x queries) here."""
-    evaluators: list[_Group] = []
-    groups = {False: [], True: []}
-    counted = []  # NumRel: from the qrels, whatever the runs retrieved (_num_rel)
+def _count_num_rel(values, parsed, general, level, qpos: dict) -> None:
+    """The ``NumRel`` baselines of ``parsed`` counted from the qrels into ``values``
+    (baselines x queries x runs), whatever the runs retrieved (:func:`_num_rel`)."""
     for i, b in enumerate(parsed):
         if b.kind == "irm" and b.measure.NAME == "NumRel":
-            counted.append(i)
-        elif b.kind == "irm":
+            values[i] = _num_rel(general, _level_target(b, level)["rel"], qpos)[:, None]
+
+
+def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -> list[_Group]:
+    """The ir-measures evaluators of the baselines ``parsed`` (but ``NumRel``, counted
+    by :func:`_count_num_rel`) on the queries ``qpos``, one per qrels flavour and provider
+    part, built once for all runs (``judged``: per flavour, the docnos judged for every
+    evaluated query, when ``qpos`` are some of them)."""
+    evaluators: list[_Group] = []
+    groups = {False: [], True: []}
+    for i, b in enumerate(parsed):
+        if b.kind == "irm" and b.measure.NAME != "NumRel":
             groups[b.intent_aware].append(i)
-    for i in counted:
-        values[i] = _num_rel(general, _level_target(parsed[i], level)["rel"], qpos)
     for ia, members in groups.items():
         if not members:
             continue
@@ -977,13 +1032,26 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, values) -> lis
         for i in members:  # a level no measure takes is an error, queries or none
             targets.setdefault(_level_target(parsed[i], level), []).append(i)
         if qpos:
-            evaluators.extend(_flavour_groups(qrels, general, targets, ia, qpos))
+            given = None if judged is None else judged[ia]
+            evaluators.extend(_flavour_groups(qrels, general, targets, ia, qpos, given))
     return evaluators
 
 
-def _flavour_groups(qrels: Qrels, general, targets: dict, ia: bool, qpos: dict) -> list[_Group]:
+def _judged(qrels: Qrels, general, parsed, qpos: dict) -> dict:
+    """Per qrels flavour (intent-aware or not), the docnos judged for the queries
+    ``qpos``, which name the documents the evaluators add (:func:`_unjudged_docno`)."""
+    ia = any(b.intent_aware for b in parsed)
+    frames = {False: general, True: qrels.subtopic_frame() if ia else general}
+    return {k: f["doc_id"][f["query_id"].isin(qpos).to_numpy()] for k, f in frames.items()}
+
+
+def _flavour_groups(
+    qrels: Qrels, general, targets: dict, ia: bool, qpos: dict, judged=None
+) -> list[_Group]:
     """The :class:`_Group` evaluators of the measures ``targets`` (measure -> baseline
-    indices) on one qrels flavour (``ia``: subtopic qrels) of the queries ``qpos``."""
+    indices) on one qrels flavour (``ia``: subtopic qrels) of the queries ``qpos``
+    (``judged``: the docnos that name the documents added, by default those of ``qpos``'
+    judgments)."""
     import ir_measures
 
     frame = qrels.subtopic_frame() if ia else general
@@ -1011,11 +1079,11 @@ def _flavour_groups(qrels: Qrels, general, targets: dict, ia: bool, qpos: dict) 
     for part, pad in _provider_parts(targets, ia):
         if not part:
             continue
-        given, judged = qrels_input, frame["doc_id"]
+        given, docnos = qrels_input, frame["doc_id"] if judged is None else judged
         if pad:
-            given, judged = _pad_negative_queries(qrels_input, judged, part)
+            given, docnos = _pad_negative_queries(qrels_input, docnos, part)
         evaluator = ir_measures.evaluator(list(part), given)
-        out.append(_Group(evaluator, part, ia, given, judged))
+        out.append(_Group(evaluator, part, ia, given, docnos))
     return out
 
 
@@ -1055,9 +1123,12 @@ def _relevant_corpus(general, level, qpos: dict, nq: int) -> _Corpus:
     return corpus
 
 
-def _evaluate_run(values, r: int, ranking: _Ranking, evaluators, qlist, qpos: dict) -> None:
-    """The ir-measures values of run ``r`` (its ``ranking``) written into ``values``
-    (baselines x runs x queries), queries it did not answer given the empty ranking's."""
+def _evaluate_run(values, r: int, ranking: _Ranking, evaluators, qlist, where=None) -> None:
+    """The ir-measures values of run ``r`` (its ``ranking`` of the queries ``qlist``)
+    written into ``values`` (baselines x queries x runs: query k of ``qlist`` at
+    ``where[k]``, by default k), queries it did not answer given the empty ranking's."""
+    qpos = {q: k for k, q in enumerate(qlist)}
+    where = np.arange(len(qlist)) if where is None else where
     missing = np.flatnonzero(np.diff(ranking.bounds) == 0)
     for group in evaluators:
         targets = group.targets
@@ -1069,23 +1140,30 @@ def _evaluate_run(values, r: int, ranking: _Ranking, evaluators, qlist, qpos: di
             if k is not None:
                 found = by_id.get(id(metric.measure))
                 for i in targets.get(metric.measure, ()) if found is None else found:
-                    values[i, r, k] = metric.value
+                    values[i, where[k], r] = metric.value
         if len(missing) and not group.ia:
             # queries the run did not answer: the empty ranking's values, not
             # ir-measures' fill of 0 (NumQ)
             empty = group.empty_values(values.shape[0], qpos)
             for i in group.members:
-                values[i, r, missing] = empty[i, missing]
+                values[i, where[missing], r] = empty[i, missing]
 
 
 def _evaluate_runs(
-    values, items, evaluators, qvals, qlist, qpos: dict, max_docs, progress, corpus, relevant
-) -> list:
-    """Each run of ``items`` (name, source) read once and evaluated into ``values``
-    (baselines x runs x queries) by the ir-measures ``evaluators``; with a ``corpus``
-    (native metrics), its documents added there and its positions of the ``relevant``
-    documents returned, run by run (else an empty list); and per run the number of its
-    documents per query (after ``max_docs``; 0: a query it did not answer)."""
+    values, items, qrels, general, parsed, level, qlist, max_docs, progress, relevant
+) -> tuple:
+    """Each run of ``items`` (name, :class:`~prefeval.io.runs.Run`) read whole, once, and
+    evaluated into ``values`` (baselines x queries ``qlist`` x runs) by evaluators built
+    once for all runs.  Returns, with native baselines among ``parsed`` (else empty),
+    each run's positions of the ``relevant`` documents and the corpus size of each query
+    (:class:`_Corpus`); and per run the number of its documents per query (after
+    ``max_docs``; 0: a query it did not answer)."""
+    import pyarrow as pa
+
+    qpos = {q: k for k, q in enumerate(qlist)}
+    qvals = pa.array(qlist, pa.string())
+    evaluators = _evaluators(qrels, general, parsed, level, qpos)
+    corpus = _relevant_corpus(general, level, qpos, len(qlist)) if relevant else None
     positions, answered = [], []
     for r, (name, source) in enumerate(
         progress_bar(items, desc="baselines (ir-measures)", unit="run", enable=progress)
@@ -1093,30 +1171,137 @@ def _evaluate_runs(
         columns = source.read()
         ranking = _ranking(columns, qvals, max_docs)
         answered.append(np.diff(ranking.bounds))
-        _evaluate_run(values, r, ranking, evaluators, qlist, qpos)
+        _evaluate_run(values, r, ranking, evaluators, qlist)
         if corpus is not None:
             corpus.add(ranking.q, ranking.doc_id)
             ordered = RunColumns(
                 name, columns.path, qvals.take(ranking.q), ranking.doc_id, ranking.score
             )
             positions.append(run_positions(ordered, relevant))
-    return positions, answered
+    return positions, answered, corpus.sizes() if corpus is not None else None
 
 
-def _native_metrics(values, parsed, natives, positions, relevant, corpus, qpos: dict) -> None:
+def _evaluate_partitions(
+    values, items, qrels, general, parsed, level, qlist, max_docs, progress, relevant, streaming
+) -> tuple:
+    """:func:`_evaluate_runs`' results, in memory bounded by a partition of the queries:
+    every run spilled to temporary files by query (:func:`prefeval.io.runs.spill_runs`,
+    a many-run table in one pass), then each partition's queries evaluated, run by run,
+    by evaluators of that partition's judgments only.  Every value is the one the whole
+    runs give: a query's values, its rows and its corpus depend on that query alone.
+    A problem of a run file is reported by reading that file whole, as
+    :func:`_evaluate_runs` reads it (``streaming``: the pieces' and partitions' sizes)."""
+    import pyarrow as pa
+
+    runs = [run for _, run in items]
+    parts = streaming.parts(rows_estimate(runs))
+    part_of = query_partitions(pa.array(qlist, pa.string()), parts)
+    judged = _judged(qrels, general, parsed, {q: k for k, q in enumerate(qlist)})
+    totals = _Totals(items, len(qlist), relevant)
+    try:
+        with Spill(parts) as spill:
+            spill_runs(spill, runs, streaming)
+            release_free_memory()  # the pieces' buffers: not beside the evaluation's
+            bar = progress_bar(
+                range(parts), desc="baselines (ir-measures)", unit="part", enable=progress
+            )
+            for k in bar:
+                where = np.flatnonzero(part_of == k)
+                if len(where):
+                    mine = [qlist[j] for j in where.tolist()]
+                    qpos = {q: j for j, q in enumerate(mine)}
+                    evaluators = _evaluators(qrels, general, parsed, level, qpos, judged)
+                    corpus = _relevant_corpus(general, level, qpos, len(mine)) if relevant else None
+                    totals.add(
+                        values, spill.partition(k), mine, where, evaluators, corpus, max_docs
+                    )
+                    del evaluators, corpus
+                    release_free_memory()  # a partition's rows, rankings and judgments
+    except InputError:
+        for run in runs:  # the first problem where reading the files whole finds it
+            run.read()
+        raise
+    return totals.results()
+
+
+class _Totals:
+    """What :func:`_evaluate_partitions` gathers over the partitions, run by run: the
+    documents per query, the positions of the relevant documents and the corpus sizes
+    (natives only: with a ``relevant`` set)."""
+
+    def __init__(self, items, nq: int, relevant):
+        self.names = [name for name, _ in items]
+        self.at = {name: r for r, name in enumerate(self.names)}
+        self.relevant = relevant
+        self.answered = [np.zeros(nq, dtype=np.int64) for _ in items]
+        self.codes = Codes(relevant) if relevant else None
+        self.found: list[list[tuple]] = [[] for _ in items]
+        self.retrieved = [np.zeros(relevant.n_queries if relevant else 0, np.int64) for _ in items]
+        self.sizes = np.zeros(nq, dtype=np.int64)
+
+    def add(self, values, partition, mine: list, where, evaluators, corpus, max_docs) -> None:
+        """The runs' columns of one ``partition`` (the queries ``mine``, at ``where``
+        among the evaluated ones) evaluated into ``values``; a run without rows there
+        answered none of them."""
+        import pyarrow as pa
+
+        qvals = pa.array(mine, pa.string())
+        seen = set()
+        for columns in partition:
+            r = self.at[columns.name]
+            seen.add(r)
+            ranking = _ranking(columns, qvals, max_docs)
+            self.answered[r][where] += np.diff(ranking.bounds)
+            _evaluate_run(values, r, ranking, evaluators, mine, where)
+            if corpus is not None:
+                corpus.add(ranking.q, ranking.doc_id)
+                ordered = RunColumns(
+                    columns.name, columns.path, qvals.take(ranking.q), ranking.doc_id,
+                    ranking.score,
+                )  # fmt: skip
+                part = self.codes.positions(ordered, None)
+                self.found[r].append((part.doc, part.rank))
+                self.retrieved[r] += part.retrieved
+            del columns
+        for r in sorted(set(range(len(self.names))) - seen):
+            _evaluate_run(values, r, _no_ranking(len(mine)), evaluators, mine, where)
+        if corpus is not None:
+            self.sizes[where] = corpus.sizes()
+
+    def results(self) -> tuple:
+        """(positions, documents per query, corpus sizes), as :func:`_evaluate_runs`'."""
+        if self.relevant is None:
+            return [], self.answered, None
+        positions = [
+            join_positions(name, self.found[r], self.retrieved[r])
+            for r, name in enumerate(self.names)
+        ]
+        return positions, self.answered, self.sizes
+
+
+def _no_ranking(nq: int) -> _Ranking:
+    """The :class:`_Ranking` of a run without rows for any of ``nq`` queries."""
+    import pyarrow as pa
+
+    empty = np.zeros(0, dtype=np.int64)
+    return _Ranking(empty, pa.array([], pa.string()), np.zeros(0), np.zeros(nq + 1, np.int64))
+
+
+def _native_metrics(values, parsed, natives, positions, relevant, sizes, qpos: dict) -> None:
     """The native baselines (indices ``natives`` of ``parsed``) of every run (its
-    ``positions``) written into ``values``, on the corpus sizes of ``corpus``."""
+    ``positions``) written into ``values``, on the corpus ``sizes`` of the queries."""
     rel_to_q = np.array([qpos.get(q, -1) for q in relevant.query_ids], dtype=np.int64)
-    n = corpus.sizes()
     for i in natives:
         for r, pos in enumerate(positions):
-            values[i, r] = _native_values(parsed[i], pos, relevant, n, rel_to_q, values.shape[2])
+            values[i, :, r] = _native_values(
+                parsed[i], pos, relevant, sizes, rel_to_q, values.shape[1]
+            )
 
 
 def _metrics_frame(values, parsed, runs: list, qlist: list) -> pd.DataFrame:
-    """The rows ``measure, run, query_id, value`` of ``values`` (baselines x runs x
-    queries), baseline by baseline, run by run."""
-    nb, nr, nq = values.shape
+    """The rows ``measure, run, query_id, value`` of ``values`` (baselines x queries x
+    runs), baseline by baseline, run by run."""
+    nb, nq, nr = values.shape
     b_idx = np.repeat(np.arange(nb), nr * nq)
     r_idx = np.tile(np.repeat(np.arange(nr), nq), nb)
     q_idx = np.tile(np.arange(nq), nb * nr)
@@ -1125,7 +1310,7 @@ def _metrics_frame(values, parsed, runs: list, qlist: list) -> pd.DataFrame:
             "measure": np.array([b.name for b in parsed], dtype=object)[b_idx],
             "run": np.array(runs, dtype=object)[r_idx],
             "query_id": np.array(qlist, dtype=object)[q_idx],
-            "value": values.reshape(-1),
+            "value": values.transpose(0, 2, 1).reshape(-1),
         },
         columns=COLUMNS,
     )

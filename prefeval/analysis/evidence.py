@@ -32,7 +32,7 @@ from ..io.tables import (
 )
 from ..measures import parse_measures
 from ..options import Options
-from .baselines import compute_metrics, default_baselines, higher_is_better
+from .baselines import default_baselines, higher_is_better, metric_matrices
 from .orderings import Evidence
 
 np = lazy_loader.load("numpy")
@@ -197,7 +197,7 @@ def _add_baselines(inputs: Inputs, prefs, metrics, metrics_table, options: Optio
                 f"runs {missing} of the preferences are not among the RUNs given",
             )
         names = list(baselines) or default_baselines(judged.has_subtopics)
-        table = compute_metrics(
+        evidence.metrics = metric_matrices(
             judged,
             sources.subset(evidence.runs),
             names,
@@ -206,7 +206,6 @@ def _add_baselines(inputs: Inputs, prefs, metrics, metrics_table, options: Optio
             max_docs=options.max_docs,
             progress=options.progress,
         )
-        evidence.metrics = metrics_from_table(table, evidence.runs, evidence.query_ids, "<metrics>")
         inputs.baselines = names
         sources.keep_columns(False)
     elif notify is not None:

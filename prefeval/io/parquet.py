@@ -656,20 +656,28 @@ def _spilled_table(path: str, names: list[str], relevant, max_docs, data=None) -
     checked batches spilled by query and reduced partition by partition
     (:func:`prefeval.io.spill.spilled_runs`), on this thread; a problem is an
     :class:`InputError` (the caller reads run by run to say where)."""
+    parts = STREAMING.parts(open_parquet(path, data).metadata.num_rows)
+    pieces = table_pieces(path, names, data)
+    return spilled_runs(path, pieces, names, relevant, max_docs, parts)
+
+
+def table_pieces(path: str, names: list[str], data=None):
+    """The rows of the runs ``names`` of a many-run table, batch by batch in file order,
+    as :class:`prefeval.io.spill.Spill` takes them: each row's run as an int32 index
+    into ``names`` (the rows of the table's other runs left out), query ids, docnos,
+    scores; each batch checked as :func:`table_run` checks it.  Read on this thread."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    pfile = open_parquet(path, data)
-    columns = _many_run_columns(pfile, path)
+    columns = _many_run_columns(open_parquet(path, data), path)
     known = pa.array(names, pa.string())
-
-    def pieces():
-        for _, labels, qid, docno, score in _run_rows(path, columns, data, threads=False):
-            run = pc.index_in(labels, value_set=set_like(known, labels)).cast(pa.int32())
-            yield run, qid, docno, score
-
-    parts = STREAMING.parts(pfile.metadata.num_rows)
-    return spilled_runs(path, pieces(), names, relevant, max_docs, parts)
+    for _, labels, qid, docno, score in _run_rows(path, columns, data, threads=False):
+        run = pc.index_in(labels, value_set=set_like(known, labels)).cast(pa.int32())
+        if run.null_count:  # rows of runs not asked for
+            mine = np.flatnonzero(np.asarray(run.is_valid(), dtype=bool))
+            take = pa.array(mine)
+            run, qid, docno, score = run.take(take), qid.take(take), docno.take(take), score[mine]
+        yield run, qid, docno, score
 
 
 def _grouped_positions(

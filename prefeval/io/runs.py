@@ -14,7 +14,7 @@ import lazy_loader
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
-from . import parquet
+from . import parquet, text
 from .columns import RUN, RunColumns, id_strings, run_from_arrays
 from .frames import (
     frame_column,
@@ -37,8 +37,10 @@ from .source import (
     stored,
     text_bytes,
 )
+from .spill import STREAMING, Spill, Streaming
 from .text import line_ends, parse_qrels, parse_run, split_fields
 
+np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
 
@@ -136,6 +138,67 @@ class RunSet(Mapping):
         """The stored size of the run files (a many-run table counted once)."""
         seen = {id(r.data): len(r.data) for r in self._runs.values() if r.path and r.data}
         return sum(seen.values())
+
+
+def streamed(runs, streaming: Streaming = STREAMING) -> bool:
+    """Whether some run of ``runs`` is a file of more than ``streaming.above`` stored
+    bytes (a many-run table: the table's), which :func:`spill_runs` reads in pieces."""
+    return any(
+        run.kind in ("text", "gzip", "parquet", "table")
+        and run.error is None
+        and len(run.data) > streaming.above
+        for run in runs
+    )
+
+
+def rows_estimate(runs) -> int:
+    """About how many rows ``runs`` hold, all together (a many-run table counted once):
+    from Parquet footers, from the size of text."""
+    total, seen = 0, set()
+    for run in runs:
+        if run.kind in ("frame", "columns"):
+            total += len(run.read())
+        elif id(run.data) not in seen:
+            seen.add(id(run.data))
+            raw = run.stored()
+            total += (
+                parquet.row_count(raw, run.path) if is_parquet(raw) else text.rows_estimate(raw)
+            )
+    return total
+
+
+def spill_runs(spill: Spill, runs, streaming: Streaming = STREAMING) -> None:
+    """Every run of ``runs`` (:class:`Run`) written to ``spill`` by query, in pieces: a
+    file of one run read piece by piece (:func:`prefeval.io.parquet.run_pieces`,
+    :func:`prefeval.io.text.run_pieces`), the runs of a many-run table together in one
+    pass over it (:func:`prefeval.io.parquet.table_pieces`), a run in memory as one
+    piece.  Memory is bounded by a piece; a problem of a file is an
+    :class:`~prefeval.core.errors.InputError` (its first problem in the file's order,
+    though a document twice for a query is found only when a partition is read)."""
+    import pyarrow as pa
+
+    tables: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.kind == "table":
+            tables.setdefault(run.path, []).append(run)
+            continue
+        if run.kind in ("frame", "columns"):
+            columns = run.read()
+            pieces = [(columns.query_id, columns.doc_id, columns.score)]
+        else:
+            raw = run.stored()
+            if is_parquet(raw):
+                pieces = parquet.run_pieces(raw, run.path, streaming.piece_rows)
+            else:
+                pieces = text.run_pieces(raw, run.path, streaming.piece_bytes)
+        one = (
+            (pa.array(np.zeros(len(score), dtype=np.int32)), qid, docno, score)
+            for qid, docno, score in pieces
+        )
+        spill.add(run.where, one, [run.name])
+    for path, group in tables.items():
+        names = [run.name for run in group]
+        spill.add(path, parquet.table_pieces(path, names, group[0].data), names)
 
 
 #: bytes of run files a run set reads whole when it resolves them, their bytes held for

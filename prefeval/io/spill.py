@@ -120,24 +120,72 @@ def spilled_runs(
     caller reads the file again as it always has to say where: see
     :func:`prefeval.engine.local.streamed_positions`).
     """
-    with tempfile.TemporaryDirectory(prefix="prefeval-spill-") as folder:
-        files = [os.path.join(folder, f"{k}.arrow") for k in range(parts)]
-        written = _spill(pieces, files)
-        # per run its partitions' (doc, rank); not their ``retrieved``, which is as long
-        # as the evaluated queries: summed at once (at a million users, 8 MB a partition)
-        reduced: list[list[tuple]] = [[] for _ in names]
-        retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
-        codes = codes or Codes(relevant)
-        for k in written:
-            for r, part in _reduced(names, path, files[k], codes, max_docs):
+    # per run its partitions' (doc, rank); not their ``retrieved``, which is as long
+    # as the evaluated queries: summed at once (at a million users, 8 MB a partition)
+    reduced: list[list[tuple]] = [[] for _ in names]
+    retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
+    at = {name: r for r, name in enumerate(names)}
+    codes = codes or Codes(relevant)
+    with Spill(parts) as spill:
+        spill.add(path, pieces, names)
+        for k in range(parts):
+            written = spill.had(k)
+            for columns in spill.partition(k):
+                r = at[columns.name]
+                part = codes.positions(columns, max_docs)
+                del columns
                 retrieved[r] += part.retrieved
                 reduced[r].append((part.doc, part.rank))
                 del part
-            if release is not None:
+            if release is not None and written:
                 release()
-        return {
-            name: join_positions(name, reduced[r], retrieved[r]) for r, name in enumerate(names)
-        }
+    return {name: join_positions(name, reduced[r], retrieved[r]) for r, name in enumerate(names)}
+
+
+class Spill:
+    """The rows of one or more run files spilled to temporary files by query: ``parts``
+    partitions, the same for every file (a hash of the query id), so that partition k of
+    every file holds all the rows of the same queries, whatever the files' row order.
+
+    A context manager: its temporary folder is removed when it ends, on success, on an
+    error and on an interrupt alike.  :meth:`add` writes a file's rows;
+    :meth:`partition` reads one partition back, run by run."""
+
+    def __init__(self, parts: int):
+        self.parts = parts
+        self._folder = None
+        self._files: list[tuple[str, list[str], dict[int, str]]] = []
+
+    def __enter__(self) -> Spill:
+        self._folder = tempfile.TemporaryDirectory(prefix="prefeval-spill-")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._folder.cleanup()
+
+    def add(self, path: str, pieces, names: list[str]) -> None:
+        """The rows of the runs ``names`` of file ``path`` given as ``pieces`` (each
+        row's run as an int32 index into ``names``, query ids and docnos as Arrow string
+        arrays, scores as float64; each piece checked by its reader) written to the
+        partitions."""
+        base = os.path.join(self._folder.name, str(len(self._files)))
+        files = [f"{base}-{k}.arrow" for k in range(self.parts)]
+        written = _spill(pieces, files)
+        self._files.append((path, names, {k: files[k] for k in written}))
+
+    def had(self, k: int) -> bool:
+        """Whether some file had rows in partition ``k``."""
+        return any(k in written for _, _, written in self._files)
+
+    def partition(self, k: int):
+        """The :class:`RunColumns` of each run with rows in partition ``k`` (all the rows
+        of its queries), file by file in the order added, run by run in the order of
+        ``names``; each file is removed once read.  A document twice for a query of a
+        run is an :class:`InputError` (without its line)."""
+        for path, names, written in self._files:
+            file = written.pop(k, None)
+            if file is not None:
+                yield from _partition_runs(names, path, file)
 
 
 def _spill(pieces, files: list[str]) -> list[int]:
@@ -151,7 +199,7 @@ def _spill(pieces, files: list[str]) -> list[int]:
         for run, qid, docno, score in pieces:
             if not len(score):
                 continue
-            part = _partition(qid, len(files))
+            part = query_partitions(qid, len(files))
             order = np.argsort(part, kind="stable")
             counts = np.bincount(part, minlength=len(files))
             # a piece's ids are far below 2 GiB: plain strings
@@ -173,9 +221,10 @@ def _spill(pieces, files: list[str]) -> list[int]:
     return sorted(sinks)
 
 
-def _partition(qid, parts: int) -> np.ndarray:
-    """The partition of every row: a hash of its query id (pandas' ``hash_array``, the
-    same for the same id in every piece) modulo ``parts``."""
+def query_partitions(qid, parts: int) -> np.ndarray:
+    """The partition of each of the query ids ``qid`` (an Arrow string array): a hash of
+    the id (pandas' ``hash_array``, the same for the same id in every piece and file)
+    modulo ``parts``."""
     import pyarrow.compute as pc
 
     if parts == 1:
@@ -241,8 +290,8 @@ def judged_codes(dvalues, docnos, judged, lock=None) -> np.ndarray:
         return judged.get_indexer(dvalues.to_pandas()).astype(np.int64)
 
 
-def _reduced(names: list[str], path: str, file: str, codes: Codes, max_docs):
-    """(run index, positions) of each run with rows in one partition's ``file`` (all the
+def _partition_runs(names: list[str], path: str, file: str):
+    """The :class:`RunColumns` of each run with rows in one partition's ``file`` (all the
     rows of its queries; the file removed once read); a document twice for a query of a
     run is an :class:`InputError`."""
     import pyarrow as pa
@@ -269,4 +318,4 @@ def _reduced(names: list[str], path: str, file: str, codes: Codes, max_docs):
         )
         if duplicate is not None:
             raise InputError(path, None, duplicate[1])
-        yield r, codes.positions(columns, max_docs)
+        yield columns

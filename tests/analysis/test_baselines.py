@@ -1124,3 +1124,169 @@ def test_gm_map_follows_the_relevance_level():
     got = values(compute_metrics(QRELS, RUNS, ["gm_map", "AP"], relevance_level=2))
     assert got[("AP", "A", "1")] == 1.0 and got[("gm_map", "A", "1")] == 0.0
     assert got[("gm_map", "B", "1")] == pytest.approx(math.log(1 / 3), abs=1e-15)
+
+
+# ------------------------------------------------------------- large runs, by partition
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+def _tiny():
+    """Every run file "large": spilled in pieces of a few rows, 7 partitions of queries."""
+    from prefeval.io.spill import Streaming
+
+    return Streaming(above=0, piece_rows=7, piece_bytes=200, part_rows=50, max_parts=7)
+
+
+PARTITIONED_CASES = {
+    "text runs, natives, -M": (
+        "qrels.txt",
+        "text",
+        ["AP", "nDCG@10", "TSE", "ASL", "gm_map", "NumRel", "NumRet", "IPrec@0.5"],
+        {"max_docs": 7},
+    ),
+    "subtopic qrels, -l 2": (
+        "qrels.subtopics.txt",
+        "text",
+        ["ERR_IA@20", "alpha_nDCG@20", "AP", "ASL"],
+        {"relevance_level": 2},
+    ),
+    "many-run table": ("qrels.txt", "table", ["AP", "RR", "TSE", "NumQ"], {}),
+    "Parquet and gzip files, shuffled rows": ("qrels.txt", "files", ["AP", "nDCG", "ASL"], {}),
+    "some runs of a table": ("qrels.txt", "table-subset", ["AP", "ASL"], {}),
+}
+
+
+def _sample_runs(layout: str, folder: Path | None = None):
+    import gzip
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from prefeval.io.runs import resolve_runs
+
+    if layout == "files":  # one Parquet file per run, or gzip text, rows shuffled
+        table = pq.read_table(SAMPLE / "runs.parquet")
+        paths = []
+        for k, name in enumerate(sorted(set(table.column("run").to_pylist()))):
+            rows = table.filter(pc.equal(table.column("run"), name)).drop_columns(["run"])
+            rows = rows.take(np.random.default_rng(k).permutation(len(rows)))
+            if k % 2:
+                path = folder / f"{name}.parquet"
+                pq.write_table(rows, path, row_group_size=50)
+            else:
+                path = folder / f"{name}.gz"
+                lines = [
+                    f"{q} Q0 {d} {j + 1} {s!r} t\n"
+                    for j, (q, d, s) in enumerate(zip(*(c.to_pylist() for c in rows.columns)))
+                ]
+                path.write_bytes(gzip.compress("".join(lines).encode()))
+            paths.append(str(path))
+        return paths
+    if layout == "text":
+        return sorted(str(p) for p in (SAMPLE / "runs").iterdir())
+    table = resolve_runs(str(SAMPLE / "runs.parquet"))
+    names = list(table)
+    return table.subset(names[::-3]) if layout == "table-subset" else table
+
+
+@pytest.mark.parametrize("case", list(PARTITIONED_CASES))
+def test_large_runs_are_evaluated_by_partition_to_the_same_values(case, monkeypatch, tmp_path):
+    """Runs above the streaming size are spilled by query and evaluated a partition of
+    the queries at a time, each by evaluators of its own judgments: every value, every
+    row and every notice is the one of the runs read whole."""
+    import prefeval.analysis.baselines as baselines
+
+    qrels, layout, measures, kw = PARTITIONED_CASES[case]
+    qrels = str(SAMPLE / qrels)
+    told_whole, told_parts = [], []
+    runs = _sample_runs(layout, tmp_path)
+    whole = compute_metrics(qrels, runs, measures, notify=told_whole.append, **kw)
+    sizes = []
+    real_input = baselines._run_input
+
+    def sized(ranking, query_ids, intent_aware):
+        sizes.append(len(set(np.asarray(ranking.q).tolist())))
+        return real_input(ranking, query_ids, intent_aware)
+
+    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    monkeypatch.setattr(baselines, "_run_input", sized)
+    parts = compute_metrics(qrels, runs, measures, notify=told_parts.append, **kw)
+    pd.testing.assert_frame_equal(parts, whole)
+    assert told_parts == told_whole
+    evaluated = whole["query_id"].nunique()
+    # the rankings handed to ir-measures each hold some of the queries only
+    assert sizes and max(sizes) < evaluated / 2
+
+
+def test_a_run_without_rows_in_a_partition_answered_none_of_its_queries(tmp_path, monkeypatch):
+    import prefeval.analysis.baselines as baselines
+
+    qrels = write_qrels(tmp_path / "qrels", [(f"q{k}", 0, f"d{k}", 1) for k in range(40)])
+    full = write_run(
+        tmp_path / "full", [(f"q{k}", f"d{j}", 10 - j) for k in range(40) for j in range(5)]
+    )
+    one = write_run(tmp_path / "one", [("q3", "d3", 1.0), ("q3", "d9", 0.5)])
+    measures = ["AP", "NumQ", "NumRet", "RR", "ASL"]
+    told_whole, told_parts = [], []
+    whole = compute_metrics(qrels, [full, one], measures, notify=told_whole.append)
+    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    parts = compute_metrics(qrels, [full, one], measures, notify=told_parts.append)
+    pd.testing.assert_frame_equal(parts, whole)
+    assert told_parts == told_whole and len(told_whole) == 1
+
+
+def test_a_flaw_of_a_large_run_is_told_where_the_whole_read_tells_it(tmp_path, monkeypatch):
+    import prefeval.analysis.baselines as baselines
+
+    qrels = write_qrels(tmp_path / "qrels", [(f"q{k}", 0, f"d{k}", 1) for k in range(30)])
+    lines = [(f"q{k}", f"d{j}", 10 - j) for k in range(30) for j in range(5)]
+    good = write_run(tmp_path / "good", lines)
+    bad = write_run(tmp_path / "bad", [*lines, lines[3]])  # a document twice for q0
+    with pytest.raises(InputError) as whole:
+        compute_metrics(qrels, [good, bad], ["AP"])
+    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    with pytest.raises(InputError) as parts:
+        compute_metrics(qrels, [good, bad], ["AP"])
+    assert str(parts.value) == str(whole.value) and ":151:" in str(whole.value)
+
+
+def test_no_room_for_temporary_files_evaluates_runs_whole(monkeypatch, tmp_path):
+    import tempfile
+
+    import prefeval.analysis.baselines as baselines
+
+    qrels, runs = str(SAMPLE / "qrels.txt"), _sample_runs("text")
+    whole = compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"])
+    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    pd.testing.assert_frame_equal(compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"]), whole)
+
+
+def test_metric_matrices_are_the_table_read_back():
+    """``order`` and ``discpower`` take the baselines as matrices, never as the table of
+    rows: the same numbers as reading the table back, and its errors."""
+    from prefeval.analysis.baselines import metric_matrices
+    from prefeval.io.tables import metrics_from_table
+
+    qrels, runs = str(SAMPLE / "qrels.txt"), _sample_runs("text")
+    names = [run_name(r) for r in runs][::-1]
+    queries = sorted(read_qrels(qrels).relevant(None).query_ids)[::-1]
+    runs = runs[::-1]
+    measures = ["AP", "ASL", "gm_map"]
+    table = compute_metrics(qrels, runs, measures, query_ids=queries)
+    want = metrics_from_table(table, names, queries, "<metrics>")
+    got = metric_matrices(qrels, runs, measures, query_ids=queries)
+    assert list(got) == list(want)
+    for name in want:
+        assert got[name].flags.c_contiguous
+        np.testing.assert_array_equal(got[name], want[name])
+    # ASL is NaN on a query without a relevant document at the level
+    judged = list(read_qrels(qrels).query_ids())
+    assert len(read_qrels(qrels).relevant(3).query_ids) < len(judged)
+    table = compute_metrics(qrels, runs, ["ASL"], query_ids=judged, relevance_level=3)
+    with pytest.raises(InputError) as told:
+        metrics_from_table(table, names, judged, "<metrics>")
+    with pytest.raises(InputError) as again:
+        metric_matrices(qrels, runs, ["ASL"], query_ids=judged, relevance_level=3)
+    assert str(again.value) == str(told.value)
