@@ -28,6 +28,9 @@ from ..options import METHODS
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
+#: queries of a metric's pair differences at a time for its moments (whole blocks of
+#: :data:`~prefeval.core.ties.SUM_BLOCK`: the same bits as all at once)
+MOMENT_QUERIES = 256 * ties.SUM_BLOCK
 DEFAULT_METHOD = "mc4"
 DEFAULT_TELEPORT = 0.05
 
@@ -109,8 +112,15 @@ class Evidence:
 
         if name in self.streamed:
             return self.streamed[name][1]
-        if name not in self._moments:
+        if name not in self._moments and self.is_preference(name):
             self._moments[name] = PairMoments.of(self.pair_differences(name))
+        elif name not in self._moments:
+            # a metric's differences a stretch of queries at a time (whole blocks: the
+            # same bits), never all pairs x queries at once (1 GB at a million users)
+            moments = PairMoments(len(self.pairs()))
+            for lo in range(0, len(self.query_ids), MOMENT_QUERIES):
+                moments.add(self.pair_differences(name, slice(lo, lo + MOMENT_QUERIES)))
+            self._moments[name] = moments
         return self._moments[name]
 
     def scores(self, name: str) -> np.ndarray:
@@ -121,12 +131,17 @@ class Evidence:
         values = self.metrics[name]
         return values if self.higher_is_better.get(name, True) else -values
 
-    def pair_differences(self, name: str) -> np.ndarray:
+    def pair_differences(self, name: str, queries: slice | None = None) -> np.ndarray:
         """(pairs x queries) Delta(a, b) for a preference, value(a) - value(b) for a
-        metric (sign flipped when lower is better); NaN where undefined."""
+        metric (sign flipped when lower is better); NaN where undefined.  ``queries``: a
+        metric's on those queries only."""
         if self.is_preference(name):
             return self.preferences(name)
-        scores = self.scores(name)
+        if queries is None:
+            scores = self.scores(name)
+        else:
+            scores = self.metrics[name][queries]
+            scores = scores if self.higher_is_better.get(name, True) else -scores
         pairs = self.pairs()
         return (scores[:, pairs[:, 0]] - scores[:, pairs[:, 1]]).T
 

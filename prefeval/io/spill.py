@@ -299,10 +299,17 @@ def _partition_runs(names: list[str], path: str, file: str):
     with pa.OSFile(file, "rb") as source:
         table = pa.ipc.open_stream(source).read_all()
     os.remove(file)  # its disk space back at once
-    run = np.asarray(table.column(0).combine_chunks(), dtype=np.int32)
-    qid, docno = (table.column(k).combine_chunks() for k in (1, 2))
-    score = np.asarray(table.column(3).combine_chunks(), dtype=np.float64)
+    # each column joined into one array and its chunks let go before the next: the
+    # partition is held about once, not twice
+    joined = []
+    while table.num_columns:
+        joined.append(table.column(0).combine_chunks())
+        table = table.remove_column(0)
     del table
+    run = np.asarray(joined[0], dtype=np.int32)
+    qid, docno = joined[1], joined[2]
+    score = np.asarray(joined[3], dtype=np.float64)
+    del joined
     present = np.flatnonzero(np.bincount(run, minlength=len(names)))
     for r in present.tolist():
         if len(present) > 1:

@@ -1153,3 +1153,32 @@ def test_agree_without_baselines_is_a_usage_error(tmp_path):
         with pytest.raises(ValueError, match="^agree compares preferences with baselines"):
             prefeval.agree(**{"qrels": str(qrels), "runs": runs, **kwargs})
     assert len(prefeval.agree(str(qrels), runs, baselines=[], ties=True)) == 6
+
+
+@pytest.mark.parametrize("higher", [True, False])
+def test_a_metrics_moments_taken_a_stretch_of_queries_at_a_time_are_the_same_bits(
+    higher, monkeypatch
+):
+    """``discpower``'s t-test moments of a baseline come from its pair differences a
+    stretch of whole blocks of queries at a time, never all pairs x queries at once:
+    every moment is the bits of all the differences at once."""
+    import prefeval.analysis.orderings as orderings
+    from prefeval.core.moments import PairMoments
+    from prefeval.core.ties import SUM_BLOCK
+
+    rng = np.random.default_rng(7)
+    n_q, runs = 5 * SUM_BLOCK + 37, ["a", "b", "c", "d"]
+    values = rng.random((n_q, len(runs))) * 1e3
+    values[rng.random(values.shape) < 0.05] = np.nan
+    values[:, 3] = values[:, 2]  # a pair tied on every query
+
+    def evidence():
+        return orderings.Evidence(
+            runs, [f"q{k}" for k in range(n_q)], None, {"AP": values}, {"AP": higher}
+        )
+
+    whole = PairMoments.of(evidence().pair_differences("AP"))
+    monkeypatch.setattr(orderings, "MOMENT_QUERIES", SUM_BLOCK)
+    got = evidence().moments("AP")
+    for field in ("n", "sums", "block_mean", "m2", "low", "high", "wins", "tied", "losses"):
+        assert getattr(got, field).tobytes() == getattr(whole, field).tobytes(), field
