@@ -978,8 +978,8 @@ def _values(qrels, runs, baselines, query_ids, relevance_level, max_docs, progre
     if notify is not None:
         evaluated = _evaluated_queries(qrels, general, relevance_level, relevant)
         rows = np.array([qpos[q] for q in evaluated if q in qpos], dtype=np.int64)
-        for (name, _), counts in zip(items, answered):
-            missing = int((counts[rows] == 0).sum())
+        for (name, _), answers in zip(items, answered):
+            missing = int((~answers[rows]).sum())
             if missing:
                 notify(missing_notice(name, missing, len(evaluated)))
     if natives:
@@ -1038,11 +1038,14 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -
 
 
 def _judged(qrels: Qrels, general, parsed, qpos: dict) -> dict:
-    """Per qrels flavour (intent-aware or not), the docnos judged for the queries
-    ``qpos``, which name the documents the evaluators add (:func:`_unjudged_docno`)."""
-    ia = any(b.intent_aware for b in parsed)
-    frames = {False: general, True: qrels.subtopic_frame() if ia else general}
-    return {k: f["doc_id"][f["query_id"].isin(qpos).to_numpy()] for k, f in frames.items()}
+    """Per qrels flavour of the baselines ``parsed`` (intent-aware or not), the docnos
+    judged for the queries ``qpos``, which name the documents the evaluators add
+    (:func:`_unjudged_docno`)."""
+    out = {}
+    for ia in {b.intent_aware for b in parsed if b.kind == "irm"}:
+        frame = qrels.subtopic_frame() if ia else general
+        out[ia] = frame["doc_id"][frame["query_id"].isin(qpos).to_numpy()]
+    return out
 
 
 def _flavour_groups(
@@ -1156,8 +1159,8 @@ def _evaluate_runs(
     evaluated into ``values`` (baselines x queries ``qlist`` x runs) by evaluators built
     once for all runs.  Returns, with native baselines among ``parsed`` (else empty),
     each run's positions of the ``relevant`` documents and the corpus size of each query
-    (:class:`_Corpus`); and per run the number of its documents per query (after
-    ``max_docs``; 0: a query it did not answer)."""
+    (:class:`_Corpus`); and per run whether it answered each query (a document left
+    after ``max_docs``)."""
     import pyarrow as pa
 
     qpos = {q: k for k, q in enumerate(qlist)}
@@ -1170,7 +1173,7 @@ def _evaluate_runs(
     ):
         columns = source.read()
         ranking = _ranking(columns, qvals, max_docs)
-        answered.append(np.diff(ranking.bounds))
+        answered.append(np.diff(ranking.bounds) > 0)
         _evaluate_run(values, r, ranking, evaluators, qlist)
         if corpus is not None:
             corpus.add(ranking.q, ranking.doc_id)
@@ -1226,14 +1229,14 @@ def _evaluate_partitions(
 
 class _Totals:
     """What :func:`_evaluate_partitions` gathers over the partitions, run by run: the
-    documents per query, the positions of the relevant documents and the corpus sizes
+    queries answered, the positions of the relevant documents and the corpus sizes
     (natives only: with a ``relevant`` set)."""
 
     def __init__(self, items, nq: int, relevant):
         self.names = [name for name, _ in items]
         self.at = {name: r for r, name in enumerate(self.names)}
         self.relevant = relevant
-        self.answered = [np.zeros(nq, dtype=np.int64) for _ in items]
+        self.answered = [np.zeros(nq, dtype=bool) for _ in items]
         self.codes = Codes(relevant) if relevant else None
         self.found: list[list[tuple]] = [[] for _ in items]
         self.retrieved = [np.zeros(relevant.n_queries if relevant else 0, np.int64) for _ in items]
@@ -1251,7 +1254,7 @@ class _Totals:
             r = self.at[columns.name]
             seen.add(r)
             ranking = _ranking(columns, qvals, max_docs)
-            self.answered[r][where] += np.diff(ranking.bounds)
+            self.answered[r][where] |= np.diff(ranking.bounds) > 0
             _evaluate_run(values, r, ranking, evaluators, mine, where)
             if corpus is not None:
                 corpus.add(ranking.q, ranking.doc_id)
@@ -1269,7 +1272,7 @@ class _Totals:
             self.sizes[where] = corpus.sizes()
 
     def results(self) -> tuple:
-        """(positions, documents per query, corpus sizes), as :func:`_evaluate_runs`'."""
+        """(positions, queries answered, corpus sizes), as :func:`_evaluate_runs`'."""
         if self.relevant is None:
             return [], self.answered, None
         positions = [
