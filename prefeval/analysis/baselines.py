@@ -963,7 +963,6 @@ def _values(qrels, runs, baselines, query_ids, relevance_level, max_docs, progre
     qpos = {q: k for k, q in enumerate(qlist)}
 
     values = np.zeros((nb, nq, nr))  # per baseline, the queries x runs matrix analyses take
-    _count_num_rel(values, parsed, general, relevance_level, qpos)
     args = (items, qrels, general, parsed, relevance_level, qlist, max_docs, progress, relevant)
     results = None
     if nq and streamed([run for _, run in items], STREAMING):
@@ -971,10 +970,10 @@ def _values(qrels, runs, baselines, query_ids, relevance_level, max_docs, progre
             results = _evaluate_partitions(values, *args, streaming=STREAMING)
         except OSError:  # no room or no right to write temporary files: read runs whole
             values[:] = 0.0
-            _count_num_rel(values, parsed, general, relevance_level, qpos)
     if results is None:
         results = _evaluate_runs(values, *args)
     positions, answered, sizes = results
+    _count_num_rel(values, parsed, general, relevance_level, qpos)
     if notify is not None:
         evaluated = _evaluated_queries(qrels, general, relevance_level, relevant)
         rows = np.array([qpos[q] for q in evaluated if q in qpos], dtype=np.int64)
@@ -1126,11 +1125,13 @@ def _relevant_corpus(general, level, qpos: dict, nq: int) -> _Corpus:
     return corpus
 
 
-def _evaluate_run(values, r: int, ranking: _Ranking, evaluators, qlist, where=None) -> None:
-    """The ir-measures values of run ``r`` (its ``ranking`` of the queries ``qlist``)
-    written into ``values`` (baselines x queries x runs: query k of ``qlist`` at
-    ``where[k]``, by default k), queries it did not answer given the empty ranking's."""
-    qpos = {q: k for k, q in enumerate(qlist)}
+def _evaluate_run(
+    values, r: int, ranking: _Ranking, evaluators, qlist, qpos: dict, where=None
+) -> None:
+    """The ir-measures values of run ``r`` (its ``ranking`` of the queries ``qlist``,
+    ``qpos`` their indices) written into ``values`` (baselines x queries x runs: query k
+    of ``qlist`` at ``where[k]``, by default k), queries it did not answer given the
+    empty ranking's."""
     where = np.arange(len(qlist)) if where is None else where
     missing = np.flatnonzero(np.diff(ranking.bounds) == 0)
     for group in evaluators:
@@ -1174,7 +1175,7 @@ def _evaluate_runs(
         columns = source.read()
         ranking = _ranking(columns, qvals, max_docs)
         answered.append(np.diff(ranking.bounds) > 0)
-        _evaluate_run(values, r, ranking, evaluators, qlist)
+        _evaluate_run(values, r, ranking, evaluators, qlist, qpos)
         if corpus is not None:
             corpus.add(ranking.q, ranking.doc_id)
             ordered = RunColumns(
@@ -1216,8 +1217,9 @@ def _evaluate_partitions(
                     evaluators = _evaluators(qrels, general, parsed, level, qpos, judged)
                     corpus = _relevant_corpus(general, level, qpos, len(mine)) if relevant else None
                     totals.add(
-                        values, spill.partition(k), mine, where, evaluators, corpus, max_docs
-                    )
+                        values, spill.partition(k), mine, qpos, where, evaluators, corpus,
+                        max_docs,
+                    )  # fmt: skip
                     del evaluators, corpus
                     release_free_memory()  # a partition's rows, rankings and judgments
     except InputError:
@@ -1242,10 +1244,12 @@ class _Totals:
         self.retrieved = [np.zeros(relevant.n_queries if relevant else 0, np.int64) for _ in items]
         self.sizes = np.zeros(nq, dtype=np.int64)
 
-    def add(self, values, partition, mine: list, where, evaluators, corpus, max_docs) -> None:
-        """The runs' columns of one ``partition`` (the queries ``mine``, at ``where``
-        among the evaluated ones) evaluated into ``values``; a run without rows there
-        answered none of them."""
+    def add(
+        self, values, partition, mine: list, qpos: dict, where, evaluators, corpus, max_docs
+    ) -> None:
+        """The runs' columns of one ``partition`` (the queries ``mine``, ``qpos`` their
+        indices, at ``where`` among the evaluated ones) evaluated into ``values``; a run
+        without rows there answered none of them."""
         import pyarrow as pa
 
         qvals = pa.array(mine, pa.string())
@@ -1255,7 +1259,7 @@ class _Totals:
             seen.add(r)
             ranking = _ranking(columns, qvals, max_docs)
             self.answered[r][where] |= np.diff(ranking.bounds) > 0
-            _evaluate_run(values, r, ranking, evaluators, mine, where)
+            _evaluate_run(values, r, ranking, evaluators, mine, qpos, where)
             if corpus is not None:
                 corpus.add(ranking.q, ranking.doc_id)
                 ordered = RunColumns(
@@ -1267,7 +1271,7 @@ class _Totals:
                 self.retrieved[r] += part.retrieved
             del columns
         for r in sorted(set(range(len(self.names))) - seen):
-            _evaluate_run(values, r, _no_ranking(len(mine)), evaluators, mine, where)
+            _evaluate_run(values, r, _no_ranking(len(mine)), evaluators, mine, qpos, where)
         if corpus is not None:
             self.sizes[where] = corpus.sizes()
 

@@ -112,23 +112,25 @@ class Evidence:
 
         if name in self.streamed:
             return self.streamed[name][1]
-        if name not in self._moments and self.is_preference(name):
-            self._moments[name] = PairMoments.of(self.pair_differences(name))
-        elif name not in self._moments:
-            # a metric's differences a stretch of queries at a time (whole blocks: the
-            # same bits), never all pairs x queries at once (1 GB at a million users)
-            moments = PairMoments(len(self.pairs()))
-            for lo in range(0, len(self.query_ids), MOMENT_QUERIES):
-                moments.add(self.pair_differences(name, slice(lo, lo + MOMENT_QUERIES)))
+        if name not in self._moments:
+            if self.is_preference(name):
+                moments = PairMoments.of(self.pair_differences(name))
+            else:
+                # a metric's differences a stretch of queries at a time (whole blocks:
+                # the same bits), never all pairs x queries at once (1 GB at 1M users)
+                moments = PairMoments(len(self.pairs()))
+                for lo in range(0, len(self.query_ids), MOMENT_QUERIES):
+                    moments.add(self.pair_differences(name, slice(lo, lo + MOMENT_QUERIES)))
             self._moments[name] = moments
         return self._moments[name]
 
-    def scores(self, name: str) -> np.ndarray:
+    def scores(self, name: str, queries: slice | None = None) -> np.ndarray:
         """(queries x runs) per-query scores, higher is better: W_q for a preference,
-        the metric value (negated when lower is better) for a baseline."""
+        the metric value (negated when lower is better) for a baseline (``queries``: on
+        those queries only)."""
         if self.is_preference(name):
             return self.win_rates(name)
-        values = self.metrics[name]
+        values = self.metrics[name] if queries is None else self.metrics[name][queries]
         return values if self.higher_is_better.get(name, True) else -values
 
     def pair_differences(self, name: str, queries: slice | None = None) -> np.ndarray:
@@ -137,11 +139,7 @@ class Evidence:
         metric's on those queries only."""
         if self.is_preference(name):
             return self.preferences(name)
-        if queries is None:
-            scores = self.scores(name)
-        else:
-            scores = self.metrics[name][queries]
-            scores = scores if self.higher_is_better.get(name, True) else -scores
+        scores = self.scores(name, queries)
         pairs = self.pairs()
         return (scores[:, pairs[:, 0]] - scores[:, pairs[:, 1]]).T
 

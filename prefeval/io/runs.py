@@ -156,8 +156,10 @@ def rows_estimate(runs) -> int:
     from Parquet footers, from the size of text."""
     total, seen = 0, set()
     for run in runs:
-        if run.kind in ("frame", "columns"):
-            total += len(run.read())
+        if run.kind == "frame":  # rows counted, not parsed (spill_runs parses it)
+            total += len(run.data)
+        elif run.kind == "columns":
+            total += len(run.data.score)
         elif id(run.data) not in seen:
             seen.add(id(run.data))
             raw = run.stored()
