@@ -307,6 +307,7 @@ def _evidence_only(*args, **kw):
     """Only the evidence of :func:`_checked_inputs`: the judgments and runs are let go, and the
     heap they held handed back (350 MB at a million users), before the analysis runs."""
 
+    kw.setdefault("positions", False)  # the reduced runs: only label sampling needs them
     evidence = _checked_inputs(*args, **kw).evidence
     release_free_memory()
     return evidence
@@ -490,7 +491,9 @@ def tau(
     """
 
     options = _judged("tau", locals())
-    evidence = _evidence_only(qrels, runs, prefs, metrics, options, notify)
+    evidence = _evidence_only(
+        qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
+    )
     return _plain(tau_table(evidence, method=options.method))
 
 
@@ -540,7 +543,10 @@ def agree(
             "agree compares preferences with baselines: give qrels and runs, or metrics= "
             "(or ties=True, which needs none)"
         )
-    evidence = _evidence_only(qrels, runs, prefs, metrics, options, notify)
+    evidence = _evidence_only(
+        qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False,
+        signs=not options.ties,
+    )  # fmt: skip
     return _plain(ties_table(evidence) if options.ties else agreement_table(evidence))
 
 
@@ -643,7 +649,9 @@ def pairs(
     """
 
     options = _judged("pairs", locals())
-    evidence = _evidence_only(qrels, runs, prefs, metrics, options, notify)
+    evidence = _evidence_only(
+        qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
+    )
     return _plain(pair_summary(evidence, options.ci))
 
 
@@ -768,9 +776,11 @@ def report(
     plotting.require("a report")
     options = _judged("report", locals())
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+        # preferences streamed (never the whole cube) unless robustness samples them
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
-            engine=engine,
+            engine=engine, stream=not options.robustness, win_rates="hsd" in options.tests,
+            signs=True,
         )  # fmt: skip
         if not got.evidence.preference_measures:
             raise ValueError("no preference measure to report")

@@ -56,34 +56,49 @@ def tau_matrix_text(table: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: queries of the signs compared at a time (memory: a few pairs x this many floats)
+AGREEMENT_QUERIES = 16 * ties.SUM_BLOCK
+
+
 def agreement_table(evidence: Evidence) -> pd.DataFrame:
     """Rows ``measure, baseline, agreement, compared``.
 
     For each preference measure and baseline: among the (query, run pair)
     comparisons where the baseline's values differ, the share where the preference
     has the same sign as the baseline difference (a tied preference disagrees; ties
-    and signs by :mod:`prefeval.core.ties`).
+    and signs by :mod:`prefeval.core.ties`).  Counted a stretch of queries at a time
+    (:meth:`~prefeval.analysis.orderings.Evidence.signs_of`: the whole cube, or the
+    streamed preferences' packed signs); counts, so the same whatever the stretches.
     """
-    rows = []
-    for name in evidence.preference_measures:
-        delta = evidence.pair_differences(name)
-        for base in evidence.metrics:
-            diff = evidence.pair_differences(base)
-            ok = ~np.isnan(delta) & ~np.isnan(diff) & ~ties.is_zero(diff)
-            compared = int(ok.sum())
-            agree = int((ties.sign(delta[ok]) == ties.sign(diff[ok])).sum())
-            rows.append((name, base, agree / compared if compared else np.nan, compared))
+    names, bases = evidence.preference_measures, list(evidence.metrics)
+    agree = np.zeros((len(names), len(bases)), dtype=np.int64)
+    compared = np.zeros_like(agree)
+    n_q = len(evidence.query_ids)
+    for lo in range(0, n_q, AGREEMENT_QUERIES):
+        hi = min(n_q, lo + AGREEMENT_QUERIES)
+        base_signs = [evidence.signs_of(base, lo, hi) for base in bases]
+        for i, name in enumerate(names):
+            signs = evidence.signs_of(name, lo, hi)
+            for j, diff in enumerate(base_signs):
+                ok = ~np.isnan(signs) & ~np.isnan(diff) & (diff != 0)
+                compared[i, j] += int(ok.sum())
+                agree[i, j] += int((signs[ok] == diff[ok]).sum())
+    rows = [
+        (name, base, int(agree[i, j]) / int(compared[i, j]) if compared[i, j] else np.nan,
+         int(compared[i, j]))
+        for i, name in enumerate(names)
+        for j, base in enumerate(bases)
+    ]  # fmt: skip
     return pd.DataFrame(rows, columns=["measure", "baseline", "agreement", "compared"])
 
 
 def ties_table(evidence: Evidence) -> pd.DataFrame:
     """Rows ``measure, ties, comparisons``: share of (query, run pair) comparisons
-    where the measure does not separate the two runs (lexiprecision Table 2)."""
+    where the measure does not separate the two runs (lexiprecision Table 2), from the
+    counts of its :meth:`~prefeval.analysis.orderings.Evidence.moments`."""
     rows = []
     for name in evidence.measures:
-        delta = evidence.pair_differences(name)
-        ok = ~np.isnan(delta)
-        comparisons = int(ok.sum())
-        tied = int(ties.is_zero(delta[ok]).sum())
+        moments = evidence.moments(name)
+        comparisons, tied = int(moments.n.sum()), int(moments.tied.sum())
         rows.append((name, tied / comparisons if comparisons else np.nan, comparisons))
     return pd.DataFrame(rows, columns=["measure", "ties", "comparisons"])

@@ -64,6 +64,7 @@ def gather_inputs(
     notify: Callable[[str], None] | None = stderr_notice,
     stream: bool = False,
     win_rates: bool = True,
+    signs: bool = False,
     positions: bool = True,
     engine: Engine | None = None,
 ) -> Inputs:
@@ -78,8 +79,9 @@ def gather_inputs(
     preferences span more than one query partition and are not cached, they are
     computed partition by partition and never held whole; without ``win_rates``
     (``order``: no randomized HSD) only their :class:`~prefeval.core.cube.RankTally` is
-    kept, not the queries x runs matrices.  ``engine``: ``"local"`` or ``"dask"`` (on the
-    Dask ``scheduler``, default a local cluster): either streams the job's partitions
+    kept, not the queries x runs matrices; with ``signs`` (``agree``) the preferences'
+    signs are kept, packed (:class:`~prefeval.core.cube.PackedSigns`).  ``engine``:
+    ``"local"`` or ``"dask"`` (on the Dask ``scheduler``, default a local cluster): either streams the job's partitions
     and :func:`prefeval.engine.job.fold_evidence` folds them, the same values; the reduced runs
     (``Inputs.positions``: label sampling needs them) come from Dask only with
     ``positions``, and Dask does not use the cache.  ``engine``: the engine to compute
@@ -106,7 +108,7 @@ def gather_inputs(
         cube, metrics_table, metrics = _cube_from_prefs(prefs, metrics, judged, options, notify)
     else:
         cube = _computed_cube(
-            inputs, metrics, options, notify, stream, win_rates, positions, engine
+            inputs, metrics, options, notify, stream, win_rates, signs, positions, engine
         )
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
@@ -148,8 +150,9 @@ def _cube_from_prefs(prefs, metrics, judged, options: Options, notify):
 
 
 def _computed_cube(
-    inputs: Inputs, metrics, options: Options, notify, stream, win_rates, positions, engine=None
-):
+    inputs: Inputs, metrics, options: Options, notify, stream, win_rates, signs, positions,
+    engine=None,
+):  # fmt: skip
     """The preference cube the engine computes from ``inputs``' qrels and runs (None
     with ``stream``, where ``inputs.evidence`` gets the streamed rates instead), its
     measures, relevant documents and positions set on ``inputs``."""
@@ -165,13 +168,15 @@ def _computed_cube(
     job = Job(judged, sources, inputs.measures, options, chosen, notify)
     # the whole cube, or with ``stream`` the win rates and moments merged partition
     # by partition (memory then holds one partition's preferences)
-    want = Want(values=not stream, rates=stream, win_rates=win_rates, positions=positions)
+    want = Want(
+        values=not stream, rates=stream, win_rates=win_rates, signs=signs, positions=positions
+    )
     got = fold_evidence((engine or engine_for(options)).partitions(job, want), want)
     inputs.relevant, inputs.positions = got.relevant, got.positions
     if got.cube is None:
         inputs.evidence = Evidence(
             got.names, list(got.relevant.query_ids), streamed=got.streamed,
-            streamed_pairs=got.streamed_pairs,
+            streamed_pairs=got.streamed_pairs, signs=got.signs or {},
         )  # fmt: skip
     return got.cube
 

@@ -46,7 +46,8 @@ class Evidence:
     its win rates (:func:`~prefeval.core.cube.rate_keeper`: the rows, or only their
     :class:`~prefeval.core.cube.RankTally`) and its
     :class:`~prefeval.core.moments.PairMoments` over ``streamed_pairs``: what ``order`` and
-    ``discpower`` need, the same bits as from the cube.
+    ``discpower`` need, the same bits as from the cube; ``signs``: with ``streamed``, per
+    preference measure its :class:`~prefeval.core.cube.PackedSigns` (``agree``).
     """
 
     runs: list[str]
@@ -56,6 +57,7 @@ class Evidence:
     higher_is_better: dict[str, bool] = field(default_factory=dict)
     streamed: dict = field(default_factory=dict)
     streamed_pairs: np.ndarray | None = None
+    signs: dict = field(default_factory=dict)
     _moments: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -142,6 +144,18 @@ class Evidence:
         scores = self.scores(name, queries)
         pairs = self.pairs()
         return (scores[:, pairs[:, 0]] - scores[:, pairs[:, 1]]).T
+
+    def signs_of(self, name: str, lo: int, hi: int) -> np.ndarray:
+        """(pairs x queries ``lo`` to ``hi``) :func:`prefeval.core.ties.sign` of
+        :meth:`pair_differences` (NaN where undefined), from the cube, the packed signs
+        of a streamed measure, or a metric's values."""
+        if name in self.streamed:
+            if name not in self.signs:
+                raise ValueError(f"{name}: its preferences' signs were not kept")
+            return self.signs[name].signs(lo, hi)
+        if self.is_preference(name):
+            return ties.sign(self.preferences(name)[:, lo:hi])
+        return ties.sign(self.pair_differences(name, slice(lo, hi)))
 
     def restrict(self, query_index: np.ndarray) -> Evidence:
         """The same evidence on a subset of queries (by index)."""

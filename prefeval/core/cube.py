@@ -339,3 +339,52 @@ class SpilledRates:
 
     def close(self) -> None:
         self._file.close()
+
+
+class PackedSigns:
+    """A measure's sign per (pair, query) (:func:`prefeval.core.ties.sign`: -1, 0, +1, or
+    undefined), added partition by partition in query order, two bits each: what the
+    agreement with the baselines needs of a streamed measure's preferences, not the
+    preferences themselves (at a million users and 45 run pairs, 11 MB a measure, not
+    360).  A value's two bits are "above 0" and "below 0"; both set: undefined (NaN)."""
+
+    def __init__(self, n_pairs: int):
+        self.n_pairs = n_pairs
+        self.queries = 0
+        self._pieces: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+
+    @staticmethod
+    def piece(values: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+        """One partition's (pairs x queries) preferences packed: (queries, the "above"
+        bits, the "below" bits), what :meth:`append` takes (a Dask worker packs them)."""
+        signs = ties.sign(values)
+        undefined = np.isnan(signs)
+        above = np.packbits((signs > 0) | undefined, axis=1)
+        below = np.packbits((signs < 0) | undefined, axis=1)
+        return values.shape[1], above, below
+
+    def append(self, piece: tuple[int, np.ndarray, np.ndarray]) -> None:
+        """Add the next queries' :meth:`piece`."""
+        n, above, below = piece
+        self._pieces.append((self.queries, n, above, below))
+        self.queries += n
+
+    def signs(self, lo: int, hi: int) -> np.ndarray:
+        """(pairs x queries ``lo`` to ``hi``) signs as :func:`prefeval.core.ties.sign`
+        gives them: -1.0, 0.0, 1.0, NaN where undefined."""
+        hi = min(hi, self.queries)
+        out = np.empty((self.n_pairs, max(0, hi - lo)))
+        for start, n, above, below in self._pieces:
+            a, b = max(lo, start) - start, min(hi, start + n) - start
+            if a >= b:
+                continue
+            first = a // 8  # the whole bytes of the piece's bits covering a to b
+            skip, stop = a - 8 * first, b - 8 * first
+            up, down = (
+                np.unpackbits(bits[:, first : (b + 7) // 8], axis=1)[:, skip:stop]
+                for bits in (above, below)
+            )
+            part = up.astype(np.float64) - down
+            part[(up & down).astype(bool)] = np.nan
+            out[:, start + a - lo : start + b - lo] = part
+        return out

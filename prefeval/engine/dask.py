@@ -66,6 +66,7 @@ def compare_partition(
     sum_block: int | None = None,
     cube: bool = False,
     stream: bool = False,
+    signs: bool = False,
     positions: bool = False,
     plain: bool = True,
     run_files: dict | None = None,
@@ -76,10 +77,11 @@ def compare_partition(
     A run of ``run_names`` without rows here retrieved nothing on these queries.
     ``sum_block``: queries per block sum (default :data:`~prefeval.core.ties.SUM_BLOCK`).
     What else it gives back (for the analysis commands): ``cube``, the preferences;
-    ``stream``, the win rates and block moments ``order`` and ``discpower`` merge;
-    ``positions``, the reduced runs (label sampling of ``robustness``).  ``plain``: the
-    per-query rows' text columns as plain strings (else pandas categoricals, as the
-    local engine writes them: a fraction of the bytes to send).  ``run_files``: per run
+    ``stream``, the win rates and block moments ``order`` and ``discpower`` merge (with
+    ``signs`` also the preferences' packed signs, for ``agree``); ``positions``, the
+    reduced runs (label sampling of ``robustness``).  ``plain``: the per-query rows'
+    text columns as plain strings (else pandas categoricals, as the local engine writes
+    them: a fraction of the bytes to send).  ``run_files``: per run
     read from Parquet, its file and whether it holds many runs; with the rows' 0-based
     file rows in a ``row`` column, a document met twice is then reported as the local
     reader reports it."""
@@ -94,7 +96,7 @@ def compare_partition(
         relevant, reduced, run_names, measures,
         binary=binary, pairs=pairs, per_query=per_query, both_directions=both_directions,
         has_subtopics=has_subtopics, sum_block=sum_block, cube=cube, stream=stream,
-        positions=positions, plain=plain,
+        signs=signs, positions=positions, plain=plain,
     )  # fmt: skip
 
 
@@ -124,6 +126,7 @@ def _partition_result(
     sum_block: int | None = None,
     cube: bool = False,
     stream: bool = False,
+    signs: bool = False,
     positions: bool = False,
     plain: bool = True,
 ) -> PartitionResult:
@@ -135,7 +138,7 @@ def _partition_result(
         preferences = preferences.both_directions()
     return partition_result(
         preferences,
-        Want(rows=per_query, values=cube, rates=stream),
+        Want(rows=per_query, values=cube, rates=stream, signs=signs),
         sum_block=sum_block,
         plain=plain,
         pieces=False,
@@ -1061,7 +1064,8 @@ class DaskEngine:
             job.qrels, job.runs, [m.name for m in job.measures], options.relevance_level,
             job.pairs, job.notify, options.partition_cells, max_docs=options.max_docs,
             binary=options.binary, per_query=want.rows, both_directions=want.both_directions,
-            plain=False, cube=want.values, stream=want.rates, positions=want.positions,
+            plain=False, cube=want.values, stream=want.rates, signs=want.signs,
+            positions=want.positions,
         )  # fmt: skip
         if want.rows:
             job.qrels = None  # the tasks carry their judgments: 0.25 GB less at 1M users

@@ -21,7 +21,13 @@ from typing import Protocol
 import lazy_loader
 
 from ..core import ties
-from ..core.cube import PreferenceCube, SummaryAccumulator, rate_keeper, win_rates
+from ..core.cube import (
+    PackedSigns,
+    PreferenceCube,
+    SummaryAccumulator,
+    rate_keeper,
+    win_rates,
+)
 from ..core.moments import BlockMoments, PairMoments
 from ..core.parallel import in_order
 from ..core.positions import RunPositions
@@ -54,14 +60,15 @@ class Want:
     (compare; ``both_directions``: each pair then its reverse); ``values``, its
     preferences (the whole cube, for the API and the analysis); ``rates``, per measure
     its win rates and block moments (``order``, ``discpower``: the cube never whole;
-    without ``win_rates`` only the rates' tally is kept); ``positions``, the reduced
-    runs."""
+    without ``win_rates`` only the rates' tally is kept; with ``signs`` also the
+    preferences' signs, packed: ``agree``); ``positions``, the reduced runs."""
 
     rows: bool = False
     both_directions: bool = False
     values: bool = False
     rates: bool = False
     win_rates: bool = True
+    signs: bool = False
     positions: bool = False
 
 
@@ -81,6 +88,9 @@ class PartitionResult:
     #: with ``stream``: per measure its win rates (:func:`prefeval.core.cube.win_rates`)
     #: and its :class:`~prefeval.core.moments.BlockMoments`
     streamed: dict | None = None
+    #: with ``stream`` and ``signs``: per measure its preferences' signs
+    #: (:meth:`prefeval.core.cube.PackedSigns.piece`)
+    signs: dict | None = None
     #: with ``positions``: each run's :class:`~prefeval.core.positions.RunPositions` on the
     #: partition's relevant documents (numbered from 0 in the partition)
     positions: list | None = None
@@ -186,6 +196,9 @@ def partition_result(
             )
             for k, name in enumerate(cube.measures)
         }
+    signs = None
+    if want.rates and want.signs:
+        signs = {name: PackedSigns.piece(values[k]) for k, name in enumerate(cube.measures)}
     return PartitionResult(
         [frame] if frame is not None and pieces else frame,
         ties.block_sums(values, axis=2, block=sum_block),
@@ -193,6 +206,7 @@ def partition_result(
         missing or {},
         values=values if want.values else None,
         streamed=streamed,
+        signs=signs,
         positions=positions,
     )
 
@@ -267,6 +281,7 @@ class Gathered:
     cube: object = None
     streamed: dict | None = None
     streamed_pairs: np.ndarray | None = None
+    signs: dict | None = None
     positions: list | None = None
 
 
@@ -275,13 +290,14 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     whole cube (from their ``values``), or per measure the win rates stacked (without
     ``win_rates`` only their :class:`~prefeval.core.cube.RankTally`) and the pair moments
     merged block by block (from their ``streamed`` rates and
-    :class:`~prefeval.core.moments.BlockMoments`: the same bits as from the whole cube);
-    with ``positions`` the reduced runs, the engine's or merged from the partitions'."""
+    :class:`~prefeval.core.moments.BlockMoments`: the same bits as from the whole cube),
+    and with ``signs`` their :class:`~prefeval.core.cube.PackedSigns`; with ``positions`` the reduced runs, the engine's or merged from the partitions'."""
     relevant, names, n_queries = parts.relevant, parts.measures, parts.relevant.n_queries
     n_runs = len(parts.names)
     values: list = []
     rates: dict = {}
     moments: dict = {}
+    signs: dict = {}
     pieces: list[list] | None = None
     for k, result in enumerate(parts.results):  # to the end: notices, then closing
         if result.values is not None:
@@ -293,6 +309,8 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
                     moments[name] = PairMoments(len(parts.pairs))
                 rates[name].add(rows)
                 moments[name].merge(blocks)
+        for name, piece in (result.signs or {}).items():
+            signs.setdefault(name, PackedSigns(len(parts.pairs))).append(piece)
         if result.positions is not None:
             pieces = pieces or [[] for _ in parts.names]
             shift = int(relevant.offsets[parts.ranges[k].start])
@@ -306,6 +324,10 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
                 moments[name] = PairMoments(len(parts.pairs))
         gathered.streamed = {name: (rates[name], moments[name]) for name in names}
         gathered.streamed_pairs = parts.pairs
+        if want.signs:
+            gathered.signs = {
+                name: signs.get(name) or PackedSigns(len(parts.pairs)) for name in names
+            }
     else:
         shape = (len(names), len(parts.pairs), 0)
         whole = values[0] if len(values) == 1 else None

@@ -471,15 +471,16 @@ def test_report_equals_local(scheduler, tmp_path):
 @pytest.mark.parametrize(
     "command, options",
     [("order", []), ("order", ["--method", "copeland"]),
-     ("discpower", ["--trials", "300", "--pairs"]), ("pairs", []),
+     ("discpower", ["--trials", "300", "--pairs"]), ("pairs", []), ("tau", []),
+     ("agree", []), ("agree", ["--ties"]),
      ("robustness", ["--labels", "0.5", "--samples", "2", "--policy", "pool"])],
 )  # fmt: skip
 def test_analysis_commands_equal_local_with_many_partitions(
     scheduler, monkeypatch, command, options
 ):
     """Blocks of 3 queries, partitions of 2 blocks: the win rates stacked, the moments
-    merged block by block and the reduced runs put together in query order on the
-    client give the local engine's bytes (which streams partitions too here)."""
+    merged block by block, the packed signs and the reduced runs put together in query
+    order on the client give the local engine's bytes (which streams partitions too)."""
     small_partitions(monkeypatch)
     same_command(command, ["--no-cache", *options, SAMPLE / "qrels.subtopics.txt", *RUNS],
                  scheduler)  # fmt: skip

@@ -141,19 +141,23 @@ ANALYSES = [
     ("discpower", {"trials": 300}),
     ("discpower", {"trials": 300, "pairs": True}),
     ("discpower", {"against": ["sys03"], "pairs": True}),
+    ("tau", {}),
+    ("pairs", {}),
+    ("pairs", {"against": ["sys03"]}),
+    ("agree", {"ties": True}),
 ]
 
 
-def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells):
+def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells, baselines=()):
     """``command`` with preferences merged from partitions of at most ``parts_cells``
     cells (the whole cube never computed) equals it on the whole cube, bit for bit."""
     import pandas as pd
 
     import prefeval
 
-    options = {**options, "cache": False}  # no cached cube: computed both times
-    partition_cells(monkeypatch, 1 << 40)
-    whole = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
+    options = {**options, "cache": False, "baselines": list(baselines), "notify": None}
+    partition_cells(monkeypatch, 1 << 40)  # no cached cube (above): computed both times
+    whole = getattr(prefeval, command)(qrels, runs, **options)
     partition_cells(monkeypatch, parts_cells)
     calls = []
     partitioned = engine.matrix_partitions
@@ -170,7 +174,7 @@ def _merged_equals_whole(monkeypatch, qrels, runs, command, options, parts_cells
 
     monkeypatch.setattr(engine, "matrix_partitions", counted)
     monkeypatch.setattr(engine, "compute_cube", whole_cube)
-    merged = getattr(prefeval, command)(qrels, runs, baselines=[], notify=None, **options)
+    merged = getattr(prefeval, command)(qrels, runs, **options)
     assert len(calls) > 2 and max(calls) <= parts_cells
     pd.testing.assert_frame_equal(merged, whole, check_exact=True)
     assert len(whole) > 5
@@ -184,6 +188,38 @@ def test_analysis_merged_from_partitions(monkeypatch, qrels, command, options):
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
     cells = 200 if "against" in options else 1000  # 5 pairs, not 15: smaller partitions
     _merged_equals_whole(monkeypatch, str(SAMPLE / qrels), RUNS, command, options, cells)
+
+
+@pytest.mark.parametrize("stretch", [2, 7, 1000])
+@pytest.mark.parametrize("qrels", ["qrels.txt", "qrels.subtopics.txt"])
+def test_agreement_from_packed_signs(monkeypatch, qrels, stretch):
+    """agree from query partitions (each partition's preferences kept as packed signs,
+    read back a stretch of queries at a time, the stretches across the partitions'
+    bounds) counts what the whole cube counts: the same table, to the last bit."""
+    from prefeval.analysis import agreement
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    monkeypatch.setattr(agreement, "AGREEMENT_QUERIES", stretch)
+    _merged_equals_whole(
+        monkeypatch, str(SAMPLE / qrels), RUNS, "agree", {}, 1000, ["AP", "nDCG@10", "P@5"]
+    )
+
+
+def test_packed_signs_read_back_any_stretch():
+    """PackedSigns gives back the signs of ties.sign (NaN where undefined) of any
+    stretch of queries, over pieces of any length (not whole bytes)."""
+    from prefeval.core.cube import PackedSigns
+
+    rng = np.random.default_rng(3)
+    values = rng.choice([-0.5, 0.0, 1e-13, -1e-13, 0.25, np.nan, 3.0], size=(4, 61))
+    packed = PackedSigns(4)
+    for lo, hi in [(0, 5), (5, 5), (5, 22), (22, 23), (23, 61)]:
+        packed.append(PackedSigns.piece(values[:, lo:hi]))
+    expected = ties.sign(values)
+    assert set(np.unique(expected[~np.isnan(expected)])) == {-1.0, 0.0, 1.0}
+    for lo, hi in [(0, 61), (0, 1), (3, 9), (5, 23), (22, 23), (17, 60), (60, 61), (40, 99)]:
+        np.testing.assert_array_equal(packed.signs(lo, hi), expected[:, lo:hi])
+    assert packed.signs(10, 10).shape == (4, 0)
 
 
 @pytest.mark.parametrize("command,options", [ANALYSES[0], ANALYSES[5]], ids=["order", "discpower"])
@@ -324,3 +360,31 @@ def test_partition_without_populations():
     cube = engine.cube_from_matrix(matrix, ["a", "b"], relevant, measures)
     assert cube.values.shape == (1, 1, 2)
     assert np.isnan(cube.values).all()
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_report_merged_from_partitions(monkeypatch, tmp_path, fmt):
+    """The report from query partitions (win rates for the HSD, moments, packed signs;
+    the whole cube never computed) is the report from the whole cube, byte for byte,
+    figures included."""
+    import prefeval
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    kw = dict(baselines=["AP", "nDCG@10"], tests=["ttest", "sign", "hsd"], trials=200, cache=False)
+    written = {}
+    for how, cells in (("whole", 1 << 40), ("merged", 1000)):
+        partition_cells(monkeypatch, cells)
+        if how == "merged":
+
+            def whole_cube(*args, **kw):
+                raise AssertionError("the whole cube was computed")
+
+            monkeypatch.setattr(engine, "compute_cube", whole_cube)
+        (tmp_path / how).mkdir()
+        paths = prefeval.report(
+            str(SAMPLE / "qrels.txt"), RUNS, output=str(tmp_path / how / f"r.{fmt}"),
+            notify=None, **kw,
+        )  # fmt: skip
+        written[how] = {Path(p).relative_to(tmp_path / how): Path(p).read_bytes() for p in paths}
+    assert written["merged"] == written["whole"]
+    assert len(written["whole"][Path(f"r.{fmt}")]) > 5000
