@@ -593,9 +593,14 @@ def robustness(
     """
 
     options = _judged("robustness", locals())
+    # query samples need only the win rates (read from temporary files one measure at a
+    # time, the rows of the sampled queries where the measure is defined, by its signs):
+    # streamed; label samples recompute preferences, compared with the whole cube's
+    stream = not options.labels
     got = _checked_inputs(
-        qrels, runs, prefs, metrics, options, notify, positions=bool(options.labels)
-    )
+        qrels, runs, prefs, metrics, options, notify, positions=bool(options.labels),
+        stream=stream, signs=stream, spill=stream,
+    )  # fmt: skip
     table = run_robustness(
         got,
         queries=list(options.queries),

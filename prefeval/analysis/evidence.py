@@ -65,6 +65,7 @@ def gather_inputs(
     stream: bool = False,
     win_rates: bool = True,
     signs: bool = False,
+    spill: bool = False,
     positions: bool = True,
     engine: Engine | None = None,
 ) -> Inputs:
@@ -73,19 +74,22 @@ def gather_inputs(
     ``runs``: a :class:`~prefeval.io.runs.RunSet`, or what
     :func:`prefeval.io.runs.resolve_runs` takes (paths, DataFrames, or a dict name ->
     run); ``prefs``/``metrics``: tables as paths or DataFrames.
-    ``against``: run names; only the pairs with them (:func:`~prefeval.core.cube.against_pairs`)
-    are kept, and only those computed when the full cube is not cached.  ``stream``: the
-    caller needs only win rates and pair moments (``order``, ``discpower``): when the
-    preferences span more than one query partition and are not cached, they are
-    computed partition by partition and never held whole; without ``win_rates``
-    (``order``: no randomized HSD) only their :class:`~prefeval.core.cube.RankTally` is
-    kept, not the queries x runs matrices; with ``signs`` (``agree``) the preferences'
-    signs are kept, packed (:class:`~prefeval.core.cube.PackedSigns`).  ``engine``:
-    ``"local"`` or ``"dask"`` (on the Dask ``scheduler``, default a local cluster): either streams the job's partitions
-    and :func:`prefeval.engine.job.fold_evidence` folds them, the same values; the reduced runs
-    (``Inputs.positions``: label sampling needs them) come from Dask only with
-    ``positions``, and Dask does not use the cache.  ``engine``: the engine to compute
-    on (one held open for what follows, the HSD; default ``engine_for(options)``).
+    ``against``: run names; only the pairs with them
+    (:func:`~prefeval.core.cube.against_pairs`) are kept, and only those computed when
+    the full cube is not cached.  ``stream``: the caller needs only win rates and pair
+    moments (``order``, ``discpower``): when the preferences span more than one query
+    partition and are not cached, they are computed partition by partition and never
+    held whole; without ``win_rates`` (``order``: no randomized HSD) only their
+    :class:`~prefeval.core.cube.RankTally` is kept, not the queries x runs matrices;
+    with ``signs`` (``agree``) the preferences' signs are kept, packed
+    (:class:`~prefeval.core.cube.PackedSigns`); with ``spill`` the win rates are kept
+    in temporary files, each measure's read when used.  The options' ``engine``,
+    ``"local"`` or ``"dask"`` (on the Dask ``scheduler``, default a local cluster),
+    streams the job's partitions and :func:`prefeval.engine.job.fold_evidence` folds
+    them, the same values; the reduced runs (``Inputs.positions``: label sampling needs
+    them) come from Dask only with ``positions``, and Dask does not use the cache.
+    ``engine``: the engine to compute on (one held open for what follows, the HSD;
+    default ``engine_for(options)``).
     Baselines are computed here either way.
     The settings are ``options``' (:class:`~prefeval.options.Options`, judged):
     ``measures``, ``baselines`` (canonical names; None: the default set; (): none),
@@ -107,9 +111,11 @@ def gather_inputs(
     if prefs is not None:
         cube, metrics_table, metrics = _cube_from_prefs(prefs, metrics, judged, options, notify)
     else:
-        cube = _computed_cube(
-            inputs, metrics, options, notify, stream, win_rates, signs, positions, engine
-        )
+        want = Want(
+            values=not stream, rates=stream, win_rates=win_rates, signs=signs, spill=spill,
+            positions=positions,
+        )  # fmt: skip
+        cube = _computed_cube(inputs, metrics, options, notify, want, engine)
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
     if options.baselines == ():
@@ -149,12 +155,9 @@ def _cube_from_prefs(prefs, metrics, judged, options: Options, notify):
     return cube, metrics_table, metrics
 
 
-def _computed_cube(
-    inputs: Inputs, metrics, options: Options, notify, stream, win_rates, signs, positions,
-    engine=None,
-):  # fmt: skip
+def _computed_cube(inputs: Inputs, metrics, options: Options, notify, want: Want, engine=None):
     """The preference cube the engine computes from ``inputs``' qrels and runs (None
-    with ``stream``, where ``inputs.evidence`` gets the streamed rates instead), its
+    when ``want`` streams: ``inputs.evidence`` then gets the streamed rates instead), its
     measures, relevant documents and positions set on ``inputs``."""
     judged, sources = inputs.qrels, inputs.run_sources
     if judged is None or len(sources) < 2:
@@ -168,9 +171,6 @@ def _computed_cube(
     job = Job(judged, sources, inputs.measures, options, chosen, notify)
     # the whole cube, or with ``stream`` the win rates and moments merged partition
     # by partition (memory then holds one partition's preferences)
-    want = Want(
-        values=not stream, rates=stream, win_rates=win_rates, signs=signs, positions=positions
-    )
     got = fold_evidence((engine or engine_for(options)).partitions(job, want), want)
     inputs.relevant, inputs.positions = got.relevant, got.positions
     if got.cube is None:

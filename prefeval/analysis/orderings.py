@@ -113,6 +113,8 @@ class Evidence:
         once)."""
 
         if name in self.streamed:
+            if self.streamed[name][1] is None:
+                raise ValueError(f"{name}: no pair moments on these queries (restricted)")
             return self.streamed[name][1]
         if name not in self._moments:
             if self.is_preference(name):
@@ -157,9 +159,39 @@ class Evidence:
             return ties.sign(self.preferences(name)[:, lo:hi])
         return ties.sign(self.pair_differences(name, slice(lo, hi)))
 
-    def restrict(self, query_index: np.ndarray) -> Evidence:
-        """The same evidence on a subset of queries (by index)."""
+    def defined_queries(self, name: str) -> np.ndarray:
+        """Whether each query has a :meth:`win_rates` row: the measure is defined on every
+        pair there (from the cube, or a streamed measure's packed signs)."""
+        n_q = len(self.query_ids)
+        if self.is_preference(name) and self.cube is None:
+            out = np.empty(n_q, dtype=bool)
+            for lo in range(0, n_q, MOMENT_QUERIES):
+                hi = min(n_q, lo + MOMENT_QUERIES)
+                out[lo:hi] = ~np.isnan(self.signs_of(name, lo, hi)).any(axis=0)
+            return out
+        return ~np.isnan(self.pair_differences(name)).any(axis=0)
 
+    def restrict(self, query_index: np.ndarray) -> Evidence:
+        """The same evidence on a subset of queries (by index, ascending).  Of a streamed
+        measure, only its win rates (one measure's read at a time; the rows of the
+        chosen queries where it is defined): what MC4, Borda and the mean win rate need."""
+
+        if self.streamed:
+            streamed = {}
+            for name in self.streamed:
+                defined = self.defined_queries(name)
+                row = np.cumsum(defined) - 1  # each defined query's row in win_rates
+                rows = self.win_rates(name)[row[query_index[defined[query_index]]]]
+                streamed[name] = (rows, None)
+            return Evidence(
+                self.runs,
+                [self.query_ids[i] for i in query_index],
+                None,
+                {k: v[query_index] for k, v in self.metrics.items()},
+                dict(self.higher_is_better),
+                streamed=streamed,
+                streamed_pairs=self.streamed_pairs,
+            )
         cube = None
         if self.cube is not None:
             cube = PreferenceCube(

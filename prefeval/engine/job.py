@@ -60,8 +60,9 @@ class Want:
     (compare; ``both_directions``: each pair then its reverse); ``values``, its
     preferences (the whole cube, for the API and the analysis); ``rates``, per measure
     its win rates and block moments (``order``, ``discpower``: the cube never whole;
-    without ``win_rates`` only the rates' tally is kept; with ``signs`` also the
-    preferences' signs, packed: ``agree``); ``positions``, the reduced runs."""
+    without ``win_rates`` only the rates' tally is kept, with ``spill`` in a temporary
+    file; with ``signs`` also the preferences' signs, packed: ``agree``);
+    ``positions``, the reduced runs."""
 
     rows: bool = False
     both_directions: bool = False
@@ -69,6 +70,7 @@ class Want:
     rates: bool = False
     win_rates: bool = True
     signs: bool = False
+    spill: bool = False
     positions: bool = False
 
 
@@ -291,7 +293,8 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     ``win_rates`` only their :class:`~prefeval.core.cube.RankTally`) and the pair moments
     merged block by block (from their ``streamed`` rates and
     :class:`~prefeval.core.moments.BlockMoments`: the same bits as from the whole cube),
-    and with ``signs`` their :class:`~prefeval.core.cube.PackedSigns`; with ``positions`` the reduced runs, the engine's or merged from the partitions'."""
+    and with ``signs`` their :class:`~prefeval.core.cube.PackedSigns`; with
+    ``positions`` the reduced runs, the engine's or merged from the partitions'."""
     relevant, names, n_queries = parts.relevant, parts.measures, parts.relevant.n_queries
     n_runs = len(parts.names)
     values: list = []
@@ -305,7 +308,9 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
         if result.streamed is not None:
             for name, (rows, blocks) in result.streamed.items():
                 if name not in rates:
-                    rates[name] = rate_keeper(n_queries, n_runs, want.win_rates, parts.spill)
+                    rates[name] = rate_keeper(
+                        n_queries, n_runs, want.win_rates, parts.spill or want.spill
+                    )
                     moments[name] = PairMoments(len(parts.pairs))
                 rates[name].add(rows)
                 moments[name].merge(blocks)
@@ -320,7 +325,9 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     if rates or (not values and want.rates):
         for name in names:  # a measure without partitions: nothing added
             if name not in rates:
-                rates[name] = rate_keeper(n_queries, n_runs, want.win_rates, parts.spill)
+                rates[name] = rate_keeper(
+                    n_queries, n_runs, want.win_rates, parts.spill or want.spill
+                )
                 moments[name] = PairMoments(len(parts.pairs))
         gathered.streamed = {name: (rates[name], moments[name]) for name in names}
         gathered.streamed_pairs = parts.pairs

@@ -145,6 +145,7 @@ ANALYSES = [
     ("pairs", {}),
     ("pairs", {"against": ["sys03"]}),
     ("agree", {"ties": True}),
+    ("robustness", {"queries": [3, 10, 20], "samples": 4}),
 ]
 
 
@@ -188,6 +189,33 @@ def test_analysis_merged_from_partitions(monkeypatch, qrels, command, options):
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
     cells = 200 if "against" in options else 1000  # 5 pairs, not 15: smaller partitions
     _merged_equals_whole(monkeypatch, str(SAMPLE / qrels), RUNS, command, options, cells)
+
+
+def test_robustness_from_partitions_with_baselines(monkeypatch, tmp_path):
+    """robustness --queries from query partitions (win rates in temporary files, the
+    sampled queries' rows found by the packed signs) is the whole cube's table, with
+    baselines beside, where the subtopic measures are undefined on some queries (303 and
+    305 judged without subtopics: their win rates have no rows there)."""
+    import prefeval
+
+    rows, general = [], {}
+    for line in (SAMPLE / "qrels.subtopics.txt").read_text().splitlines():
+        q, it, doc, grade = line.split()
+        if q in ("303", "305"):
+            general[q, doc] = max(general.get((q, doc), -9), int(grade))
+        else:
+            rows.append(line)
+    rows += [f"{q} 0 {doc} {grade}" for (q, doc), grade in general.items()]
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("\n".join(rows) + "\n")
+    cube = prefeval.compare(qrels, RUNS, per_query=True, summary=False, notify=None)
+    subtopic = cube.measure.str.startswith("st")
+    assert subtopic.any() and not cube.value.isna().any()  # undefined: no row
+    missing = set(cube.query_id[~subtopic]) - set(cube.query_id[subtopic])
+    assert missing == {"303", "305"}
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+    options = {"queries": [2, 9, 20], "samples": 5, "seed": 7}
+    _merged_equals_whole(monkeypatch, str(qrels), RUNS, "robustness", options, 1000, ["AP"])
 
 
 @pytest.mark.parametrize("stretch", [2, 7, 1000])
