@@ -473,6 +473,7 @@ def test_report_equals_local(scheduler, tmp_path):
     [("order", []), ("order", ["--method", "copeland"]),
      ("discpower", ["--trials", "300", "--pairs"]), ("pairs", []), ("tau", []),
      ("agree", []), ("agree", ["--ties"]),
+     ("robustness", ["--queries", "3,10", "--samples", "3"]),
      ("robustness", ["--labels", "0.5", "--samples", "2", "--policy", "pool"])],
 )  # fmt: skip
 def test_analysis_commands_equal_local_with_many_partitions(
