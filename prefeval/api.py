@@ -440,9 +440,11 @@ def discpower(
 
     options = _judged("discpower", locals())
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+        # the HSD's win rates in temporary files: one measure's read at a time
+        hsd = "hsd" in options.tests
         evidence = _evidence_only(
-            qrels, runs, prefs, metrics, options, notify, stream=True,
-            win_rates="hsd" in options.tests, engine=engine,
+            qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=hsd,
+            spill=hsd, engine=engine,
         )  # fmt: skip
         table = pair_tests(
             evidence, list(options.tests), options.correction, options.trials, options.seed,
@@ -785,7 +787,7 @@ def report(
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
             engine=engine, stream=not options.robustness, win_rates="hsd" in options.tests,
-            signs=True,
+            signs=True, spill=True,
         )  # fmt: skip
         if not got.evidence.preference_measures:
             raise ValueError("no preference measure to report")
