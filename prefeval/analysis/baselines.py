@@ -1198,7 +1198,7 @@ def _evaluate_partitions(
     import pyarrow as pa
 
     runs = [run for _, run in items]
-    parts = streaming.parts(rows_estimate(runs))
+    parts = streaming.parts(rows_estimate(runs), evaluated=True)
     part_of = query_partitions(pa.array(qlist, pa.string()), parts)
     judged = _judged(qrels, general, parsed, {q: k for k, q in enumerate(qlist)})
     totals = _Totals(items, len(qlist), relevant)

@@ -41,9 +41,10 @@ def _soft_limit(name: str) -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def open_files(needed: int, what: str) -> None:
+def open_files(needed: int, what: str, remedy: str | None = "use --engine local") -> None:
     """At least ``needed`` open files for ``what``: the soft limit is raised to it where
-    the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError."""
+    the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError
+    (raise the limit, or ``remedy`` where there is one)."""
 
     resource = _resource()
     if resource is None:
@@ -58,8 +59,8 @@ def open_files(needed: int, what: str) -> None:
         except (ValueError, OSError):  # macOS: not beyond OPEN_MAX
             pass
     raise SystemLimitError(
-        f"{what} needs {needed} open files, the limit is {soft} (ulimit -n): raise it, or "
-        "use --engine local"
+        f"{what} needs {needed} open files, the limit is {soft} (ulimit -n): raise it"
+        + (f", or {remedy}" if remedy else "")
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import lazy_loader
 
+from ..core import limits
 from ..core.errors import InputError
 from ..core.positions import RunPositions, join_positions, reduce_rows, set_like
 from .columns import RunColumns, duplicate_message
@@ -41,17 +42,24 @@ class Streaming:
     read whole, the faster way); ``piece_rows``: rows of a Parquet piece;
     ``piece_bytes``: bytes of text of a text piece (decompressed); ``part_rows``: rows
     a spilled partition is made to hold (the file's rows estimated); ``max_parts``:
-    partitions at most (each an open file while the first pass writes)."""
+    partitions at most (each an open file while the first pass writes);
+    ``max_evaluated_parts``: the same for the ir-measures baselines, whose partition
+    holds every run's rows and hands them to ir-measures as Python dicts (about 150
+    bytes a row): at 1M users x 10 runs, 256 partitions held 1,296 MiB where 64 held
+    1,468 (``agree``, bench/RESULTS.md, session 28), and took less time."""
 
     above: int = 16 << 20
     piece_rows: int = 1 << 18
     piece_bytes: int = 8 << 20
     part_rows: int = 1 << 19
     max_parts: int = 64
+    max_evaluated_parts: int = 256
 
-    def parts(self, rows: int) -> int:
-        """The number of partitions for a file of about ``rows`` rows."""
-        return max(1, min(self.max_parts, -(-rows // self.part_rows)))
+    def parts(self, rows: int, evaluated: bool = False) -> int:
+        """The number of partitions for a file of about ``rows`` rows (``evaluated``: for
+        the baselines' evaluation)."""
+        most = self.max_evaluated_parts if evaluated else self.max_parts
+        return max(1, min(most, -(-rows // self.part_rows)))
 
 
 #: the settings of every command (tests give smaller ones)
@@ -157,6 +165,8 @@ class Spill:
         self._files: list[tuple[str, list[str], dict[int, str]]] = []
 
     def __enter__(self) -> Spill:
+        # one file per partition open while a file's rows are written
+        limits.open_files(self.parts + 64, f"spilling runs by query ({self.parts} files)", None)
         self._folder = tempfile.TemporaryDirectory(prefix="prefeval-spill-")
         return self
 

@@ -1135,7 +1135,9 @@ def _tiny():
     """Every run file "large": spilled in pieces of a few rows, 7 partitions of queries."""
     from prefeval.io.spill import Streaming
 
-    return Streaming(above=0, piece_rows=7, piece_bytes=200, part_rows=50, max_parts=7)
+    return Streaming(
+        above=0, piece_rows=7, piece_bytes=200, part_rows=50, max_parts=7, max_evaluated_parts=7
+    )
 
 
 PARTITIONED_CASES = {

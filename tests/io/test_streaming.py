@@ -366,3 +366,34 @@ def test_partitions_do_not_each_keep_a_count_per_query(tmp_path):
     peak(2)  # the lookups built once per command (Codes, the judgments' keys)
     few, many = peak(2), peak(40)
     assert many - few < 10 * n * 8, (few, many)  # 38 more partitions' counts: 38 * n * 8
+
+
+def test_a_spill_raises_the_open_files_limit_or_says_so(monkeypatch):
+    """A spill keeps a file per partition open while it writes (256 for the baselines at
+    a million users): a soft limit below that is raised where the hard limit allows,
+    else one message (macOS starts with 256)."""
+    from types import SimpleNamespace
+
+    from prefeval.core import limits
+    from prefeval.core.errors import SystemLimitError
+    from prefeval.io.spill import Spill
+
+    resource = pytest.importorskip("resource", reason="resource limits are POSIX")
+    raised = []
+    seen = SimpleNamespace(**vars(resource))
+    seen.getrlimit = lambda which: (
+        (100, 200) if which == resource.RLIMIT_NOFILE else resource.getrlimit(which)
+    )
+    seen.setrlimit = lambda which, value: raised.append((which, value))
+    monkeypatch.setattr(limits, "_resource", lambda: seen)
+    with Spill(30):  # 94 files: under the soft limit
+        pass
+    with Spill(100):
+        pass
+    assert raised == [(resource.RLIMIT_NOFILE, (164, 200))]
+    message = (
+        r"^spilling runs by query \(256 files\) needs 320 open files, the limit is 100 "
+        r"\(ulimit -n\): raise it$"
+    )
+    with pytest.raises(SystemLimitError, match=message), Spill(256):
+        pass
