@@ -59,6 +59,7 @@ class Evidence:
     streamed_pairs: np.ndarray | None = None
     signs: dict = field(default_factory=dict)
     _moments: dict = field(default_factory=dict, repr=False)
+    _rows: dict = field(default_factory=dict, repr=False)
 
     @property
     def preference_measures(self) -> list[str]:
@@ -159,55 +160,45 @@ class Evidence:
             return ties.sign(self.preferences(name)[:, lo:hi])
         return ties.sign(self.pair_differences(name, slice(lo, hi)))
 
-    def defined_queries(self, name: str) -> np.ndarray:
-        """Whether each query has a :meth:`win_rates` row: the measure is defined on every
-        pair there (from the cube, or a streamed measure's packed signs)."""
-        n_q = len(self.query_ids)
-        if self.is_preference(name) and self.cube is None:
-            out = np.empty(n_q, dtype=bool)
+    def rows_of(self, name: str) -> np.ndarray | None:
+        """The :meth:`win_rates` row of each query (-1: none, the measure is undefined on
+        some pair there), or None when every query has its row (computed once; a streamed
+        measure's from its packed signs)."""
+        if name not in self._rows:
+            n_q = len(self.query_ids)
+            defined = np.empty(n_q, dtype=bool)
             for lo in range(0, n_q, MOMENT_QUERIES):
                 hi = min(n_q, lo + MOMENT_QUERIES)
-                out[lo:hi] = ~np.isnan(self.signs_of(name, lo, hi)).any(axis=0)
-            return out
-        return ~np.isnan(self.pair_differences(name)).any(axis=0)
+                defined[lo:hi] = ~np.isnan(self.signs_of(name, lo, hi)).any(axis=0)
+            self._rows[name] = (
+                None if defined.all() else np.where(defined, np.cumsum(defined) - 1, -1)
+            )
+        return self._rows[name]
 
     def restrict(self, query_index: np.ndarray) -> Evidence:
         """The same evidence on a subset of queries (by index, ascending).  Of a streamed
         measure, only its win rates (one measure's read at a time; the rows of the
         chosen queries where it is defined): what MC4, Borda and the mean win rate need."""
 
+        queries = [self.query_ids[i] for i in query_index]
+        metrics = {k: v[query_index] for k, v in self.metrics.items()}
         if self.streamed:
             streamed = {}
             for name in self.streamed:
-                defined = self.defined_queries(name)
-                row = np.cumsum(defined) - 1  # each defined query's row in win_rates
-                rows = self.win_rates(name)[row[query_index[defined[query_index]]]]
-                streamed[name] = (rows, None)
+                rows = self.rows_of(name)
+                chosen = query_index if rows is None else rows[query_index]
+                streamed[name] = (self.win_rates(name)[chosen[chosen >= 0]], None)
             return Evidence(
-                self.runs,
-                [self.query_ids[i] for i in query_index],
-                None,
-                {k: v[query_index] for k, v in self.metrics.items()},
-                dict(self.higher_is_better),
-                streamed=streamed,
-                streamed_pairs=self.streamed_pairs,
-            )
+                self.runs, queries, None, metrics, dict(self.higher_is_better),
+                streamed=streamed, streamed_pairs=self.streamed_pairs,
+            )  # fmt: skip
         cube = None
         if self.cube is not None:
+            values = self.cube.values[:, :, query_index]
             cube = PreferenceCube(
-                self.cube.measures,
-                self.cube.runs,
-                [self.query_ids[i] for i in query_index],
-                self.cube.pairs,
-                self.cube.values[:, :, query_index],
+                self.cube.measures, self.cube.runs, queries, self.cube.pairs, values
             )
-        return Evidence(
-            self.runs,
-            [self.query_ids[i] for i in query_index],
-            cube,
-            {k: v[query_index] for k, v in self.metrics.items()},
-            dict(self.higher_is_better),
-        )
+        return Evidence(self.runs, queries, cube, metrics, dict(self.higher_is_better))
 
 
 def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
