@@ -70,7 +70,8 @@ from dataclasses import dataclass, field
 
 import lazy_loader
 
-from ..core.errors import InputError
+from ..core import limits
+from ..core.errors import InputError, SystemLimitError
 from ..core.positions import join_positions, missing_notice, run_positions, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, is_relevant
@@ -1198,7 +1199,12 @@ def _evaluate_partitions(
     import pyarrow as pa
 
     runs = [run for _, run in items]
-    parts = streaming.parts(rows_estimate(runs), evaluated=True)
+    rows = rows_estimate(runs)
+    parts = streaming.parts(rows, evaluated=True)
+    try:  # a file per partition open while spilling: the soft limit raised to that
+        limits.open_files(parts + 64, "the baselines' spill")
+    except SystemLimitError:  # a low hard limit: as many partitions as other spills
+        parts = streaming.parts(rows)
     part_of = query_partitions(pa.array(qlist, pa.string()), parts)
     judged = _judged(qrels, general, parsed, {q: k for k, q in enumerate(qlist)})
     totals = _Totals(items, len(qlist), relevant)

@@ -41,10 +41,9 @@ def _soft_limit(name: str) -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def open_files(needed: int, what: str, remedy: str | None = "use --engine local") -> None:
+def open_files(needed: int, what: str) -> None:
     """At least ``needed`` open files for ``what``: the soft limit is raised to it where
-    the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError
-    (raise the limit, or ``remedy`` where there is one)."""
+    the hard limit allows (as Dask's own scheduler raises it); else SystemLimitError."""
 
     resource = _resource()
     if resource is None:
@@ -59,8 +58,8 @@ def open_files(needed: int, what: str, remedy: str | None = "use --engine local"
         except (ValueError, OSError):  # macOS: not beyond OPEN_MAX
             pass
     raise SystemLimitError(
-        f"{what} needs {needed} open files, the limit is {soft} (ulimit -n): raise it"
-        + (f", or {remedy}" if remedy else "")
+        f"{what} needs {needed} open files, the limit is {soft} (ulimit -n): raise it, or "
+        "use --engine local"
     )
 
 

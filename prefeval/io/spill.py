@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import lazy_loader
 
 from ..core import limits
-from ..core.errors import InputError
+from ..core.errors import InputError, SystemLimitError
 from ..core.positions import RunPositions, join_positions, reduce_rows, set_like
 from .columns import RunColumns, duplicate_message
 
@@ -165,8 +165,10 @@ class Spill:
         self._files: list[tuple[str, list[str], dict[int, str]]] = []
 
     def __enter__(self) -> Spill:
-        # one file per partition open while a file's rows are written
-        limits.open_files(self.parts + 64, f"spilling runs by query ({self.parts} files)", None)
+        # one file per partition open while a file's rows are written: the soft limit
+        # raised to that where the hard limit allows (else opening tells, as before)
+        with contextlib.suppress(SystemLimitError):
+            limits.open_files(self.parts + 64, "a spill")
         self._folder = tempfile.TemporaryDirectory(prefix="prefeval-spill-")
         return self
 
