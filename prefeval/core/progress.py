@@ -114,12 +114,14 @@ def command(enable: bool | None = None):
     global _current
     if enable is None:
         enable = _terminal()
-    outer, _current = _current, CommandProgress(bool(enable))
+    mine = CommandProgress(bool(enable))
+    outer, _current = _current, mine
     try:
-        yield _current
+        yield mine
     finally:
-        _current.close()
-        _current = outer
+        mine.close()
+        if _current is mine:  # (another thread's command may have ended meanwhile)
+            _current = outer
 
 
 def progress_bar(
@@ -144,8 +146,14 @@ def progress_bar(
 
 
 def _standalone(iterable, desc, unit, enable, total, count):
-    with command(enable) as progress:
+    """A stage outside any command: a bar of its own, never the current command's (a
+    generator left unfinished, after an error, would otherwise keep that place until it
+    is collected, and the bar of whatever ran meanwhile then went to it)."""
+    progress = CommandProgress(bool(_terminal() if enable is None else enable))
+    try:
         yield from progress.stage(iterable, desc, unit, total, count)
+    finally:
+        progress.close()
 
 
 @contextmanager

@@ -162,3 +162,23 @@ def test_api_warnings_stay_readable_beside_the_bar(tmp_path):
     assert not [line for line in lines if "%|" in line or "trials" in line], lines
     notice = "PrefevalWarning: run sys04: no results for 1 of 20 evaluated queries; evaluated"
     assert any(line.endswith(f"{notice} as retrieving nothing") for line in lines), lines
+
+
+def test_an_unfinished_stage_outside_a_command_holds_no_command_s_place():
+    """A stage opened outside any command (a library function called directly) and left
+    unfinished, as after an error, held the place of the current command until it was
+    collected: the bar of whatever ran meanwhile went to it, and collecting it mid-way
+    through another command ended that command's bar ('NoneType' has no 'close')."""
+    import gc
+
+    from prefeval.core import progress
+
+    left = progress.progress_bar(range(10), desc="left", unit="it")
+    assert next(left) == 0
+    assert progress._current is None
+    with progress.command(False) as mine:
+        assert progress._current is mine
+        del left
+        gc.collect()
+        assert progress._current is mine
+    assert progress._current is None
