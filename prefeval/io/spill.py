@@ -46,7 +46,7 @@ class Streaming:
     ``max_evaluated_parts``: the same for the ir-measures baselines, whose partition
     holds every run's rows and hands them to ir-measures as Python dicts (about 150
     bytes a row): at 1M users x 10 runs, 256 partitions held 1,296 MiB where 64 held
-    1,468 (``agree``, bench/RESULTS.md, session 28), and took less time."""
+    1,468 (``agree``, bench/RESULTS.md, session 28), in no more CPU time."""
 
     above: int = 16 << 20
     piece_rows: int = 1 << 18
