@@ -302,16 +302,18 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     moments: dict = {}
     signs: dict = {}
     pieces: list[list] | None = None
+
+    def start(name: str) -> None:  # what keeps a streamed measure's rates and moments
+        rates[name] = rate_keeper(n_queries, n_runs, want.win_rates, parts.spill or want.spill)
+        moments[name] = PairMoments(len(parts.pairs))
+
     for k, result in enumerate(parts.results):  # to the end: notices, then closing
         if result.values is not None:
             values.append(result.values)
         if result.streamed is not None:
             for name, (rows, blocks) in result.streamed.items():
                 if name not in rates:
-                    rates[name] = rate_keeper(
-                        n_queries, n_runs, want.win_rates, parts.spill or want.spill
-                    )
-                    moments[name] = PairMoments(len(parts.pairs))
+                    start(name)
                 rates[name].add(rows)
                 moments[name].merge(blocks)
         for name, piece in (result.signs or {}).items():
@@ -325,10 +327,7 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     if rates or (not values and want.rates):
         for name in names:  # a measure without partitions: nothing added
             if name not in rates:
-                rates[name] = rate_keeper(
-                    n_queries, n_runs, want.win_rates, parts.spill or want.spill
-                )
-                moments[name] = PairMoments(len(parts.pairs))
+                start(name)
         gathered.streamed = {name: (rates[name], moments[name]) for name in names}
         gathered.streamed_pairs = parts.pairs
         if want.signs:
