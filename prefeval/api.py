@@ -595,13 +595,13 @@ def robustness(
     """
 
     options = _judged("robustness", locals())
-    # query samples need only the win rates (read from temporary files one measure at a
-    # time, the rows of the sampled queries where the measure is defined, by its signs):
-    # streamed; label samples recompute preferences, compared with the whole cube's
-    stream = not options.labels
+    # streamed: query samples need only the win rates (read from temporary files one
+    # measure at a time, the rows of the sampled queries where the measure is defined, by
+    # its signs); label samples recompute preferences by partitions from the position
+    # matrix, compared with the full judgments' signs
     got = _checked_inputs(
         qrels, runs, prefs, metrics, options, notify, positions=bool(options.labels),
-        stream=stream, signs=stream, spill=stream,
+        stream=True, signs=True, spill=True,
     )  # fmt: skip
     table = run_robustness(
         got,
@@ -783,10 +783,10 @@ def report(
     plotting.require("a report")
     options = _judged("report", locals())
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
-        # preferences streamed (never the whole cube) unless robustness samples them
+        # preferences streamed: never the whole cube
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
-            engine=engine, stream=not options.robustness, win_rates="hsd" in options.tests,
+            engine=engine, stream=True, win_rates="hsd" in options.tests or options.robustness,
             signs=True, spill=True,
         )  # fmt: skip
         if not got.evidence.preference_measures:

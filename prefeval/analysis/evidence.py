@@ -15,6 +15,7 @@ import lazy_loader
 
 from ..core.cube import against_pairs
 from ..core.errors import InputError
+from ..core.positions import position_matrix
 from ..core.progress import stderr_notice
 from ..core.qrels import query_sort_key
 from ..engine.engines import engine_for
@@ -52,6 +53,16 @@ class Inputs:
     relevance_level: float | None = None
     max_docs: int | None = None
     binary: bool = False
+    #: the runs' position matrix, where the engine kept it instead of ``positions``
+    matrix: np.ndarray | None = None
+    options: Options | None = None
+
+    def position_matrix(self) -> np.ndarray | None:
+        """The runs' :func:`~prefeval.core.positions.position_matrix` on ``relevant``
+        (runs x relevant documents; None without the reduced runs), made once."""
+        if self.matrix is None and self.positions is not None:
+            self.matrix = position_matrix(self.positions, self.relevant)
+        return self.matrix
 
 
 def gather_inputs(
@@ -86,8 +97,9 @@ def gather_inputs(
     in temporary files, each measure's read when used.  The options' ``engine``,
     ``"local"`` or ``"dask"`` (on the Dask ``scheduler``, default a local cluster),
     streams the job's partitions and :func:`prefeval.engine.job.fold_evidence` folds
-    them, the same values; the reduced runs (``Inputs.positions``: label sampling needs
-    them) come from Dask only with ``positions``, and Dask does not use the cache.
+    them, the same values; with ``positions`` the reduced runs (``Inputs.positions``, or
+    their position matrix ``Inputs.matrix`` where the local engine streams: label
+    sampling needs them), and Dask does not use the cache.
     ``engine``: the engine to compute on (one held open for what follows, the HSD;
     default ``engine_for(options)``).
     Baselines are computed here either way.
@@ -106,6 +118,7 @@ def gather_inputs(
         relevance_level=options.relevance_level,
         max_docs=options.max_docs,
         binary=options.binary,
+        options=options,
     )
     metrics_table = None
     if prefs is not None:
@@ -172,7 +185,7 @@ def _computed_cube(inputs: Inputs, metrics, options: Options, notify, want: Want
     # the whole cube, or with ``stream`` the win rates and moments merged partition
     # by partition (memory then holds one partition's preferences)
     got = fold_evidence((engine or engine_for(options)).partitions(job, want), want)
-    inputs.relevant, inputs.positions = got.relevant, got.positions
+    inputs.relevant, inputs.positions, inputs.matrix = got.relevant, got.positions, got.matrix
     if got.cube is None:
         inputs.evidence = Evidence(
             got.names, list(got.relevant.query_ids), streamed=got.streamed,

@@ -10,18 +10,24 @@ tau), ties, and agreement with the full-label preferences.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import tempfile
+
 import lazy_loader
 
 from ..core import ties
+from ..core.cube import PackedSigns, run_pairs
 from ..core.errors import InputError
-from ..core.positions import UNRETRIEVED, position_matrix
+from ..core.positions import UNRETRIEVED
 from ..core.progress import progress_bar
-from ..core.qrels import KEY_SEP, Qrels
-from ..engine.local import cube_from_matrix
-from ..io.tables import metrics_table_to_matrices
-from ..options import POLICIES
-from .agreement import kendall_tau
-from .baselines import compute_metrics
+from ..core.qrels import Qrels
+from ..engine import local
+from ..engine.job import Partitions, Want, fold_evidence, partition_result
+from ..engine.local import query_ranges
+from ..options import POLICIES, Options
+from .agreement import AGREEMENT_QUERIES, kendall_tau
+from .baselines import metric_matrices
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
 
 np = lazy_loader.load("numpy")
@@ -108,47 +114,36 @@ def label_robustness(
     teleport: float = DEFAULT_TELEPORT,
     progress: bool | None = None,
 ) -> list[tuple]:
-    """Rows for ``--labels``: tau, ties and agreement with full-label preferences."""
-    if inputs.positions is None:
+    """Rows for ``--labels``: tau, ties and agreement with full-label preferences.
+
+    Each sample's preferences are computed a query partition at a time and folded as
+    ``order`` folds them (:func:`_reduced_evidence`); ties and agreement are counted a
+    stretch of queries at a time from the signs (:func:`_ties_and_agreement`): memory
+    holds no cube, and the counts do not depend on the partitions."""
+    matrix = inputs.position_matrix()
+    if matrix is None:
         raise InputError(
             "--prefs", None, "label sampling recomputes preferences: give QRELS RUN..."
         )
     evidence = inputs.evidence
-    relevant = inputs.relevant
-    matrix = position_matrix(inputs.positions, relevant)
     full = orderings(evidence, method, teleport)
-    full_diff = {name: evidence.pair_differences(name) for name in evidence.measures}
+    names, baselines = evidence.measures, list(evidence.metrics)
     rows = []
     work = [(f, s) for f in fractions for s in range(samples)]
     results: dict = {}
-    for fraction, _ in progress_bar(work, desc="label samples", unit="sample", enable=progress):
-        if not 0 < fraction <= 1:
-            raise ValueError(f"--labels {fraction}: must be in (0, 1]")
-        keep = keep_labels(relevant, matrix, fraction, policy, rng)
-        reduced_rel = relevant.subset(keep)
-        cube = cube_from_matrix(
-            matrix[:, keep], evidence.runs, reduced_rel, inputs.measures, binary=inputs.binary
-        )
-        reduced = Evidence(
-            evidence.runs, evidence.query_ids, cube, {}, dict(evidence.higher_is_better)
-        )
-        if evidence.metrics:
-            reduced.metrics = _reduced_metrics(inputs, relevant, keep)
-        scores = orderings(reduced, method, teleport)
-        for name in evidence.measures:
-            diff = reduced.pair_differences(name)
-            ok = ~np.isnan(diff)
-            tied = float(ties.is_zero(diff[ok]).mean()) if ok.any() else np.nan
-            ref = full_diff[name]
-            decided = ok & ~np.isnan(ref) & ~ties.is_zero(ref)
-            agree = (
-                float((ties.sign(diff[decided]) == ties.sign(ref[decided])).mean())
-                if decided.any()
-                else np.nan
-            )
-            tau = kendall_tau(full[name], scores[name])
-            results.setdefault((name, fraction), []).append((tau, tied, agree))
-    for name in evidence.measures:
+    with _baselines_set_aside(evidence) as reference:
+        for fraction, _ in progress_bar(work, desc="label samples", unit="sample", enable=progress):
+            if not 0 < fraction <= 1:
+                raise ValueError(f"--labels {fraction}: must be in (0, 1]")
+            keep = keep_labels(inputs.relevant, matrix, fraction, policy, rng)
+            reduced = _reduced_evidence(inputs, matrix, keep, baselines)
+            scores = orderings(reduced, method, teleport)
+            for name in names:
+                tau = kendall_tau(full[name], scores[name])
+                tied, agree = _ties_and_agreement(reference, reduced, name)
+                results.setdefault((name, fraction), []).append((tau, tied, agree))
+            del reduced
+    for name in names:
         for fraction in fractions:
             values = np.array(results[(name, fraction)], dtype=float)
             tau_mean, tau_std = _mean_std(values[:, 0])
@@ -167,27 +162,126 @@ def label_robustness(
     return rows
 
 
-def _reduced_metrics(inputs, relevant, keep) -> dict[str, np.ndarray]:
-    """Baselines recomputed with ir-measures on the qrels without the removed labels."""
+@contextlib.contextmanager
+def _baselines_set_aside(evidence: Evidence):
+    """While label samples compute their own baselines, the full labels' values wait in
+    a temporary file (400 MB at 1M users x 10 runs x 5 baselines), put back after:
+    yields the reference signs (of ``Evidence.signs_of``) of every measure, a baseline's
+    packed (:class:`~prefeval.core.cube.PackedSigns`)."""
+    metrics, n_q = evidence.metrics, len(evidence.query_ids)
+    packed = {}
+    for name in metrics:
+        packed[name] = PackedSigns(len(evidence.pairs()))
+        for lo in range(0, n_q, AGREEMENT_QUERIES):
+            packed[name].append(
+                PackedSigns.piece(evidence.signs_of(name, lo, lo + AGREEMENT_QUERIES))
+            )
 
-    qids = np.repeat(np.asarray(relevant.query_ids, dtype=object), relevant.sizes())
-    removed = {f"{q}{KEY_SEP}{d}" for q, d, k in zip(qids, relevant.doc_id, keep) if not k}
-    frame = inputs.qrels.frame
-    keys = frame["query_id"].astype(str) + KEY_SEP + frame["doc_id"].astype(str)
-    kept = frame[~keys.isin(removed)]
+    def reference(name: str, lo: int, hi: int) -> np.ndarray:
+        return packed[name].signs(lo, hi) if name in packed else evidence.signs_of(name, lo, hi)
+
+    with tempfile.TemporaryFile() as held:
+        shapes = {name: (values.shape, values.dtype) for name, values in metrics.items()}
+        for values in metrics.values():
+            np.ascontiguousarray(values).tofile(held)
+        evidence.metrics = {}
+        del metrics
+        try:
+            yield reference
+        finally:
+            held.seek(0)
+            evidence.metrics = {
+                name: np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)
+                for name, (shape, dtype) in shapes.items()
+            }
+
+
+def _reduced_evidence(inputs, matrix: np.ndarray, keep: np.ndarray, baselines) -> Evidence:
+    """The evidence on the judgments without the removed labels (``keep``: the relevant
+    documents kept): per preference measure its win rates' tally, pair moments and packed
+    signs, folded from query partitions computed on ``Options.jobs`` threads (the same
+    bits as from the whole cube: ``order``'s path); the baselines recomputed."""
+    evidence = inputs.evidence
+    options = inputs.options or Options()
+    relevant = inputs.relevant.subset(keep)
+    want = Want(rates=True, win_rates=False, signs=True)
+    chosen = run_pairs(len(evidence.runs))
+    ranges = query_ranges(
+        relevant.n_queries, len(evidence.runs), len(inputs.measures), None,
+        options.partition_cells,
+    )  # fmt: skip
+    names = [m.name for m in inputs.measures]
+    parts = Partitions(
+        relevant, list(evidence.runs), names, chosen, ranges, None,
+        local.matrix_partitions(
+            matrix[:, keep], list(evidence.runs), relevant, inputs.measures,
+            binary=inputs.binary, progress=False, cells=options.partition_cells,
+            jobs=options.jobs, finish=functools.partial(partition_result, want=want),
+        ),
+    )  # fmt: skip
+    got = fold_evidence(parts, want)
+    reduced = Evidence(
+        evidence.runs, evidence.query_ids, None, {}, dict(evidence.higher_is_better),
+        streamed=got.streamed, streamed_pairs=got.streamed_pairs, signs=got.signs,
+    )  # fmt: skip
+    if baselines:
+        reduced.metrics = _reduced_metrics(inputs, keep, baselines)
+    return reduced
+
+
+def _ties_and_agreement(reference, reduced: Evidence, name: str) -> tuple[float, float]:
+    """Of measure ``name`` on the reduced judgments: the share of its defined (pair,
+    query) preferences that tie, and the share of those the full judgments decide
+    (``reference(name, lo, hi)``: their signs) where both prefer the same run; counted a
+    stretch of queries at a time from the signs."""
+    tied = defined = agreed = decided = 0
+    n_q = len(reduced.query_ids)
+    for lo in range(0, n_q, AGREEMENT_QUERIES):
+        hi = min(n_q, lo + AGREEMENT_QUERIES)
+        sign, ref = reduced.signs_of(name, lo, hi), reference(name, lo, hi)
+        ok = ~np.isnan(sign)
+        defined += int(ok.sum())
+        tied += int((sign == 0).sum())
+        both = ok & ~np.isnan(ref) & (ref != 0)
+        decided += int(both.sum())
+        agreed += int((sign[both] == ref[both]).sum())
+    return (
+        tied / defined if defined else np.nan,
+        agreed / decided if decided else np.nan,
+    )
+
+
+def _reduced_metrics(inputs, keep, baselines) -> dict[str, np.ndarray]:
+    """Baselines recomputed with ir-measures on the qrels without the removed labels
+    (every judgment row of a removed relevant document)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    relevant, frame = inputs.relevant, inputs.qrels.frame
+    # each row's relevant-document number (-1: not a relevant document), by codes
+    query = pd.Index(relevant.query_ids, dtype=object).get_indexer(frame["query_id"])
+    docnos = relevant.docnos()
+    code = pc.index_in(pa.array(frame["doc_id"], type=docnos.type), docnos)
+    code = code.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    number = np.full(len(frame), -1, dtype=np.int64)
+    known = query >= 0
+    number[known] = relevant.lookup(query[known], code[known])
+    removed = number >= 0
+    removed[removed] = ~keep[number[removed]]
+    kept = frame[~removed]
     qrels = Qrels(
         kept["query_id"], kept["iteration"], kept["doc_id"], kept["relevance"], inputs.qrels.name
     )
+    del kept
     ev = inputs.evidence
-    table = compute_metrics(
+    return metric_matrices(
         qrels,
-        {r: inputs.run_sources[r] for r in ev.runs},
-        list(ev.metrics),
+        inputs.run_sources.subset(ev.runs),
+        baselines,
         query_ids=ev.query_ids,
         relevance_level=inputs.relevance_level,
         max_docs=inputs.max_docs,
     )
-    return metrics_table_to_matrices(table, ev.runs, ev.query_ids)
 
 
 def robustness(

@@ -105,8 +105,8 @@ class Partitions:
     pairs computed, the query ranges, a cube shaped like the summary (the last
     partition's queries, ``both_directions`` applied), the results in query order (a
     result's ``frame``: its rows, or an iterator of their pieces, read before the next
-    result is asked for), the whole runs' positions when the engine keeps them, and
-    whether the fold keeps win rates in a temporary file
+    result is asked for), the whole runs' positions (or their position matrix) when the
+    engine keeps them, and whether the fold keeps win rates in a temporary file
     (:func:`~prefeval.core.cube.rate_keeper`; the Dask engine's choice)."""
 
     relevant: object
@@ -118,6 +118,9 @@ class Partitions:
     results: Iterator[PartitionResult]
     positions: list | None = None
     spill: bool = False
+    #: with ``Want.positions``, where the engine keeps it instead of ``positions``: the
+    #: runs' :func:`~prefeval.core.positions.position_matrix` (runs x relevant documents)
+    matrix: np.ndarray | None = None
 
 
 class Engine(Protocol):
@@ -276,7 +279,8 @@ def whole_frame(frames: Iterable[pd.DataFrame], like: PreferenceCube, summary: b
 @dataclass
 class Gathered:
     """What :func:`fold_evidence` folds: the evaluated judgments, the run names, and the whole
-    cube, or the streamed win rates and moments, and the reduced runs."""
+    cube, or the streamed win rates and moments, and the reduced runs (or their position
+    matrix)."""
 
     relevant: object
     names: list[str]
@@ -285,6 +289,7 @@ class Gathered:
     streamed_pairs: np.ndarray | None = None
     signs: dict | None = None
     positions: list | None = None
+    matrix: np.ndarray | None = None
 
 
 def fold_evidence(parts: Partitions, want: Want) -> Gathered:
@@ -294,7 +299,8 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     merged block by block (from their ``streamed`` rates and
     :class:`~prefeval.core.moments.BlockMoments`: the same bits as from the whole cube),
     and with ``signs`` their :class:`~prefeval.core.cube.PackedSigns`; with
-    ``positions`` the reduced runs, the engine's or merged from the partitions'."""
+    ``positions`` the reduced runs, the engine's or merged from the partitions' (or the
+    position matrix the engine kept)."""
     relevant, names, n_queries = parts.relevant, parts.measures, parts.relevant.n_queries
     n_runs = len(parts.names)
     values: list = []
@@ -323,7 +329,7 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
             shift = int(relevant.offsets[parts.ranges[k].start])
             for i, run in enumerate(result.positions):
                 pieces[i].append((run.doc + shift, run.rank, run.retrieved))
-    gathered = Gathered(relevant, list(parts.names), positions=parts.positions)
+    gathered = Gathered(relevant, list(parts.names), positions=parts.positions, matrix=parts.matrix)
     if rates or (not values and want.rates):
         for name in names:  # a measure without partitions: nothing added
             if name not in rates:

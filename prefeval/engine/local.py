@@ -576,9 +576,11 @@ class LocalEngine:
                 parts.positions = positions
                 return parts
         # the reduced runs are let go once their position matrix is made: at a million
-        # users they weigh three times the matrix
+        # users they weigh three times the matrix (kept for label sampling instead)
         matrix = position_matrix(positions, relevant)
         del positions
+        if want.positions:
+            parts.matrix = matrix
         parts.results = matrix_partitions(
             matrix, names, relevant, job.measures, binary=options.binary,
             progress=options.progress, pairs=job.pairs, cells=options.partition_cells,

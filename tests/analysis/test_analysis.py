@@ -1023,6 +1023,67 @@ def test_web_robustness(web2012, tmp_path):
     assert result.exit_code == 2
 
 
+@pytest.mark.parametrize("qrels_name", ["qrels.txt", "qrels.subtopics.txt"])
+def test_label_sample_is_the_reduced_judgments(monkeypatch, tmp_path, qrels_name):
+    """A label sample's ties, agreement and tau are those of compare, metrics and order
+    on a qrels file without the removed labels, worked out here from their tables: the
+    sample drops the first relevant document (by docno) of each query with two or more."""
+    import prefeval
+    from prefeval.analysis import robustness as robust
+    from prefeval.core import ties
+
+    def first_dropped(relevant, matrix, fraction, policy, rng):
+        keep = np.ones(int(relevant.offsets[-1]), dtype=bool)
+        keep[relevant.offsets[:-1][relevant.sizes() >= 2]] = False
+        return keep
+
+    monkeypatch.setattr(robust, "keep_labels", first_dropped)
+    qrels = SAMPLE / qrels_name
+    lines = qrels.read_text().splitlines()
+    relevant: dict = {}
+    for line in lines:
+        q, _, doc, grade = line.split()
+        if int(grade) > 0:
+            relevant.setdefault(q, set()).add(doc)
+    removed = {(q, min(docs)) for q, docs in relevant.items() if len(docs) >= 2}
+    assert len(removed) > 5
+    reduced = tmp_path / "reduced.txt"
+    kept = [line for line in lines if (line.split()[0], line.split()[2]) not in removed]
+    reduced.write_text("\n".join(kept) + "\n")
+    runs = SAMPLE_RUNS[:5]
+    got = prefeval.robustness(
+        qrels, runs, labels=[0.5], samples=1, baselines=["AP"], notify=None, cache=False
+    ).set_index("measure")
+
+    def differences(path):
+        prefs = prefeval.compare(path, runs, per_query=True, summary=False, notify=None)
+        values = prefs.set_index(["measure", "run_a", "run_b", "query_id"])["value"]
+        ap = prefeval.metrics(path, runs, measures="AP", per_query=True, notify=None)
+        ap = ap.pivot(index="query_id", columns="run", values="value")
+        pairs = prefs[["run_a", "run_b"]].drop_duplicates().itertuples(index=False)
+        for a, b in pairs:
+            for q in ap.index:
+                values["AP", a, b, q] = ap.loc[q, a] - ap.loc[q, b]
+        return values
+
+    full, part = differences(qrels), differences(reduced)
+    assert part.index.equals(full.index)
+    order_full = prefeval.order(qrels, runs, baselines=["AP"], notify=None)
+    order_part = prefeval.order(reduced, runs, baselines=["AP"], notify=None)
+    names = sorted(set(order_full["run"]))
+    for name in got.index:
+        sign, ref = ties.sign(part[name].to_numpy()), ties.sign(full[name].to_numpy())
+        decided = ref != 0
+        assert got.loc[name, "ties"] == (sign == 0).sum() / len(sign)
+        assert got.loc[name, "agreement"] == (sign[decided] == ref[decided]).sum() / decided.sum()
+        rank_full, rank_part = (
+            -o[o.measure == name].set_index("run")["rank"].reindex(names).to_numpy(float)
+            for o in (order_full, order_part)
+        )
+        assert got.loc[name, "tau_mean"] == kendall_tau(rank_full, rank_part)
+    assert got.loc["rpp", "agreement"] < 1 and got.loc["AP", "agreement"] < 1
+
+
 def test_plot_option(tmp_path):
     data = [str(SAMPLE / "qrels.txt"), *SAMPLE_RUNS[:3]]
     try:

@@ -146,6 +146,8 @@ ANALYSES = [
     ("pairs", {"against": ["sys03"]}),
     ("agree", {"ties": True}),
     ("robustness", {"queries": [3, 10, 20], "samples": 4}),
+    ("robustness", {"labels": [0.3, 0.8], "samples": 3}),
+    ("robustness", {"labels": [0.5], "policy": "pool", "queries": [5], "samples": 2}),
 ]
 
 
@@ -193,7 +195,8 @@ def test_analysis_merged_from_partitions(monkeypatch, qrels, command, options):
 
 def test_robustness_from_partitions_with_baselines(monkeypatch, tmp_path):
     """robustness --queries from query partitions (win rates in temporary files, the
-    sampled queries' rows found by the packed signs) is the whole cube's table, with
+    sampled queries' rows found by the packed signs) and --labels (each sample's
+    preferences by partitions, the baselines recomputed) are the whole cube's table, with
     baselines beside, where the subtopic measures are undefined on some queries (303 and
     305 judged without subtopics: their win rates have no rows there)."""
     import prefeval
@@ -214,7 +217,7 @@ def test_robustness_from_partitions_with_baselines(monkeypatch, tmp_path):
     missing = set(cube.query_id[~subtopic]) - set(cube.query_id[subtopic])
     assert missing == {"303", "305"}
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
-    options = {"queries": [2, 9, 20], "samples": 5, "seed": 7}
+    options = {"queries": [2, 9, 20], "labels": [0.4], "samples": 5, "seed": 7}
     _merged_equals_whole(monkeypatch, str(qrels), RUNS, "robustness", options, 1000, ["AP"])
 
 
