@@ -65,7 +65,7 @@ import contextlib
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import lazy_loader
@@ -97,6 +97,7 @@ __all__ = [
     "is_measure",
     "metric_matrices",
     "metrics_rows",
+    "metrics_frames",
     "metrics_summary",
     "no_metrics",
     "parse_baseline",
@@ -1346,6 +1347,23 @@ def metrics_rows(
     TSE and ASL are undefined on a query with no relevant document and average over the
     others.  The settings are ``options``' ``relevance_level``, ``max_docs``,
     ``per_query``, ``summary`` and ``progress``."""
+    return pd.concat(
+        list(metrics_frames(qrels, runs, baselines, options, notify=notify)), ignore_index=True
+    )
+
+
+def metrics_frames(
+    qrels: Qrels,
+    runs,
+    baselines,
+    options: Options | None = None,
+    *,
+    notify: Callable[[str], None] | None = None,
+) -> Iterator[pd.DataFrame]:
+    """:func:`metrics_rows`' table in pieces, one (measure, run) of per-query rows at a
+    time, then the summary rows: the command writes them as they come, never the whole
+    table (at a million users its rows of Python objects take gigabytes).  The values
+    are computed, and every error raised, before the first piece."""
     options = options or Options()
     relevance_level, max_docs = check_level(options.relevance_level), options.max_docs
     per_query, summary, progress = options.per_query, options.summary, options.progress
@@ -1369,22 +1387,38 @@ def metrics_rows(
             f"in {qrels.name} have no relevant document ({what}): no per-query rows (the "
             f"{counted})"
         )
-    table = compute_metrics(
-        qrels,
-        runs,
-        baselines,
-        query_ids=judged,
-        relevance_level=relevance_level,
-        max_docs=max_docs,
-        progress=progress,
-        notify=notify,
+    values, parsed, names, qlist = _values(
+        qrels, runs, baselines, judged, relevance_level, max_docs, progress, notify
     )
-    parts = []
-    if per_query:
-        parts.append(table[table["query_id"].isin(relevant.query_ids).to_numpy()])
+    return _metrics_pieces(values, parsed, names, qlist, relevant.query_ids, per_query, summary)
+
+
+def _metrics_pieces(values, parsed, runs, qlist, evaluated, per_query: bool, summary: bool):
+    """The pieces of :func:`metrics_frames` from ``values`` (baselines x queries ``qlist``
+    x runs): each (baseline, run)'s rows on the ``evaluated`` queries, then the summary
+    rows, each summed as the whole table's group (:func:`metrics_summary`)."""
+    queries = np.asarray(qlist, dtype=object)
+    chosen = pd.Index(queries).isin(list(evaluated))
+    sums = []
+    if not per_query and not summary or not len(parsed) or not len(runs):
+        yield _no_rows()
+    for b, baseline in enumerate(parsed):
+        for r, run in enumerate(runs):
+            whole = pd.DataFrame(
+                {"measure": baseline.name, "run": run, "query_id": queries,
+                 "value": values[b, :, r]},
+                columns=COLUMNS,
+            )  # fmt: skip
+            if summary:
+                sums.append(metrics_summary(whole))
+            if per_query:
+                yield whole[chosen].reset_index(drop=True)
     if summary:
-        parts.append(metrics_summary(table))
-    return pd.concat(parts, ignore_index=True)
+        yield pd.concat(sums, ignore_index=True) if sums else metrics_summary(_no_rows())
+
+
+def _no_rows() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=float if c == "value" else object) for c in COLUMNS})
 
 
 def no_metrics() -> pd.DataFrame:

@@ -8,7 +8,7 @@ import click
 from ..analysis.baselines import (
     count_measure,
     default_baselines,
-    metrics_rows,
+    metrics_frames,
     no_metrics,
     without_runid,
 )
@@ -20,6 +20,7 @@ from ..io.runs import read_qrels
 from ..io.writers import (
     READABLE_DIGITS,
     atomic_output,
+    check_tsv_values,
     terminal,
     write_frames,
     write_stdout,
@@ -211,15 +212,22 @@ def metrics(qrels, runs, names, precision, fmt, output):
         if not wanted:  # runid alone: no values to write
             write_table(no_metrics(), output, fmt, precision)
             return
-    with usage_errors():
-        table = metrics_rows(
+    with usage_errors():  # computed here; written a (measure, run) at a time
+        frames = metrics_frames(
             judged,
             runs,
             measure_names or default_baselines(judged.has_subtopics),
             settings,
             notify=stderr_notice,
         )
-    write_table(table, output, fmt, precision, counts=metric_counts)
+    if fmt == "tsv":  # refused before the first piece is written
+        check_tsv_values(output, "run", list(runs))
+        check_tsv_values(output, "query_id", judged.query_ids())
+    if terminal(output) and fmt == "tsv":  # the readable view: aligned on every row
+        import pandas as pd
+
+        frames = [pd.concat(list(frames), ignore_index=True)]
+    write_frames(frames, output, fmt, precision, counts=metric_counts, regroup=True)
 
 
 def metric_counts(table) -> dict:

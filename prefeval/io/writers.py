@@ -402,19 +402,30 @@ def write_table(
 
 
 @_refusing_tsv
+def check_tsv_values(output: str | None, column: str, texts) -> None:
+    """Refuse, before a table written in pieces (:func:`write_frames`) starts, the
+    values of ``column`` that a tsv table cannot hold, as :func:`write_table` would:
+    none of it is written, to a file or to standard output."""
+    _check_tsv(f"a value of {column}", texts)
+
+
+@_refusing_tsv
 def write_frames(
     frames,
     output: str | None = None,
     fmt: str = "tsv",
     precision: int | None = None,
     counts=None,
+    regroup: bool = False,
 ) -> None:
     """:func:`write_table` of the rows of ``frames`` (an iterable of DataFrames with the
     same columns) one after the other, one header: a table too large to hold whole is
-    written as it is computed, still atomically."""
+    written as it is computed, still atomically.  Parquet writes each frame in its own
+    row groups, or with ``regroup`` the rows in groups of :data:`PARQUET_GROUP_ROWS`
+    whatever the frames, the bytes :func:`write_table` writes for the whole table."""
 
     if fmt in BINARY_FORMATS:
-        _write_parquet_frames(frames, output, precision)
+        _write_parquet_frames(_regrouped(frames) if regroup else frames, output, precision)
         return
     if fmt == "tsv" and terminal(output):
         write_stdout(readable_chunks(frames, precision, counts))
@@ -435,6 +446,28 @@ def write_frames(
 #: rows of a Parquet row group: a frame is converted and written this many rows at a
 #: time (a frame of more rows than that is converted piece by piece, not whole)
 PARQUET_GROUP_ROWS = 1 << 20
+
+
+def _regrouped(frames) -> Iterator[pd.DataFrame]:
+    """The rows of ``frames`` in frames of :data:`PARQUET_GROUP_ROWS` rows, the last
+    shorter (one frame, maybe empty, at least)."""
+    held: list = []
+    rows = 0
+    first = None
+    given = False
+    for frame in frames:
+        first = frame if first is None else first
+        while len(frame):
+            take = min(len(frame), PARQUET_GROUP_ROWS - rows)
+            held.append(frame.iloc[:take])
+            frame, rows = frame.iloc[take:], rows + take
+            if rows == PARQUET_GROUP_ROWS:
+                yield pd.concat(held, ignore_index=True)
+                held, rows, given = [], 0, True
+    if held:
+        yield pd.concat(held, ignore_index=True)
+    elif not given and first is not None:
+        yield first.iloc[:0]
 
 
 def row_groups(rows: int) -> list[tuple[int, int]]:
@@ -497,8 +530,8 @@ def parquet_bytes(frame: pd.DataFrame, precision: int | None = None) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    sink = pa.BufferOutputStream()
-    pq.write_table(_parquet_table(frame, precision), sink)
+    sink = pa.BufferOutputStream()  # pyarrow's default groups, named here: 1M rows
+    pq.write_table(_parquet_table(frame, precision), sink, row_group_size=PARQUET_GROUP_ROWS)
     return sink.getvalue().to_pybytes()
 
 

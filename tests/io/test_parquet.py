@@ -782,3 +782,31 @@ def test_bad_parquet_tables_are_input_errors(tmp_path):
             result = invoke("order", "--prefs", path)
         assert result.exit_code == 2, (name, result.stderr, repr(result.exception))
         assert f"{path}: {message}" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl", "parquet"])
+def test_metrics_written_in_pieces_is_the_whole_table(fmt, monkeypatch, tmp_path):
+    """metrics writes its rows a (measure, run) at a time, never the whole table: the
+    same bytes as the API's table written whole, Parquet too (its row groups regrouped
+    across the pieces: 7 rows here, so that groups span pieces)."""
+    from prefeval.io import writers
+
+    monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
+    qrels = str(SAMPLE / "qrels.txt")
+    runs = [str(r) for r in RUNS[:3]]
+    out = tmp_path / f"metrics.{fmt}"
+    for args, options in (
+        (["-q"], {"per_query": True, "summary": True}),
+        (["-q", "-n"], {"per_query": True}),
+        ([], {}),
+    ):
+        result = invoke("metrics", *args, "-f", fmt, "-o", str(out), qrels, *runs)
+        assert result.exit_code == 0, result.stderr
+        table = prefeval.metrics(qrels, runs, notify=None, **options)
+        assert len(table) > 7
+        whole = tmp_path / f"whole.{fmt}"
+        writers.write_table(table, str(whole), fmt, counts=lambda t: {"value": t.index < 0})
+        assert out.read_bytes() == whole.read_bytes()
+        if fmt == "parquet":
+            groups = pq.ParquetFile(out).metadata
+            assert groups.num_row_groups == -(-len(table) // 7)
