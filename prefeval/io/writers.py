@@ -365,10 +365,14 @@ def _refusing_tsv(write):
             return write(*args, **kwargs)
         except TsvValueError as error:
             output = args[1] if len(args) > 1 else kwargs.get("output")
-            where = "<stdout>" if output is None or output == "-" else output
-            raise OutputError(where, str(error)) from None
+            raise OutputError(_named(output), str(error)) from None
 
     return wrapper
+
+
+def _named(output: str | None) -> str:
+    """``output`` as an error names it: ``<stdout>`` for None or ``-``."""
+    return "<stdout>" if output is None or output == "-" else output
 
 
 @_refusing_tsv
@@ -401,12 +405,14 @@ def write_table(
     write_frames([frame], output, fmt, precision, counts)
 
 
-@_refusing_tsv
 def check_tsv_values(output: str | None, column: str, texts) -> None:
     """Refuse, before a table written in pieces (:func:`write_frames`) starts, the
     values of ``column`` that a tsv table cannot hold, as :func:`write_table` would:
     none of it is written, to a file or to standard output."""
-    _check_tsv(f"a value of {column}", texts)
+    try:
+        _check_tsv(f"a value of {column}", texts)
+    except TsvValueError as error:
+        raise OutputError(_named(output), str(error)) from None
 
 
 @_refusing_tsv

@@ -459,8 +459,8 @@ def test_another_users_file_in_a_sticky_folder_is_refused_up_front(what):
 
 def test_tsv_refuses_names_it_cannot_hold(tmp_path):
     """A run name holding a tab or a line break: tsv refuses it with one line naming the
-    value and the formats that hold it (nothing written, exit 2); csv and jsonl write it,
-    and --prefs reads them back."""
+    value and the formats that hold it (nothing written, exit 2: also by metrics, which
+    writes its rows in pieces); csv and jsonl write it, and --prefs reads them back."""
     import shutil
 
     weird = {"tab": "a\tb", "newline": "c\nd", "return": "e\rf"}
@@ -474,6 +474,15 @@ def test_tsv_refuses_names_it_cannot_hold(tmp_path):
             where = target if output else "<stdout>"
             assert result.stderr == (
                 f"prefeval: cannot write {where}: a value of run_a, {name!r}, holds a tab "
+                "or a line break, which tsv cannot hold; use -f csv, jsonl or parquet\n"
+            )
+            assert result.stdout == ""
+            assert not target.exists()
+            # metrics writes a (measure, run) at a time: refused before the first run's
+            result = invoke("metrics", "-q", *output, ARGS[0], ARGS[2], run)
+            assert result.exit_code == 2, label
+            assert result.stderr == (
+                f"prefeval: cannot write {where}: a value of run, {name!r}, holds a tab "
                 "or a line break, which tsv cannot hold; use -f csv, jsonl or parquet\n"
             )
             assert result.stdout == ""
