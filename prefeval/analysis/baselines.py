@@ -692,7 +692,8 @@ def _evaluated_queries(qrels: Qrels, general: pd.DataFrame, level, relevant) -> 
     otherwise needed (building it costs more than the ir-measures baselines' own setup)."""
     if relevant is not None:
         return list(relevant.query_ids)
-    wanted = set(general.loc[is_relevant(general["relevance"].to_numpy(), level), "query_id"])
+    chosen = general.loc[is_relevant(general["relevance"].to_numpy(), level), "query_id"]
+    wanted = set(np.asarray(chosen.unique(), dtype=object).tolist())
     return [q for q in qrels.query_ids() if q in wanted]
 
 

@@ -233,9 +233,12 @@ def metrics(qrels, runs, names, precision, fmt, output):
 def metric_counts(table) -> dict:
     """The cells of a metrics table that hold counts (the values of NumQ, NumRel, NumRet,
     NumRelRet): written as integers."""
-    names = table["measure"].astype(str)
-    counting = {name: count_measure(name) for name in names.unique()}
-    return {"value": names.map(counting).to_numpy(dtype=bool)}
+    import numpy as np
+    import pandas as pd
+
+    codes, names = pd.factorize(table["measure"])  # no Python object a row
+    counting = np.array([count_measure(str(name)) for name in names], dtype=bool)
+    return {"value": counting[codes] if len(names) else np.zeros(len(codes), dtype=bool)}
 
 
 #: the notice of ``metrics -m runid``, by --names
