@@ -17,8 +17,6 @@ from .arrays import small_strings
 np = lazy_loader.load("numpy")
 pd = lazy_loader.load("pandas")
 
-KEY_SEP = "\x1f"
-
 
 def query_sort_key(qid: str):
     """Natural order of query ids, a total order: ASCII-digit ids first, by numeric

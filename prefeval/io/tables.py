@@ -358,11 +358,6 @@ def metrics_from_table(
     return out
 
 
-def metrics_table_to_matrices(frame: pd.DataFrame, runs, query_ids) -> dict[str, np.ndarray]:
-    """Same as :func:`metrics_from_table` for a table computed in memory."""
-    return metrics_from_table(frame, runs, query_ids, path="<metrics>")
-
-
 def table_input(table, required: list[str], what: str):
     """(frame, name for messages) of a ``--prefs``/``--metrics`` table given as a path or a
     DataFrame (as returned by :func:`prefeval.api.compare` / :func:`prefeval.api.metrics`)."""
