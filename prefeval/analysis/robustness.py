@@ -182,10 +182,10 @@ def _baselines_set_aside(evidence: Evidence):
 
     with tempfile.TemporaryFile() as held:
         shapes = {name: (values.shape, values.dtype) for name, values in metrics.items()}
-        for values in metrics.values():
-            np.ascontiguousarray(values).tofile(held)
+        for name in shapes:
+            np.ascontiguousarray(metrics[name]).tofile(held)
         evidence.metrics = {}
-        del metrics
+        del metrics  # the last reference: the values are freed here
         try:
             yield reference
         finally:

@@ -1084,6 +1084,33 @@ def test_label_sample_is_the_reduced_judgments(monkeypatch, tmp_path, qrels_name
     assert got.loc["rpp", "agreement"] < 1 and got.loc["AP", "agreement"] < 1
 
 
+def test_label_samples_set_the_full_baselines_aside():
+    """While label samples compute their own baselines, the full labels' values are
+    freed (400 MB at 1M users), their signs kept packed, and put back after, equal."""
+    import gc
+    import weakref
+
+    from prefeval.analysis import robustness as robust
+
+    rng = np.random.default_rng(3)
+    whole = np.round(rng.random((2, 40, 4)), 1)  # one array, as metric_matrices gives
+    ev = Evidence(["a", "b", "c", "d"], [str(q) for q in range(40)])
+    ev.metrics = {"AP": whole[0], "RR": whole[1]}
+    expected = {name: values.copy() for name, values in ev.metrics.items()}
+    signs = {name: ev.signs_of(name, 0, 40) for name in ev.metrics}
+    freed = weakref.ref(whole)
+    del whole
+    with robust._baselines_set_aside(ev) as reference:
+        gc.collect()
+        assert freed() is None and ev.metrics == {}
+        for name in expected:
+            np.testing.assert_array_equal(reference(name, 0, 40), signs[name])
+            np.testing.assert_array_equal(reference(name, 7, 23), signs[name][:, 7:23])
+    assert list(ev.metrics) == ["AP", "RR"]
+    for name, values in expected.items():
+        np.testing.assert_array_equal(ev.metrics[name], values)
+
+
 def test_plot_option(tmp_path):
     data = [str(SAMPLE / "qrels.txt"), *SAMPLE_RUNS[:3]]
     try:
