@@ -25,6 +25,7 @@ from ..core.qrels import Qrels
 from ..engine import local
 from ..engine.job import Partitions, Want, fold_evidence, partition_result
 from ..engine.local import query_ranges
+from ..engine.memory import release_free_memory
 from ..options import POLICIES, Options
 from .agreement import AGREEMENT_QUERIES, kendall_tau
 from .baselines import metric_matrices
@@ -225,6 +226,7 @@ def _reduced_evidence(inputs, matrix: np.ndarray, keep: np.ndarray, baselines) -
         streamed=got.streamed, streamed_pairs=got.streamed_pairs, signs=got.signs,
     )  # fmt: skip
     if baselines:
+        release_free_memory()  # the partitions' heap, handed back before ir-measures
         reduced.metrics = _reduced_metrics(inputs, keep, baselines)
     return reduced
 
