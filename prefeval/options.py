@@ -278,7 +278,8 @@ def _cache(value) -> bool:
 
 
 def _tests(value) -> tuple[str, ...] | None:
-    tests = text_list(value, "tests")
+    # a list, or a comma list as measures= takes ("ttest,sign")
+    tests = tuple(t.strip() for text in text_list(value, "tests") for t in text.split(","))
     for test in tests:
         _choice("tests", test)
     return tests or None  # None: the command's default

@@ -176,6 +176,11 @@ def test_options_are_frozen():
         options.relevance_level = 3
     assert judge() == Options(tests=("ttest", "sign", "hsd"))  # the commands' defaults
     assert judge(against=["a"]).tests == ("ttest", "sign")  # the HSD needs every pair
+    # tests= as measures=: a list, or a comma list (the CLI repeats --test)
+    assert judge(tests="ttest, sign").tests == judge(tests=["ttest", "sign"]).tests
+    assert judge(tests=["hsd,ttest"]).tests == ("hsd", "ttest")
+    with pytest.raises(ValueError, match="'' is not one of"):
+        judge(tests="ttest,")
 
 
 @pytest.mark.parametrize(
