@@ -1371,11 +1371,14 @@ def metrics_frames(
     judged = qrels.query_ids()
     if not judged:
         raise InputError(qrels.name, None, "no query is judged")
-    relevant = qrels.relevant(relevance_level)
+    # the relevant set's queries, read off the judgments (the set itself is not needed:
+    # 100 MB at 1M users)
+    evaluated = _evaluated_queries(qrels, qrels.general(), relevance_level, None)
+    dropped = len(judged) - len(evaluated)
     what = "grade > 0" if relevance_level is None else f"grade >= {relevance_level:g}"
-    if notify is not None and relevant.n_queries == 0:
+    if notify is not None and not evaluated:
         notify(f"no query in {qrels.name} has a relevant document ({what})")
-    elif notify is not None and relevant.dropped and per_query:
+    elif notify is not None and dropped and per_query:
         natives = [b.name for b in _parse_all(baselines) if b.kind == "native"]
         counted = "summary rows count them, as trec_eval -c"
         if natives:  # undefined without a relevant document: averaged where defined
@@ -1384,14 +1387,14 @@ def metrics_frames(
                 f"{', '.join(natives)}, undefined there, which average the other queries"
             )
         notify(
-            f"{len(relevant.dropped)} of {len(relevant.dropped) + relevant.n_queries} queries "
+            f"{dropped} of {len(judged)} queries "
             f"in {qrels.name} have no relevant document ({what}): no per-query rows (the "
             f"{counted})"
         )
     values, parsed, names, qlist = _values(
         qrels, runs, baselines, judged, relevance_level, max_docs, progress, notify
     )
-    return _metrics_pieces(values, parsed, names, qlist, relevant.query_ids, per_query, summary)
+    return _metrics_pieces(values, parsed, names, qlist, evaluated, per_query, summary)
 
 
 def _metrics_pieces(values, parsed, runs, qlist, evaluated, per_query: bool, summary: bool):
