@@ -421,10 +421,11 @@ def discpower(
     pair instead: ``measure, test, run_a, run_b, p_value, p_adjusted``.
 
     ``tests``: any of ``ttest``, ``sign``, ``hsd`` (randomized Tukey HSD, ``trials``,
-    ``seed``; default all three), as a list or a comma list (``"ttest,sign"``); ``correction`` ``bonferroni``, ``holm`` or ``none``
-    for the t and sign tests.  ``against``: run name(s); only the pairs with them are
-    tested and corrected for (default tests then ttest and sign: the HSD needs every
-    pair).  Inputs as :func:`order`.
+    ``seed``; default all three), as a list or a comma list (``"ttest,sign"``);
+    ``correction`` ``bonferroni``, ``holm`` or ``none`` for the t and sign tests.
+    ``against``: run name(s); only the pairs with them are tested and corrected for
+    (default tests then ttest and sign: the HSD needs every pair).  Inputs as
+    :func:`order`.
 
     >>> import prefeval, glob
     >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
