@@ -225,6 +225,7 @@ def _reduced_evidence(inputs, matrix: np.ndarray, keep: np.ndarray, baselines) -
         evidence.runs, evidence.query_ids, None, {}, dict(evidence.higher_is_better),
         streamed=got.streamed, streamed_pairs=got.streamed_pairs, signs=got.signs,
     )  # fmt: skip
+    del parts, relevant, got  # the reduced judgments: not beside the baselines' values
     if baselines:
         release_free_memory()  # the partitions' heap, handed back before ir-measures
         reduced.metrics = _reduced_metrics(inputs, keep, baselines)
@@ -256,6 +257,25 @@ def _ties_and_agreement(reference, reduced: Evidence, name: str) -> tuple[float,
 def _reduced_metrics(inputs, keep, baselines) -> dict[str, np.ndarray]:
     """Baselines recomputed with ir-measures on the qrels without the removed labels
     (every judgment row of a removed relevant document)."""
+    frame = inputs.qrels.frame
+    kept = frame[~_removed_rows(inputs, keep)]
+    qrels = Qrels(
+        kept["query_id"], kept["iteration"], kept["doc_id"], kept["relevance"], inputs.qrels.name
+    )
+    del kept
+    ev = inputs.evidence
+    return metric_matrices(
+        qrels,
+        inputs.run_sources.subset(ev.runs),
+        baselines,
+        query_ids=ev.query_ids,
+        relevance_level=inputs.relevance_level,
+        max_docs=inputs.max_docs,
+    )
+
+
+def _removed_rows(inputs, keep) -> np.ndarray:
+    """The judgment rows (of ``inputs.qrels``) of the relevant documents not in ``keep``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -270,20 +290,7 @@ def _reduced_metrics(inputs, keep, baselines) -> dict[str, np.ndarray]:
     number[known] = relevant.lookup(query[known], code[known])
     removed = number >= 0
     removed[removed] = ~keep[number[removed]]
-    kept = frame[~removed]
-    qrels = Qrels(
-        kept["query_id"], kept["iteration"], kept["doc_id"], kept["relevance"], inputs.qrels.name
-    )
-    del kept
-    ev = inputs.evidence
-    return metric_matrices(
-        qrels,
-        inputs.run_sources.subset(ev.runs),
-        baselines,
-        query_ids=ev.query_ids,
-        relevance_level=inputs.relevance_level,
-        max_docs=inputs.max_docs,
-    )
+    return removed
 
 
 def robustness(
