@@ -143,17 +143,21 @@ def under_address_limit() -> None:
         mmap.mmap(-1, BLAS_ROOM, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ).close()
     except (OSError, ValueError, OverflowError):
         raise MemoryError from None
-    # numpy may be registered for lazy loading (lazy_loader) already, and "import numpy"
-    # then returns it unloaded: importing scipy.linalg loads it, with its BLAS
-    import numpy  # noqa: F401
-    import scipy.linalg  # noqa: F401
-
-    # pandas, registered so too, is loaded now as well, after the BLAS libraries (they
-    # need BLAS_ROOM), by importing a subpackage (which loads a lazy parent): first used
-    # inside pyarrow (the pandas check of pa.scalar, which pyarrow.compute calls), a
-    # pandas that could not be mapped was taken there for no pandas and ended in a
-    # TypeError traceback; here it is the one-line limit message
-    importlib.import_module("pandas.api")
+    try:
+        # numpy may be registered for lazy loading (lazy_loader) already, and "import
+        # numpy" then returns it unloaded: importing scipy.linalg loads it, with its BLAS
+        importlib.import_module("numpy")
+        importlib.import_module("scipy.linalg")
+        # pandas, registered so too, is loaded now as well, after the BLAS libraries
+        # (they need BLAS_ROOM), by importing a subpackage (which loads a lazy parent):
+        # first used inside pyarrow (the pandas check of pa.scalar, which
+        # pyarrow.compute calls), a pandas that could not be mapped was taken there for
+        # no pandas and ended in a TypeError traceback; here it is the one-line message
+        importlib.import_module("pandas.api")
+    except SystemError as error:
+        # an extension module whose initialisation could not allocate near the limit
+        # returns an error without setting one ("error return without exception set")
+        raise MemoryError from error
 
 
 def limit_message(error: BaseException) -> str | None:

@@ -389,3 +389,26 @@ def test_run_file_name_not_utf8_names_the_run_with_a_replacement_character(tmp_p
     assert {r[1] for r in rows} == {"g\ufffdh"}
     expected = invoke("compare", QRELS, RUNS[0], RUNS[1]).stdout.replace("sys01", "g\ufffdh")
     assert proc.stdout.decode() == expected
+
+
+def test_a_library_that_cannot_initialise_near_the_limit_is_out_of_memory(monkeypatch):
+    """Under an address-space limit, an extension module whose initialisation could not
+    allocate may fail without an exception set (SystemError, "error return without
+    exception set": seen once at 300,000 KiB in the test above): it is memory running
+    out, the one-line message, not a traceback."""
+    import importlib
+
+    from prefeval.core import limits
+
+    def failing(name):
+        raise SystemError("error return without exception set")
+
+    monkeypatch.setattr(limits, "address_space", lambda: 300_000 << 10)
+    monkeypatch.setattr(limits, "glibc", lambda name: None)  # this process's malloc as is
+    monkeypatch.setattr(limits, "importlib", type(importlib)("importlib"))
+    limits.importlib.import_module = failing
+    with pytest.raises(MemoryError) as caught:
+        limits.under_address_limit()
+    assert limits.limit_message(caught.value).startswith(
+        "prefeval: out of memory under the address-space limit of 300000 KiB"
+    )
