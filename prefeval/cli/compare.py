@@ -222,7 +222,8 @@ def metrics(qrels, runs, names, precision, fmt, output):
         )
     if fmt == "tsv":  # refused before the first piece is written
         check_tsv_values(output, "run", list(runs))
-        check_tsv_values(output, "query_id", judged.query_ids())
+        if settings.per_query:  # the summary rows' query_id is "all"
+            check_tsv_values(output, "query_id", judged.query_ids())
     if terminal(output) and fmt == "tsv":  # the readable view: aligned on every row
         import pandas as pd
 
