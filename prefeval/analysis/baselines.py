@@ -74,7 +74,7 @@ from ..core import limits
 from ..core.errors import InputError, SystemLimitError
 from ..core.positions import join_positions, missing_notice, run_positions, trec_order
 from ..core.progress import progress_bar
-from ..core.qrels import Qrels, check_level, is_relevant
+from ..core.qrels import Qrels, check_level, distinct_ids, is_relevant
 from ..engine.memory import release_free_memory
 from ..io.columns import RunColumns
 from ..io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, streamed
@@ -692,8 +692,9 @@ def _evaluated_queries(qrels: Qrels, general: pd.DataFrame, level, relevant) -> 
     otherwise needed (building it costs more than the ir-measures baselines' own setup)."""
     if relevant is not None:
         return list(relevant.query_ids)
-    chosen = general.loc[is_relevant(general["relevance"].to_numpy(), level), "query_id"]
-    wanted = set(np.asarray(chosen.unique(), dtype=object).tolist())
+    wanted = set(
+        distinct_ids(general.loc[is_relevant(general["relevance"].to_numpy(), level), "query_id"])
+    )
     return [q for q in qrels.query_ids() if q in wanted]
 
 

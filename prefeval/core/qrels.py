@@ -165,7 +165,7 @@ def _strings(values) -> pd.Series:
     return pd.Series(values, dtype="str").reset_index(drop=True)
 
 
-def _distinct(ids: pd.Series) -> list[str]:
+def distinct_ids(ids: pd.Series) -> list[str]:
     """The distinct ids of a column, as a list of str (converted at once: iterating an
     Arrow-backed column calls Python per element, 1 s at 300,000 queries)."""
     return np.asarray(ids.unique(), dtype=object).tolist()
@@ -185,6 +185,7 @@ class Qrels:
             }
         )
         self._relevant: dict = {}
+        self._query_ids: list[str] | None = None
 
     @classmethod
     def from_rows(cls, rows, name: str) -> Qrels:
@@ -195,7 +196,11 @@ class Qrels:
         return bool((self.frame["iteration"] != 0).any())
 
     def query_ids(self) -> list[str]:
-        return sorted(_distinct(self.frame["query_id"]), key=query_sort_key)
+        """The judged query ids in prefeval's query order (sorted once: a list of its own
+        for each caller)."""
+        if self._query_ids is None:
+            self._query_ids = sorted(distinct_ids(self.frame["query_id"]), key=query_sort_key)
+        return list(self._query_ids)
 
     def general(self) -> pd.DataFrame:
         """One row per judged document: ``query_id, doc_id, relevance`` = maximum grade
@@ -222,7 +227,7 @@ class Qrels:
         general = self.general()
         rel = general[is_relevant(general["relevance"].to_numpy(), level)]
         all_q = self.query_ids()
-        present = set(_distinct(rel["query_id"]))
+        present = set(distinct_ids(rel["query_id"]))
         query_ids = [q for q in all_q if q in present]
         dropped = [q for q in all_q if q not in present]
         import pyarrow as pa
