@@ -121,8 +121,7 @@ def label_robustness(
     ``order`` folds them (:func:`_reduced_evidence`); ties and agreement are counted a
     stretch of queries at a time from the signs (:func:`_ties_and_agreement`): memory
     holds no cube, and the counts do not depend on the partitions."""
-    matrix = inputs.position_matrix()
-    if matrix is None:
+    if inputs.position_matrix() is None:
         raise InputError(
             "--prefs", None, "label sampling recomputes preferences: give QRELS RUN..."
         )
@@ -132,12 +131,17 @@ def label_robustness(
     rows = []
     work = [(f, s) for f in fractions for s in range(samples)]
     results: dict = {}
-    with _baselines_set_aside(evidence) as reference:
+    with _baselines_set_aside(evidence) as (reference, packed):
         for fraction, _ in progress_bar(work, desc="label samples", unit="sample", enable=progress):
             if not 0 < fraction <= 1:
                 raise ValueError(f"--labels {fraction}: must be in (0, 1]")
-            keep = keep_labels(inputs.relevant, matrix, fraction, policy, rng)
-            reduced = _reduced_evidence(inputs, matrix, keep, baselines)
+            keep = keep_labels(inputs.relevant, inputs.matrix, fraction, policy, rng)
+            reduced = _reduced_evidence(inputs, keep)
+            if baselines:
+                release_free_memory()  # the partitions' heap, handed back before ir-measures
+                signs = [*packed, *evidence.signs.values(), *reduced.signs.values()]
+                with _set_aside(inputs, signs):
+                    reduced.metrics = _reduced_metrics(inputs, keep, baselines)
             scores = orderings(reduced, method, teleport)
             for name in names:
                 tau = kendall_tau(full[name], scores[name])
@@ -168,7 +172,7 @@ def _baselines_set_aside(evidence: Evidence):
     """While label samples compute their own baselines, the full labels' values wait in
     a temporary file (400 MB at 1M users x 10 runs x 5 baselines), put back after:
     yields the reference signs (of ``Evidence.signs_of``) of every measure, a baseline's
-    packed (:class:`~prefeval.core.cube.PackedSigns`)."""
+    packed (:class:`~prefeval.core.cube.PackedSigns`), and the baselines' packed signs."""
     metrics, n_q = evidence.metrics, len(evidence.query_ids)
     packed = {}
     for name in metrics:
@@ -188,7 +192,7 @@ def _baselines_set_aside(evidence: Evidence):
         evidence.metrics = {}
         del metrics  # the last reference: the values are freed here
         try:
-            yield reference
+            yield reference, list(packed.values())
         finally:
             held.seek(0)
             evidence.metrics = {
@@ -197,11 +201,31 @@ def _baselines_set_aside(evidence: Evidence):
             }
 
 
-def _reduced_evidence(inputs, matrix: np.ndarray, keep: np.ndarray, baselines) -> Evidence:
+@contextlib.contextmanager
+def _set_aside(inputs, signs: list[PackedSigns]):
+    """While a label sample's baselines fill their values (400 MB at 1M users x 10 runs
+    x 5 baselines), what only the samples' preferences and agreement use waits in
+    temporary files: the runs' position matrix (``inputs.matrix``, 100 MB) and the packed
+    ``signs`` (11 MB a measure: the full labels' and the sample's)."""
+    with contextlib.ExitStack() as stack:
+        for packed in signs:
+            stack.enter_context(packed.set_aside())
+        with tempfile.TemporaryFile() as held:
+            shape, dtype = inputs.matrix.shape, inputs.matrix.dtype
+            inputs.matrix.tofile(held)
+            inputs.matrix = None  # the last reference: freed here
+            try:
+                yield
+            finally:
+                held.seek(0)
+                inputs.matrix = np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)
+
+
+def _reduced_evidence(inputs, keep: np.ndarray) -> Evidence:
     """The evidence on the judgments without the removed labels (``keep``: the relevant
-    documents kept): per preference measure its win rates' tally, pair moments and packed
-    signs, folded from query partitions computed on ``Options.jobs`` threads (the same
-    bits as from the whole cube: ``order``'s path); the baselines recomputed."""
+    documents kept) but its baselines: per preference measure its win rates' tally, pair
+    moments and packed signs, folded from query partitions computed on ``Options.jobs``
+    threads (the same bits as from the whole cube: ``order``'s path)."""
     evidence = inputs.evidence
     options = inputs.options or Options()
     relevant = inputs.relevant.subset(keep)
@@ -215,7 +239,7 @@ def _reduced_evidence(inputs, matrix: np.ndarray, keep: np.ndarray, baselines) -
     parts = Partitions(
         relevant, list(evidence.runs), names, chosen, ranges, None,
         local.matrix_partitions(
-            matrix[:, keep], list(evidence.runs), relevant, inputs.measures,
+            inputs.matrix[:, keep], list(evidence.runs), relevant, inputs.measures,
             binary=inputs.binary, progress=False, cells=options.partition_cells,
             jobs=options.jobs, finish=functools.partial(partition_result, want=want),
         ),
@@ -225,10 +249,6 @@ def _reduced_evidence(inputs, matrix: np.ndarray, keep: np.ndarray, baselines) -
         evidence.runs, evidence.query_ids, None, {}, dict(evidence.higher_is_better),
         streamed=got.streamed, streamed_pairs=got.streamed_pairs, signs=got.signs,
     )  # fmt: skip
-    del parts, relevant, got  # the reduced judgments: not beside the baselines' values
-    if baselines:
-        release_free_memory()  # the partitions' heap, handed back before ir-measures
-        reduced.metrics = _reduced_metrics(inputs, keep, baselines)
     return reduced
 
 

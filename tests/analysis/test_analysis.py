@@ -1100,15 +1100,73 @@ def test_label_samples_set_the_full_baselines_aside():
     signs = {name: ev.signs_of(name, 0, 40) for name in ev.metrics}
     freed = weakref.ref(whole)
     del whole
-    with robust._baselines_set_aside(ev) as reference:
+    with robust._baselines_set_aside(ev) as (reference, packed):
         gc.collect()
-        assert freed() is None and ev.metrics == {}
+        assert freed() is None and ev.metrics == {} and len(packed) == 2
         for name in expected:
             np.testing.assert_array_equal(reference(name, 0, 40), signs[name])
             np.testing.assert_array_equal(reference(name, 7, 23), signs[name][:, 7:23])
     assert list(ev.metrics) == ["AP", "RR"]
     for name, values in expected.items():
         np.testing.assert_array_equal(ev.metrics[name], values)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypatch, streamed):
+    """While a label sample's baselines fill their values (400 MB at 1M users), the runs'
+    position matrix and every packed sign (the full labels' where they were streamed, the
+    baselines' and the sample's) wait in temporary files, freed, and come back equal for
+    the agreement and the next sample."""
+    import gc
+    import weakref
+
+    from helpers import partition_cells
+
+    import prefeval
+    from prefeval.analysis import robustness as robust
+    from prefeval.core import ties
+
+    if streamed:  # the full labels' preferences in partitions: their signs packed
+        monkeypatch.setattr(ties, "SUM_BLOCK", 3)
+        partition_cells(monkeypatch, 200)
+
+    def bits(signs):
+        return [weakref.ref(b) for packed in signs for piece in packed._pieces for b in piece[2:]]
+
+    def run():
+        return prefeval.robustness(
+            SAMPLE / "qrels.txt", SAMPLE_RUNS[:4], labels=[0.5, 0.8], samples=2,
+            baselines=["AP", "RR"], notify=None, cache=False,
+        )  # fmt: skip
+
+    expected = run()
+    measures = set(expected["measure"])
+    held: list = []
+    counted: list = []
+    live: list = []
+    set_aside, reduced_metrics = robust._set_aside, robust._reduced_metrics
+
+    def watch_set_aside(inputs, signs):
+        held[:] = [weakref.ref(inputs.matrix), *bits(signs)]
+        counted.append(len(signs))
+        return set_aside(inputs, signs)
+
+    def watch_metrics(inputs, keep, baselines):
+        gc.collect()
+        live.append(sum(ref() is not None for ref in held))
+        assert inputs.matrix is None
+        return reduced_metrics(inputs, keep, baselines)
+
+    monkeypatch.setattr(robust, "_set_aside", watch_set_aside)
+    monkeypatch.setattr(robust, "_reduced_metrics", watch_metrics)
+    got = run()
+    # the full labels' signs of every measure (of a baseline only, from a cube), and the
+    # sample's of each preference measure
+    preferences = len(measures) - 2
+    assert counted == [2 + preferences * (2 if streamed else 1)] * 4
+    assert len(held) > 2 * counted[0]
+    assert live == [0, 0, 0, 0]
+    pd.testing.assert_frame_equal(got, expected)
 
 
 def test_plot_option(tmp_path):
