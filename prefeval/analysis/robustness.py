@@ -137,17 +137,25 @@ def label_robustness(
                 raise ValueError(f"--labels {fraction}: must be in (0, 1]")
             keep = keep_labels(inputs.relevant, inputs.matrix, fraction, policy, rng)
             reduced = _reduced_evidence(inputs, keep)
+            mine: dict = {}
             if baselines:
                 release_free_memory()  # the partitions' heap, handed back before ir-measures
                 signs = [*packed, *evidence.signs.values(), *reduced.signs.values()]
                 with _set_aside(inputs, signs):
                     reduced.metrics = _reduced_metrics(inputs, keep, baselines)
-            scores = orderings(reduced, method, teleport)
+                    # what the sample uses of its baselines' values (their means and
+                    # signs), the values let go before what waits comes back
+                    scores = orderings(reduced, method, teleport)
+                    mine = _packed_signs(reduced, baselines)
+                    reduced.metrics = {}
+            else:
+                scores = orderings(reduced, method, teleport)
+            sample = _signs_reader(reduced, mine)
             for name in names:
                 tau = kendall_tau(full[name], scores[name])
-                tied, agree = _ties_and_agreement(reference, reduced, name)
+                tied, agree = _ties_and_agreement(reference, sample, len(evidence.query_ids), name)
                 results.setdefault((name, fraction), []).append((tau, tied, agree))
-            del reduced
+            del reduced, mine, sample
     for name in names:
         for fraction in fractions:
             values = np.array(results[(name, fraction)], dtype=float)
@@ -173,18 +181,9 @@ def _baselines_set_aside(evidence: Evidence):
     a temporary file (400 MB at 1M users x 10 runs x 5 baselines), put back after:
     yields the reference signs (of ``Evidence.signs_of``) of every measure, a baseline's
     packed (:class:`~prefeval.core.cube.PackedSigns`), and the baselines' packed signs."""
-    metrics, n_q = evidence.metrics, len(evidence.query_ids)
-    packed = {}
-    for name in metrics:
-        packed[name] = PackedSigns(len(evidence.pairs()))
-        for lo in range(0, n_q, AGREEMENT_QUERIES):
-            packed[name].append(
-                PackedSigns.piece(evidence.signs_of(name, lo, lo + AGREEMENT_QUERIES))
-            )
-
-    def reference(name: str, lo: int, hi: int) -> np.ndarray:
-        return packed[name].signs(lo, hi) if name in packed else evidence.signs_of(name, lo, hi)
-
+    metrics = evidence.metrics
+    packed = _packed_signs(evidence, list(metrics))
+    reference = _signs_reader(evidence, packed)
     with tempfile.TemporaryFile() as held:
         shapes = {name: (values.shape, values.dtype) for name, values in metrics.items()}
         for name in shapes:
@@ -199,6 +198,29 @@ def _baselines_set_aside(evidence: Evidence):
                 name: np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)
                 for name, (shape, dtype) in shapes.items()
             }
+
+
+def _packed_signs(evidence: Evidence, names) -> dict[str, PackedSigns]:
+    """The signs (:meth:`Evidence.signs_of`) of each measure of ``names`` packed, a
+    stretch of queries at a time."""
+    n_q, packed = len(evidence.query_ids), {}
+    for name in names:
+        packed[name] = PackedSigns(len(evidence.pairs()))
+        for lo in range(0, n_q, AGREEMENT_QUERIES):
+            packed[name].append(
+                PackedSigns.piece(evidence.signs_of(name, lo, lo + AGREEMENT_QUERIES))
+            )
+    return packed
+
+
+def _signs_reader(evidence: Evidence, packed: dict):
+    """``signs(name, lo, hi)``: a measure's signs on queries ``lo`` to ``hi``, from its
+    ``packed`` signs where given, else from ``evidence``."""
+
+    def signs(name: str, lo: int, hi: int) -> np.ndarray:
+        return packed[name].signs(lo, hi) if name in packed else evidence.signs_of(name, lo, hi)
+
+    return signs
 
 
 @contextlib.contextmanager
@@ -252,16 +274,16 @@ def _reduced_evidence(inputs, keep: np.ndarray) -> Evidence:
     return reduced
 
 
-def _ties_and_agreement(reference, reduced: Evidence, name: str) -> tuple[float, float]:
-    """Of measure ``name`` on the reduced judgments: the share of its defined (pair,
-    query) preferences that tie, and the share of those the full judgments decide
-    (``reference(name, lo, hi)``: their signs) where both prefer the same run; counted a
-    stretch of queries at a time from the signs."""
+def _ties_and_agreement(reference, sample, n_q: int, name: str) -> tuple[float, float]:
+    """Of measure ``name`` on the reduced judgments (``sample(name, lo, hi)``: its signs
+    on queries ``lo`` to ``hi`` of ``n_q``): the share of its defined (pair, query)
+    preferences that tie, and the share of those the full judgments decide
+    (``reference``: their signs) where both prefer the same run; counted a stretch of
+    queries at a time."""
     tied = defined = agreed = decided = 0
-    n_q = len(reduced.query_ids)
     for lo in range(0, n_q, AGREEMENT_QUERIES):
         hi = min(n_q, lo + AGREEMENT_QUERIES)
-        sign, ref = reduced.signs_of(name, lo, hi), reference(name, lo, hi)
+        sign, ref = sample(name, lo, hi), reference(name, lo, hi)
         ok = ~np.isnan(sign)
         defined += int(ok.sum())
         tied += int((sign == 0).sum())

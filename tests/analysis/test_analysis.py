@@ -1116,7 +1116,8 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     """While a label sample's baselines fill their values (400 MB at 1M users), the runs'
     position matrix and every packed sign (the full labels' where they were streamed, the
     baselines' and the sample's) wait in temporary files, freed, and come back equal for
-    the agreement and the next sample."""
+    the agreement and the next sample (the sample's baseline values let go first)."""
+    import contextlib
     import gc
     import weakref
 
@@ -1146,16 +1147,24 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     live: list = []
     set_aside, reduced_metrics = robust._set_aside, robust._reduced_metrics
 
+    values: list = []
+
+    @contextlib.contextmanager
     def watch_set_aside(inputs, signs):
         held[:] = [weakref.ref(inputs.matrix), *bits(signs)]
         counted.append(len(signs))
-        return set_aside(inputs, signs)
+        with set_aside(inputs, signs):
+            yield
+            gc.collect()  # the sample's baseline values let go before the rest comes back
+            assert values[-1]() is None
 
     def watch_metrics(inputs, keep, baselines):
         gc.collect()
         live.append(sum(ref() is not None for ref in held))
         assert inputs.matrix is None
-        return reduced_metrics(inputs, keep, baselines)
+        got = reduced_metrics(inputs, keep, baselines)
+        values.append(weakref.ref(next(iter(got.values())).base))
+        return got
 
     monkeypatch.setattr(robust, "_set_aside", watch_set_aside)
     monkeypatch.setattr(robust, "_reduced_metrics", watch_metrics)
@@ -1165,7 +1174,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     preferences = len(measures) - 2
     assert counted == [2 + preferences * (2 if streamed else 1)] * 4
     assert len(held) > 2 * counted[0]
-    assert live == [0, 0, 0, 0]
+    assert live == [0, 0, 0, 0] and len(values) == 4
     pd.testing.assert_frame_equal(got, expected)
 
 
