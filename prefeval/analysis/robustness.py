@@ -140,14 +140,15 @@ def label_robustness(
             mine: dict = {}
             if baselines:
                 release_free_memory()  # the partitions' heap, handed back before ir-measures
-                signs = [*packed, *evidence.signs.values(), *reduced.signs.values()]
-                with _set_aside(inputs, signs):
+                aside = [*packed, *evidence.signs.values(), *reduced.signs.values()]
+                with _set_aside(inputs, aside):
                     reduced.metrics = _reduced_metrics(inputs, keep, baselines)
                     # what the sample uses of its baselines' values (their means and
                     # signs), the values let go before what waits comes back
                     scores = orderings(reduced, method, teleport)
                     mine = _packed_signs(reduced, baselines)
                     reduced.metrics = {}
+                del aside
             else:
                 scores = orderings(reduced, method, teleport)
             sample = _signs_reader(reduced, mine)
@@ -180,9 +181,11 @@ def _baselines_set_aside(evidence: Evidence):
     """While label samples compute their own baselines, the full labels' values wait in
     a temporary file (400 MB at 1M users x 10 runs x 5 baselines), put back after:
     yields the reference signs (of ``Evidence.signs_of``) of every measure, a baseline's
-    packed (:class:`~prefeval.core.cube.PackedSigns`), and the baselines' packed signs."""
+    packed (:class:`~prefeval.core.cube.PackedSigns`), and the list of the baselines'
+    packed signs, both emptied before the values come back."""
     metrics = evidence.metrics
     packed = _packed_signs(evidence, list(metrics))
+    listed = list(packed.values())
     reference = _signs_reader(evidence, packed)
     with tempfile.TemporaryFile() as held:
         shapes = {name: (values.shape, values.dtype) for name, values in metrics.items()}
@@ -191,8 +194,11 @@ def _baselines_set_aside(evidence: Evidence):
         evidence.metrics = {}
         del metrics  # the last reference: the values are freed here
         try:
-            yield reference, list(packed.values())
+            yield reference, listed
         finally:
+            packed.clear()  # the packed signs, and the heap the samples freed, handed
+            listed.clear()  # back before the values come back
+            release_free_memory()
             held.seek(0)
             evidence.metrics = {
                 name: np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)

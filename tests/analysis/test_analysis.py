@@ -1106,6 +1106,9 @@ def test_label_samples_set_the_full_baselines_aside():
         for name in expected:
             np.testing.assert_array_equal(reference(name, 0, 40), signs[name])
             np.testing.assert_array_equal(reference(name, 7, 23), signs[name][:, 7:23])
+        bits = [weakref.ref(b) for p in packed for piece in p._pieces for b in piece[2:]]
+    gc.collect()  # the packed signs let go once the values are back
+    assert packed == [] and len(bits) == 4 and all(ref() is None for ref in bits)
     assert list(ev.metrics) == ["AP", "RR"]
     for name, values in expected.items():
         np.testing.assert_array_equal(ev.metrics[name], values)
@@ -1142,6 +1145,16 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
 
     expected = run()
     measures = set(expected["measure"])
+    full_set_aside = robust._baselines_set_aside
+    sample_signs: list = []
+
+    @contextlib.contextmanager
+    def watch_full(evidence):
+        with full_set_aside(evidence) as got:
+            yield got
+            gc.collect()  # the samples are done: their packed signs let go before the
+            assert [ref() for ref in sample_signs] == [None] * len(sample_signs)  # restore
+
     held: list = []
     counted: list = []
     live: list = []
@@ -1153,6 +1166,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     def watch_set_aside(inputs, signs):
         held[:] = [weakref.ref(inputs.matrix), *bits(signs)]
         counted.append(len(signs))
+        sample_signs[:] = [weakref.ref(s) for s in signs[-(len(measures) - 2) :]]  # the sample's
         with set_aside(inputs, signs):
             yield
             gc.collect()  # the sample's baseline values let go before the rest comes back
@@ -1166,6 +1180,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
         values.append(weakref.ref(next(iter(got.values())).base))
         return got
 
+    monkeypatch.setattr(robust, "_baselines_set_aside", watch_full)
     monkeypatch.setattr(robust, "_set_aside", watch_set_aside)
     monkeypatch.setattr(robust, "_reduced_metrics", watch_metrics)
     got = run()
