@@ -164,10 +164,18 @@ def limit_message(error: BaseException) -> str | None:
     """The one line the CLI prints for ``error`` when it is a resource running out: memory
     (MemoryError; a library that cannot be mapped, ``failed to map segment``, an
     ImportError under an address-space limit), open files (EMFILE, ENFILE) or threads
-    (``can't start new thread``: no room for a thread's stack, or a limit on processes);
-    None for another error."""
+    (``can't start new thread``: no room for a thread's stack, or a limit on processes)
+    or room for temporary files (ENOSPC: outputs say so where they are written); None for
+    another error."""
     if isinstance(error, MemoryError):
         return out_of_memory_message()
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        import tempfile
+
+        return (
+            f"prefeval: no space left on device for temporary files in {tempfile.gettempdir()}"
+            ": free some, or set TMPDIR to a folder with room"
+        )
     if isinstance(error, ImportError) and "failed to map segment" in str(error):
         return out_of_memory_message()
     if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):

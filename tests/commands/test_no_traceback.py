@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -412,3 +413,30 @@ def test_a_library_that_cannot_initialise_near_the_limit_is_out_of_memory(monkey
     assert limits.limit_message(caught.value).startswith(
         "prefeval: out of memory under the address-space limit of 300000 KiB"
     )
+
+
+def test_no_room_for_temporary_files_is_one_line(tmp_path):
+    """Label samples keep values and signs in anonymous temporary files meanwhile (so do
+    query samples at scale); a full $TMPDIR (ENOSPC) is one line and exit status 2, not
+    a traceback."""
+    full = (
+        "import errno, sys, tempfile\n"
+        "def full(*args, **kwargs):\n"
+        "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+        "tempfile.TemporaryFile = full\n"
+        "from prefeval.cli import main\n"
+        "sys.argv[0] = 'prefeval'\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", full, "robustness", "--labels", "0.5", "--samples", "1", "-o",
+         str(tmp_path / "out.tsv"), str(QRELS), *map(str, RUNS)],
+        capture_output=True, text=True, env={**os.environ, "PREFEVAL_CACHE": "0"},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"prefeval: no space left on device for temporary files in {tempfile.gettempdir()}: "
+        "free some, or set TMPDIR to a folder with room"
+    )
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert list(tmp_path.iterdir()) == []
