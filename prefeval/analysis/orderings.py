@@ -175,16 +175,18 @@ class Evidence:
             )
         return self._rows[name]
 
-    def restrict(self, query_index: np.ndarray) -> Evidence:
-        """The same evidence on a subset of queries (by index, ascending).  Of a streamed
-        measure, only its win rates (one measure's read at a time; the rows of the
-        chosen queries where it is defined): what MC4, Borda and the mean win rate need."""
+    def restrict(self, query_index: np.ndarray, names=None) -> Evidence:
+        """The same evidence on a subset of queries (by index, ascending), of the
+        measures ``names`` (None: all).  Of a streamed measure, only its win rates (one
+        measure's read at a time; the rows of the chosen queries where it is defined):
+        what MC4, Borda and the mean win rate need."""
 
         queries = [self.query_ids[i] for i in query_index]
-        metrics = {k: v[query_index] for k, v in self.metrics.items()}
+        names = self.measures if names is None else list(names)
+        metrics = {k: v[query_index] for k, v in self.metrics.items() if k in names}
         if self.streamed:
             streamed = {}
-            for name in self.streamed:
+            for name in (n for n in self.streamed if n in names):
                 rows = self.rows_of(name)
                 chosen = query_index if rows is None else rows[query_index]
                 streamed[name] = (self.win_rates(name)[chosen[chosen >= 0]], None)
@@ -194,10 +196,10 @@ class Evidence:
             )  # fmt: skip
         cube = None
         if self.cube is not None:
-            values = self.cube.values[:, :, query_index]
-            cube = PreferenceCube(
-                self.cube.measures, self.cube.runs, queries, self.cube.pairs, values
-            )
+            kept = [m for m in self.cube.measures if m in names]
+            at = [self.cube.measures.index(m) for m in kept]
+            values = self.cube.values[at][:, :, query_index]
+            cube = PreferenceCube(kept, self.cube.runs, queries, self.cube.pairs, values)
         return Evidence(self.runs, queries, cube, metrics, dict(self.higher_is_better))
 
 
