@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import tempfile
 
 import lazy_loader
 
 from ..core import ties
-from ..core.cube import PackedSigns, run_pairs
+from ..core.cube import PackedSigns, arrays_set_aside, run_pairs
 from ..core.errors import InputError
 from ..core.positions import UNRETRIEVED
 from ..core.progress import progress_bar
@@ -187,27 +186,22 @@ def _baselines_set_aside(evidence: Evidence):
     yields the reference signs (of ``Evidence.signs_of``) of every measure, a baseline's
     packed (:class:`~prefeval.core.cube.PackedSigns`), and the list of the baselines'
     packed signs, both emptied before the values come back."""
-    metrics = evidence.metrics
-    packed = _packed_signs(evidence, list(metrics))
+    names = list(evidence.metrics)
+    packed = _packed_signs(evidence, names)
     listed = list(packed.values())
     reference = _signs_reader(evidence, packed)
-    with tempfile.TemporaryFile() as held:
-        shapes = {name: (values.shape, values.dtype) for name, values in metrics.items()}
-        for name in shapes:
-            np.ascontiguousarray(metrics[name]).tofile(held)
-        evidence.metrics = {}
-        del metrics  # the last reference: the values are freed here
-        try:
-            yield reference, listed
-        finally:
-            packed.clear()  # the packed signs, and the heap the samples freed, handed
-            listed.clear()  # back before the values come back
-            release_free_memory()
-            held.seek(0)
-            evidence.metrics = {
-                name: np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)
-                for name, (shape, dtype) in shapes.items()
-            }
+    values = [evidence.metrics[name] for name in names]
+    evidence.metrics = {}  # with ``values``, the last references (see arrays_set_aside)
+    try:
+        with arrays_set_aside(values):
+            try:
+                yield reference, listed
+            finally:
+                packed.clear()  # the packed signs, and the heap the samples freed, handed
+                listed.clear()  # back before the values come back
+                release_free_memory()
+    finally:
+        evidence.metrics = dict(zip(names, values))
 
 
 def _packed_signs(evidence: Evidence, names) -> dict[str, PackedSigns]:
@@ -239,18 +233,16 @@ def _set_aside(inputs, signs: list[PackedSigns]):
     x 5 baselines), what only the samples' preferences and agreement use waits in
     temporary files: the runs' position matrix (``inputs.matrix``, 100 MB) and the packed
     ``signs`` (11 MB a measure: the full labels' and the sample's)."""
-    with contextlib.ExitStack() as stack:
-        for packed in signs:
-            stack.enter_context(packed.set_aside())
-        with tempfile.TemporaryFile() as held:
-            shape, dtype = inputs.matrix.shape, inputs.matrix.dtype
-            inputs.matrix.tofile(held)
-            inputs.matrix = None  # the last reference: freed here
-            try:
-                yield
-            finally:
-                held.seek(0)
-                inputs.matrix = np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)
+    matrix = [inputs.matrix]
+    inputs.matrix = None  # with ``matrix``, the last reference (see arrays_set_aside)
+    try:
+        with contextlib.ExitStack() as stack:
+            for packed in signs:
+                stack.enter_context(packed.set_aside())
+            stack.enter_context(arrays_set_aside(matrix))
+            yield
+    finally:
+        inputs.matrix = matrix[0]
 
 
 def _reduced_evidence(inputs, keep: np.ndarray) -> Evidence:

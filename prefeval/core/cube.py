@@ -374,19 +374,14 @@ class PackedSigns:
     def set_aside(self):
         """Meanwhile its bits wait in an anonymous temporary file, out of memory (11 MB a
         measure at a million users and 45 run pairs), and are read back after."""
-        with tempfile.TemporaryFile() as held:
-            shapes = _write_pieces(held, self._pieces)
-            self._pieces = []  # the last reference: the bits are freed here
-            try:
+        where = [(start, n) for start, n, _, _ in self._pieces]
+        bits = [b for _, _, above, below in self._pieces for b in (above, below)]
+        self._pieces = []  # with ``bits``, the last references (see arrays_set_aside)
+        try:
+            with arrays_set_aside(bits):
                 yield
-            finally:
-                held.seek(0)
-                for start, n, shape in shapes:
-                    above, below = (
-                        np.fromfile(held, np.uint8, shape[0] * shape[1]).reshape(shape)
-                        for _ in range(2)
-                    )
-                    self._pieces.append((start, n, above, below))
+        finally:
+            self._pieces = [(*w, *bits[2 * i : 2 * i + 2]) for i, w in enumerate(where)]
 
     def signs(self, lo: int, hi: int) -> np.ndarray:
         """(pairs x queries ``lo`` to ``hi``) signs as :func:`prefeval.core.ties.sign`
@@ -409,10 +404,27 @@ class PackedSigns:
         return out
 
 
-def _write_pieces(held, pieces) -> list[tuple[int, int, tuple[int, int]]]:
-    """Each :class:`PackedSigns` piece's bits written to ``held`` (above, then below):
-    their (first query, queries, shape), in order (no reference to the bits kept)."""
-    for _, _, above, below in pieces:
-        held.write(np.ascontiguousarray(above).tobytes())
-        held.write(np.ascontiguousarray(below).tobytes())
-    return [(start, n, above.shape) for start, n, above, _ in pieces]
+@contextlib.contextmanager
+def arrays_set_aside(arrays: list):
+    """The numpy ``arrays`` (a list) wait in an anonymous temporary file meanwhile, out
+    of memory, and are read back after, in place: the list is emptied (the arrays are
+    freed where it held their last references) and refilled with equal arrays."""
+    with tempfile.TemporaryFile() as held:
+        shapes = [(a.shape, a.dtype) for a in arrays]
+        _write_arrays(held, arrays)
+        arrays.clear()
+        try:
+            yield
+        finally:
+            held.seek(0)
+            arrays.extend(
+                np.fromfile(held, dtype, int(np.prod(shape))).reshape(shape)
+                for shape, dtype in shapes
+            )
+
+
+def _write_arrays(held, arrays: list) -> None:
+    """Each array's bytes written to ``held`` in order, without a copy of a contiguous
+    one (a function: no loop variable outlives it to keep the last array alive)."""
+    for a in arrays:
+        np.ascontiguousarray(a).tofile(held)
