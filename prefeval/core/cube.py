@@ -425,6 +425,9 @@ def arrays_set_aside(arrays: list):
 
 def _write_arrays(held, arrays: list) -> None:
     """Each array's bytes written to ``held`` in order, without a copy of a contiguous
-    one (a function: no loop variable outlives it to keep the last array alive)."""
+    one (a function: no loop variable outlives it to keep the last array alive), and
+    flushed: a full disk raises its ``OSError`` (ENOSPC) here, before any array is let
+    go (numpy's ``tofile`` lost it in C's buffer, or raised it without its errno)."""
     for a in arrays:
-        np.ascontiguousarray(a).tofile(held)
+        held.write(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
+    held.flush()

@@ -165,13 +165,18 @@ def limit_message(error: BaseException) -> str | None:
     (MemoryError; a library that cannot be mapped, ``failed to map segment``, an
     ImportError under an address-space limit), open files (EMFILE, ENFILE) or threads
     (``can't start new thread``: no room for a thread's stack, or a limit on processes)
-    or room for temporary files (ENOSPC: outputs say so where they are written); None for
-    another error."""
+    or room for temporary files (ENOSPC, or EFBIG under a file size limit: outputs say so
+    where they are written); None for another error."""
     if isinstance(error, MemoryError):
         return out_of_memory_message()
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG):
         import tempfile
 
+        if error.errno == errno.EFBIG:
+            return (
+                f"prefeval: a temporary file in {tempfile.gettempdir()} would pass the file "
+                "size limit (ulimit -f): raise it"
+            )
         return (
             f"prefeval: no space left on device for temporary files in {tempfile.gettempdir()}"
             ": free some, or set TMPDIR to a folder with room"

@@ -440,3 +440,34 @@ def test_no_room_for_temporary_files_is_one_line(tmp_path):
     )
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file size limit")
+@pytest.mark.parametrize("command", ["robustness", "report"])
+def test_a_failed_write_of_temporary_arrays_is_one_line(tmp_path, command):
+    """Label samples set the position matrix and values aside in temporary files; a
+    write there that fails (here over a file size limit, as on a full disk: the error
+    comes at the write, not at the file's creation) is one line naming the limit and exit
+    status 2, not a misleading reshape error or a traceback, and leaves no output."""
+    limited = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+        "from prefeval.cli import main\n"
+        "sys.argv[0] = 'prefeval'\n"
+        "main()\n"
+    )
+    out = tmp_path / ("out.tsv" if command == "robustness" else "report.html")
+    flags = ["--labels", "0.5"] if command == "robustness" else ["--robustness"]
+    proc = subprocess.run(
+        [sys.executable, "-c", limited, command, *flags, "--samples", "1", "-o", str(out),
+         str(QRELS), *map(str, RUNS)],
+        capture_output=True, text=True, env={**os.environ, "PREFEVAL_CACHE": "0"},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"prefeval: a temporary file in {tempfile.gettempdir()} would pass the file size "
+        "limit (ulimit -f): raise it"
+    )
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert list(tmp_path.iterdir()) == []
