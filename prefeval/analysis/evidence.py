@@ -8,12 +8,13 @@ ir-measures on ``QRELS RUN...`` or from a table written by ``prefeval metrics``
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lazy_loader
 
-from ..core.cube import against_pairs
+from ..core.cube import against_pairs, arrays_set_aside
 from ..core.errors import InputError
 from ..core.positions import position_matrix
 from ..core.progress import stderr_notice
@@ -56,13 +57,38 @@ class Inputs:
     #: the runs' position matrix, where the engine kept it instead of ``positions``
     matrix: np.ndarray | None = None
     options: Options | None = None
+    #: the matrix while it waits in a temporary file (:meth:`set_matrix_aside`)
+    _aside: list = field(default_factory=list, repr=False)
 
     def position_matrix(self) -> np.ndarray | None:
         """The runs' :func:`~prefeval.core.positions.position_matrix` on ``relevant``
-        (runs x relevant documents; None without the reduced runs), made once."""
+        (runs x relevant documents; None without the reduced runs), made once, or read
+        back where it was set aside."""
+        if self._aside:
+            waiting, held = self._aside
+            self._aside = []
+            waiting.close()  # reads the matrix back into ``held``
+            self.matrix = held.pop()
         if self.matrix is None and self.positions is not None:
             self.matrix = position_matrix(self.positions, self.relevant)
         return self.matrix
+
+    def has_positions(self) -> bool:
+        """Whether :meth:`position_matrix` has a matrix to give (without reading it)."""
+        return self.matrix is not None or bool(self._aside) or self.positions is not None
+
+    def set_matrix_aside(self) -> None:
+        """The position matrix (only label samples use it: 100 MB at 1M users x 10
+        runs) waits in an anonymous temporary file until :meth:`position_matrix` asks
+        for it, out of memory while the baselines fill their values and a report's
+        sections are made."""
+        if self.matrix is None or self._aside:
+            return
+        held = [self.matrix]
+        self.matrix = None  # with ``held``, the last reference (see arrays_set_aside)
+        waiting = contextlib.ExitStack()
+        waiting.enter_context(arrays_set_aside(held))
+        self._aside = [waiting, held]
 
 
 def gather_inputs(
@@ -131,6 +157,7 @@ def gather_inputs(
         cube = _computed_cube(inputs, metrics, options, notify, want, engine)
     if cube is not None:
         inputs.evidence = Evidence(list(cube.runs), list(cube.query_ids), cube)
+    inputs.set_matrix_aside()
     if options.baselines == ():
         return inputs
     _add_baselines(inputs, prefs, metrics, metrics_table, options, notify)

@@ -686,7 +686,7 @@ def _robustness_section(inputs, options) -> Section:
     n = len(ev.query_ids)
     sizes = sorted({max(2, round(share * n)) for share in ROBUSTNESS_QUERY_SHARES} - {n})
     sizes = [s for s in sizes if s < n]
-    labels = ROBUSTNESS_LABELS if inputs.position_matrix() is not None else ()
+    labels = ROBUSTNESS_LABELS if inputs.has_positions() else ()
     kinds = [
         *(["fewer queries"] if sizes else []),
         *(["fewer relevance labels"] if labels else []),

@@ -1226,6 +1226,72 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     pd.testing.assert_frame_equal(got, expected)
 
 
+@pytest.mark.parametrize("command", ["robustness", "report"])
+def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
+    monkeypatch, tmp_path, command
+):
+    """The runs' position matrix (only label samples use it: 100 MB at 1M users) waits
+    in a temporary file, freed, while the full labels' baselines fill their values and
+    a report's sections are made, and comes back equal for the label samples."""
+    import gc
+    import weakref
+
+    from helpers import partition_cells
+
+    import prefeval
+    from prefeval.analysis import evidence as gathering
+    from prefeval.core import ties
+    from prefeval.present import report as reports
+
+    monkeypatch.setattr(ties, "SUM_BLOCK", 3)  # partitions: the engine keeps the matrix
+    partition_cells(monkeypatch, 200)
+
+    def run(name):
+        data = (SAMPLE / "qrels.txt", SAMPLE_RUNS[:4])
+        common = dict(baselines=["AP", "RR"], samples=2, notify=None, cache=False)
+        if command == "robustness":
+            return prefeval.robustness(*data, labels=[0.5], queries=[5], **common)
+        out = tmp_path / name
+        prefeval.report(*data, output=out, robustness=True, tests="ttest", **common)
+        return out.read_bytes()
+
+    set_aside, metric_matrices = gathering.Inputs.set_matrix_aside, gathering.metric_matrices
+    agreement, position_matrix = reports._agreement_section, gathering.Inputs.position_matrix
+    matrix, alive = [], []
+
+    def watch_set_aside(inputs):
+        matrix.append(weakref.ref(inputs.matrix))
+        set_aside(inputs)
+
+    def watch(function):
+        def watched(*args, **kw):
+            gc.collect()
+            alive.append(matrix[-1]() is not None)
+            return function(*args, **kw)
+
+        return watched
+
+    def read_back(inputs):
+        got = position_matrix(inputs)
+        alive.append("read back")
+        return got
+
+    monkeypatch.setattr(gathering.Inputs, "set_matrix_aside", lambda inputs: None)
+    expected = run("kept.html")
+    monkeypatch.setattr(gathering.Inputs, "set_matrix_aside", watch_set_aside)
+    monkeypatch.setattr(gathering, "metric_matrices", watch(metric_matrices))
+    monkeypatch.setattr(reports, "_agreement_section", watch(agreement))
+    monkeypatch.setattr(gathering.Inputs, "position_matrix", read_back)
+    got = run("aside.html")
+    sections = [False] if command == "report" else []
+    assert len(matrix) == 1 and alive == [False, *sections, "read back"]
+    if command == "robustness":
+        pd.testing.assert_frame_equal(got, expected)
+        assert set(got["kind"]) == {"queries", "labels"}
+    else:
+        assert got == expected and b"fewer relevance labels" in got
+
+
 def test_plot_option(tmp_path):
     data = [str(SAMPLE / "qrels.txt"), *SAMPLE_RUNS[:3]]
     try:
