@@ -86,6 +86,7 @@ def load_runs(
     """
 
     runs = list(resolve_runs(sources).values())
+    unspilled: list[str] = []  # why a large run could not be spilled (read whole instead)
     relevant.docnos()  # build the shared lookup before threads start
     codes = Codes(relevant)  # the lookups of the runs read in pieces, built once
     tables: dict[str, dict] = {}  # many-run table -> its runs' positions, read once
@@ -122,7 +123,9 @@ def load_runs(
         pieces = not run.keep and len(raw) > streaming.above  # kept columns: read whole
         del raw
         positions = (
-            streamed_positions(run, relevant, max_docs, streaming, codes) if pieces else None
+            streamed_positions(run, relevant, max_docs, streaming, codes, unspilled)
+            if pieces
+            else None
         )
         if positions is None:
             columns = run.read(known=relevant.docnos())
@@ -155,11 +158,25 @@ def load_runs(
     # the parse buffers are freed; hand them back to the system (Arrow's allocator keeps
     # them otherwise: some 300 MB after 21 recsys runs) before computing
     release_free_memory()
+    if unspilled and notify is not None:
+        notify(unspilled_notice(len(unspilled), unspilled[0]))
     for positions in out:
         missing = positions.missing_queries
         if missing and notify is not None:
             notify(missing_notice(positions.name, missing, relevant.n_queries))
     return out
+
+
+def unspilled_notice(runs: int, reason: str) -> str:
+    """The notice for ``runs`` large run files read whole, not spilled: ``reason``, why
+    the temporary files could not be written."""
+    import tempfile
+
+    files = "a large run file" if runs == 1 else f"{runs} large run files"
+    return (
+        f"cannot write temporary files in {tempfile.gettempdir()} ({reason}): {files} read "
+        "whole, in more memory; set TMPDIR to a folder with room"
+    )
 
 
 def streamed_positions(
@@ -168,6 +185,7 @@ def streamed_positions(
     max_docs: int | None,
     streaming: Streaming = STREAMING,
     codes: Codes | None = None,
+    unspilled: list | None = None,
 ) -> RunPositions | None:
     """The positions of a run file (Parquet or text, plain or gzip) read in pieces and
     spilled to temporary files by query (:func:`prefeval.io.spill.spilled_positions`):
@@ -175,7 +193,8 @@ def streamed_positions(
     when the file has a problem: the caller then reads it whole, and the whole read
     reports it as it always has (its first problem in the file's order, at its line or
     row), so a problem costs the memory of a whole read, once; so does a temporary
-    folder that cannot be written (``$TMPDIR`` full or read-only)."""
+    folder that cannot be written (``$TMPDIR`` full or read-only): its reason is then
+    added to ``unspilled``, for one notice."""
     raw = run.stored()
     try:
         if is_parquet(raw):
@@ -188,7 +207,11 @@ def streamed_positions(
         return spilled_positions(
             run.name, run.path, pieces, relevant, max_docs, parts, codes, release_free_memory
         )
-    except (InputError, OSError):  # OSError: no room or no right to write temporary files
+    except InputError:
+        return None
+    except OSError as error:  # no room or no right to write temporary files (an errno;
+        if unspilled is not None and error.errno is not None:  # Arrow's own have none)
+            unspilled.append(error.strerror or str(error))
         return None
     finally:
         let_go(raw)

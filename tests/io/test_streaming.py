@@ -418,3 +418,29 @@ def test_a_spill_raises_the_open_files_limit_it_needs(monkeypatch):
         baselines.metric_matrices(qrels, resolve_runs(runs), ["AP"])["AP"], few["AP"]
     )
     assert made == [150]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_no_room_to_spill_reads_whole_with_one_notice(tmp_path, monkeypatch, jobs):
+    """Where the temporary files cannot be written (a full or read-only $TMPDIR), large
+    runs are read whole, the same positions, and one notice says so and why."""
+    import errno
+
+    from prefeval.io import spill
+
+    rel = relevant(tmp_path)
+    paths = layouts(tmp_path)
+    want = load_runs(paths, rel, notify=None, jobs=jobs)
+
+    def full(*args, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(spill.tempfile, "TemporaryDirectory", full)
+    notices: list[str] = []
+    got = load_runs(paths, rel, notify=notices.append, jobs=jobs, streaming=TINY)
+    for a, b in zip(got, want, strict=True):
+        same(a, b)
+    assert notices == [
+        f"cannot write temporary files in {tempfile.gettempdir()} (No space left on device): "
+        "4 large run files read whole, in more memory; set TMPDIR to a folder with room"
+    ]
