@@ -675,6 +675,7 @@ def explain(
     max_docs: int | None = None,
     binary: bool = False,
     cache: bool | None = None,
+    jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
 ) -> pd.DataFrame:
@@ -702,7 +703,7 @@ def explain(
 
     options = judge(
         command="explain", measures=measures, top=top, relevance_level=relevance_level,
-        max_docs=max_docs, binary=binary, cache=cache, progress=progress,
+        max_docs=max_docs, binary=binary, cache=cache, jobs=jobs, progress=progress,
     )  # fmt: skip
     sources = _runs(runs)
     if len(sources) != 2:

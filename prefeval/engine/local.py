@@ -11,7 +11,6 @@ The result is a :class:`PreferenceCube`, measures x pairs x queries.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import lazy_loader
 from ..core import limits, ties
 from ..core.cube import PreferenceCube, run_pairs
 from ..core.errors import InputError
-from ..core.parallel import in_order
+from ..core.parallel import in_order, usable_cpus
 from ..core.positions import RunPositions, missing_notice, position_matrix, run_positions
 from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
@@ -97,7 +96,7 @@ def load_runs(
                 relevant,
                 max_docs,
                 run.data,
-                limits.reader_threads(jobs or os.cpu_count() or 1),
+                limits.reader_threads(jobs or usable_cpus()),
             )
 
     def reduce(run):
@@ -147,7 +146,7 @@ def load_runs(
     # release the GIL), keeping at most a few whole runs in memory at once
 
     # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
-    workers = limits.reader_threads(min(len(runs), jobs or os.cpu_count() or 1))
+    workers = limits.reader_threads(min(len(runs), jobs or usable_cpus()))
     with ThreadPoolExecutor(workers) as pool:
         results = pool.map(reduce, runs)
         out = list(
@@ -395,7 +394,7 @@ def cube_from_matrix(
         def work(block):
             return _compare_block(block, matrix, ia, ja, asked)
 
-        with ThreadPoolExecutor(max(1, min(len(blocks), threads or os.cpu_count() or 1))) as pool:
+        with ThreadPoolExecutor(max(1, min(len(blocks), threads or usable_cpus()))) as pool:
             results = pool.map(work, blocks)
             for _fresh, parts in progress_bar(
                 zip(new_queries, results),

@@ -194,16 +194,18 @@ def explain_positions(
     top: int | None = None,
     binary: bool = False,
     all_queries: Sequence[str] | None = None,
+    threads: int | None = None,
 ) -> pd.DataFrame:
     """The explanation table (:data:`COLUMNS`) of two reduced runs (A, B) on
-    ``relevant``; see :func:`select_queries` for ``queries``, ``top``."""
+    ``relevant``; see :func:`select_queries` for ``queries``, ``top``; the values
+    computed on ``threads`` (default all usable cores)."""
     if len(positions) != 2:
         raise ValueError(f"explain compares two runs, not {len(positions)}")
     if not measures:
         raise ValueError("no measure to explain")
     names = [r.name for r in positions]
     matrix = position_matrix(list(positions), relevant)
-    cube = cube_from_matrix(matrix, names, relevant, measures, binary=binary)
+    cube = cube_from_matrix(matrix, names, relevant, measures, binary=binary, threads=threads)
     chosen = select_queries(relevant, cube.values[0, 0], queries, top, all_queries)
     families = [family for family, _ in families_of(measures)]
     rows: list[dict] = []
@@ -261,7 +263,7 @@ def explain(
     name -> source; A first) on ``qrels``: the table of :data:`COLUMNS` for the chosen
     ``queries``, else the ``top`` N (default 5) by |Delta| under the first measure.  The
     settings are ``options``' ``measures``, ``top``, ``relevance_level``, ``max_docs``,
-    ``binary`` and ``progress``."""
+    ``binary``, ``cache``, ``jobs`` and ``progress``."""
     options = options or Options()
     top, relevance_level, binary = options.top, options.relevance_level, options.binary
     qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
@@ -281,6 +283,7 @@ def explain(
         notify=notify,
         progress=options.progress,
         use_cache=options.cache,
+        jobs=options.jobs,
     )
     return explain_positions(
         positions,
@@ -290,6 +293,7 @@ def explain(
         top=top,
         binary=binary,
         all_queries=all_queries,
+        threads=options.jobs,
     )
 
 

@@ -169,3 +169,33 @@ def test_partitions_in_flight_are_bounded(monkeypatch, concurrency):
     assert len(whole) > 6 and list(first.query_ids) == list(
         relevant.query_ids[head.start : head.stop]
     )
+
+
+def test_explain_follows_jobs(monkeypatch):
+    """explain reads its two runs and computes their values on -j threads (``jobs=``),
+    the same bytes whatever the number."""
+    from prefeval.present import explain as explaining
+
+    seen: list = []
+    load, cube = explaining.load_runs, explaining.cube_from_matrix
+
+    def loaded(*args, **kw):
+        seen.append(("read", kw.get("jobs")))
+        return load(*args, **kw)
+
+    def computed(*args, **kw):
+        seen.append(("values", kw.get("threads")))
+        return cube(*args, **kw)
+
+    monkeypatch.setattr(explaining, "load_runs", loaded)
+    monkeypatch.setattr(explaining, "cube_from_matrix", computed)
+    qrels, outputs, frames = str(SAMPLE / "qrels.txt"), [], []
+    for jobs in (1, 2):
+        result = invoke("explain", "--no-cache", "-j", jobs, "--top", 3, qrels, *RUNS[:2])
+        assert result.exit_code == 0, result.output
+        outputs.append(result.stdout)
+        frames.append(prefeval.explain(qrels, RUNS[:2], top=3, jobs=jobs, cache=False))
+        assert seen == [("read", jobs), ("values", jobs)] * 2
+        seen.clear()
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") > 20
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
