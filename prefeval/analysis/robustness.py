@@ -124,7 +124,7 @@ def label_robustness(
     ``order`` folds them (:func:`_reduced_evidence`); ties and agreement are counted a
     stretch of queries at a time from the signs (:func:`_ties_and_agreement`): memory
     holds no cube, and the counts do not depend on the partitions."""
-    if inputs.position_matrix() is None:
+    if not inputs.has_positions():
         raise InputError(
             "--prefs", None, "label sampling recomputes preferences: give QRELS RUN..."
         )
@@ -138,7 +138,8 @@ def label_robustness(
         for fraction, _ in progress_bar(work, desc="label samples", unit="sample", enable=progress):
             if not 0 < fraction <= 1:
                 raise ValueError(f"--labels {fraction}: must be in (0, 1]")
-            keep = keep_labels(inputs.relevant, inputs.matrix, fraction, policy, rng)
+            # the matrix read back (or made) once the full baselines wait on disk
+            keep = keep_labels(inputs.relevant, inputs.position_matrix(), fraction, policy, rng)
             reduced = _reduced_evidence(inputs, keep)
             mine: dict = {}
             if baselines:
