@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import operator
 import os
+import tempfile
 import threading
 import time
 import warnings
@@ -783,14 +784,22 @@ def _client(scheduler: str | None, fetcher: bool = False):
         if fetcher:
             slots = {"threads_per_worker": threads + 1, "resources": {PARTITION_SLOT: threads}}
         environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}
-        with dask.config.set(environ):
-            cluster = LocalCluster(
-                n_workers=workers,
-                **slots,
-                processes=True,
-                dashboard_address=":0",
-                silence_logs=logging.CRITICAL,
-            )
+        # the workers' scratch space (and Dask's lock files beside it) in a folder of the
+        # command's own, removed with the cluster (:func:`_close`), not left in $TMPDIR
+        scratch = tempfile.TemporaryDirectory(prefix="prefeval-dask-")
+        try:
+            with dask.config.set({**environ, "temporary-directory": scratch.name}):
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    **slots,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.CRITICAL,
+                )
+        except BaseException:
+            scratch.cleanup()
+            raise
+        cluster.prefeval_scratch = scratch
         return Client(cluster)
     except _NoWorkers as error:
         raise ValueError(str(error)) from None
@@ -952,6 +961,9 @@ def _close(client, own_cluster: bool) -> None:
     client.close()
     if cluster is not None and own_cluster:
         cluster.close()
+        scratch = getattr(cluster, "prefeval_scratch", None)
+        if scratch is not None:
+            scratch.cleanup()
 
 
 def _has_slots(workers: dict) -> bool:

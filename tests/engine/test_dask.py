@@ -112,7 +112,11 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
     a finished partition's pieces has a thread of its own; other commands get Dask's
     workers as they are and ask for no slot.  The same bytes as the local engine, with
     many partitions and pieces; a slot no worker has fails (the scheduler's no-workers
-    timeout, lowered here) instead of hanging."""
+    timeout, lowered here) instead of hanging.  The cluster's scratch space (Dask's
+    ``dask-scratch-space`` and its lock files) goes with the cluster, not left in
+    $TMPDIR."""
+    import tempfile
+
     import dask
     from distributed.deploy.utils import nprocesses_nthreads
 
@@ -138,12 +142,17 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
     if split:
         monkeypatch.setattr(dist, "DIRECT_READS", 0)  # read by tasks splitting the table
     runs = [SAMPLE / "runs.parquet"] if split else RUNS
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", None)
     common = [*(["-q"] if per_query else []), "-f", "parquet", SAMPLE / "qrels.txt", *runs]
     local = invoke("compare", "-o", tmp_path / "local", *common)
     with dask.config.set({"distributed.scheduler.no-workers-timeout": "20s"}):
         remote = invoke("compare", "--engine", "dask", "-o", tmp_path / "dask", *common)
     assert local.exit_code == 0 and remote.exit_code == 0, local.stderr + remote.stderr
     assert (tmp_path / "dask").read_bytes() == (tmp_path / "local").read_bytes()
+    assert list(scratch.iterdir()) == []
     threads = nprocesses_nthreads()[1]
     assert len(workers) == nprocesses_nthreads()[0]
     if per_query:
