@@ -1040,6 +1040,18 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -
     return evaluators
 
 
+def _of_queries(ids, qpos) -> np.ndarray:
+    """Whether each of the query ``ids`` (a pandas column of strings) is one of ``qpos``
+    (query ids, a dict's keys), by one Arrow hash table: pandas' ``isin`` made a Python
+    scalar of every id asked for (a transient 300 MB at a million queries)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = pa.array(ids)
+    wanted = pa.array(list(qpos), pa.string()).cast(column.type)
+    return np.asarray(pc.is_in(column, value_set=wanted), dtype=bool)
+
+
 def _judged(qrels: Qrels, general, parsed, qpos: dict) -> dict:
     """Per qrels flavour of the baselines ``parsed`` (intent-aware or not), the docnos
     judged for the queries ``qpos``, which name the documents the evaluators add
@@ -1047,7 +1059,7 @@ def _judged(qrels: Qrels, general, parsed, qpos: dict) -> dict:
     out = {}
     for ia in {b.intent_aware for b in parsed if b.kind == "irm"}:
         frame = qrels.subtopic_frame() if ia else general
-        out[ia] = frame["doc_id"][frame["query_id"].isin(qpos).to_numpy()]
+        out[ia] = frame["doc_id"][_of_queries(frame["query_id"], qpos)]
     return out
 
 
@@ -1061,7 +1073,7 @@ def _flavour_groups(
     import ir_measures
 
     frame = qrels.subtopic_frame() if ia else general
-    frame = _int_grades(frame[frame["query_id"].isin(qpos)], qrels)
+    frame = _int_grades(frame[_of_queries(frame["query_id"], qpos)], qrels)
     # judgments in one canonical order: ndeval sums over them in the order given,
     # so the qrels file's line order must not reach the last bits of AP_IA & co
     keys = ["query_id", "iteration", "doc_id"] if ia else ["query_id", "doc_id"]
@@ -1119,8 +1131,7 @@ def _relevant_corpus(general, level, qpos: dict, nq: int) -> _Corpus:
 
     corpus = _Corpus(nq)
     rel = general[
-        general["query_id"].isin(qpos).to_numpy()
-        & is_relevant(general["relevance"].to_numpy(), level)
+        _of_queries(general["query_id"], qpos) & is_relevant(general["relevance"].to_numpy(), level)
     ]
     corpus.add(
         rel["query_id"].map(qpos).to_numpy(dtype=np.int64),
