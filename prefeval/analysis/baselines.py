@@ -75,6 +75,7 @@ from ..core.errors import InputError, SystemLimitError
 from ..core.positions import join_positions, missing_notice, run_positions, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, distinct_ids, is_relevant
+from ..engine.local import unspilled_notice
 from ..engine.memory import release_free_memory
 from ..io.columns import RunColumns
 from ..io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, streamed
@@ -972,8 +973,10 @@ def _values(qrels, runs, baselines, query_ids, relevance_level, max_docs, progre
     if nq and streamed([run for _, run in items], STREAMING):
         try:
             results = _evaluate_partitions(values, *args, streaming=STREAMING)
-        except OSError:  # no room or no right to write temporary files: read runs whole
-            values[:] = 0.0
+        except OSError as error:  # no room or no right to write temporary files: read
+            values[:] = 0.0  # the runs whole, as the engine does (with its notice)
+            if notify is not None and error.errno is not None:  # Arrow's own have none
+                notify(unspilled_notice(len(items), error.strerror or str(error)))
     if results is None:
         results = _evaluate_runs(values, *args)
     positions, answered, sizes = results

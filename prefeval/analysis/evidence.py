@@ -87,7 +87,11 @@ class Inputs:
         held = [self.matrix]
         self.matrix = None  # with ``held``, the last reference (see arrays_set_aside)
         waiting = contextlib.ExitStack()
-        waiting.enter_context(arrays_set_aside(held))
+        try:
+            waiting.enter_context(arrays_set_aside(held))
+        except BaseException:  # no room: the matrix stays (the error goes on)
+            self.matrix = held[0]
+            raise
         self._aside = [waiting, held]
 
 

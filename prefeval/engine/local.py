@@ -167,11 +167,11 @@ def load_runs(
 
 
 def unspilled_notice(runs: int, reason: str) -> str:
-    """The notice for ``runs`` large run files read whole, not spilled: ``reason``, why
-    the temporary files could not be written."""
+    """The notice for ``runs`` run files read whole, not spilled: ``reason``, why the
+    temporary files could not be written."""
     import tempfile
 
-    files = "a large run file" if runs == 1 else f"{runs} large run files"
+    files = "a run file" if runs == 1 else f"{runs} run files"
     return (
         f"cannot write temporary files in {tempfile.gettempdir()} ({reason}): {files} read "
         "whole, in more memory; set TMPDIR to a folder with room"

@@ -1262,7 +1262,15 @@ def test_no_room_for_temporary_files_evaluates_runs_whole(monkeypatch, tmp_path)
     whole = compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"])
     monkeypatch.setattr(baselines, "STREAMING", _tiny())
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
-    pd.testing.assert_frame_equal(compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"]), whole)
+    told: list[str] = []
+    got = compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"], notify=told.append)
+    pd.testing.assert_frame_equal(got, whole)
+    assert told[0] == (
+        f"cannot write temporary files in {tmp_path / 'missing'} (No such file or directory): "
+        f"{len(runs)} run files read whole, in more memory; set TMPDIR to a folder with room"
+    )
+    assert told[1:] == ["run sys04: no results for 1 of 20 evaluated queries; evaluated as "
+                        "retrieving nothing"]  # fmt: skip
 
 
 def test_metric_matrices_are_the_table_read_back():

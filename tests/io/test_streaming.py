@@ -442,5 +442,5 @@ def test_no_room_to_spill_reads_whole_with_one_notice(tmp_path, monkeypatch, job
         same(a, b)
     assert notices == [
         f"cannot write temporary files in {tempfile.gettempdir()} (No space left on device): "
-        "4 large run files read whole, in more memory; set TMPDIR to a folder with room"
+        "4 run files read whole, in more memory; set TMPDIR to a folder with room"
     ]
