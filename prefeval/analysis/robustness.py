@@ -90,7 +90,8 @@ def _mean_std(values) -> tuple[float, float]:
 def keep_labels(relevant, matrix: np.ndarray, fraction: float, policy: str, rng) -> np.ndarray:
     """Global mask of relevant documents kept: max(1, floor(m * fraction)) per query."""
     keep = np.zeros(int(relevant.offsets[-1]), dtype=bool)
-    retrieved_by = (matrix != UNRETRIEVED).sum(axis=0)
+    # how many runs retrieve each document: only the pool policy asks (100 MB at 1M users)
+    retrieved_by = (matrix != UNRETRIEVED).sum(axis=0) if policy == "pool" else None
     for k in range(relevant.n_queries):
         lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
         m = hi - lo
@@ -138,14 +139,19 @@ def label_robustness(
         for fraction, _ in progress_bar(work, desc="label samples", unit="sample", enable=progress):
             if not 0 < fraction <= 1:
                 raise ValueError(f"--labels {fraction}: must be in (0, 1]")
-            # the matrix read back (or made) once the full baselines wait on disk
+            # the whole matrix, read back (or made) once the full baselines wait on disk,
+            # only chooses the labels kept and gives their columns; it waits on disk again
+            # during the sample (its preferences, beside the kept columns, and baselines)
             keep = keep_labels(inputs.relevant, inputs.position_matrix(), fraction, policy, rng)
-            reduced = _reduced_evidence(inputs, keep)
+            kept = inputs.matrix[:, keep]
+            inputs.set_matrix_aside()
+            reduced = _reduced_evidence(inputs, keep, kept)
+            del kept
             mine: dict = {}
             if baselines:
                 release_free_memory()  # the partitions' heap, handed back before ir-measures
                 aside = [*packed, *evidence.signs.values(), *reduced.signs.values()]
-                with _set_aside(inputs, aside):
+                with _set_aside(aside):
                     reduced.metrics = _reduced_metrics(inputs, keep, baselines)
                     # what the sample uses of its baselines' values (their means and
                     # signs), the values let go before what waits comes back
@@ -229,28 +235,23 @@ def _signs_reader(evidence: Evidence, packed: dict):
 
 
 @contextlib.contextmanager
-def _set_aside(inputs, signs: list[PackedSigns]):
+def _set_aside(signs: list[PackedSigns]):
     """While a label sample's baselines fill their values (400 MB at 1M users x 10 runs
-    x 5 baselines), what only the samples' preferences and agreement use waits in
-    temporary files: the runs' position matrix (``inputs.matrix``, 100 MB) and the packed
-    ``signs`` (11 MB a measure: the full labels' and the sample's)."""
-    matrix = [inputs.matrix]
-    inputs.matrix = None  # with ``matrix``, the last reference (see arrays_set_aside)
-    try:
-        with contextlib.ExitStack() as stack:
-            for packed in signs:
-                stack.enter_context(packed.set_aside())
-            stack.enter_context(arrays_set_aside(matrix))
-            yield
-    finally:
-        inputs.matrix = matrix[0]
+    x 5 baselines), what only the samples' agreement uses waits in temporary files: the
+    packed ``signs`` (11 MB a measure: the full labels' and the sample's); the runs'
+    position matrix (100 MB) waits there already (``Inputs.set_matrix_aside``)."""
+    with contextlib.ExitStack() as stack:
+        for packed in signs:
+            stack.enter_context(packed.set_aside())
+        yield
 
 
-def _reduced_evidence(inputs, keep: np.ndarray) -> Evidence:
+def _reduced_evidence(inputs, keep: np.ndarray, kept: np.ndarray) -> Evidence:
     """The evidence on the judgments without the removed labels (``keep``: the relevant
-    documents kept) but its baselines: per preference measure its win rates' tally, pair
-    moments and packed signs, folded from query partitions computed on ``Options.jobs``
-    threads (the same bits as from the whole cube: ``order``'s path)."""
+    documents kept; ``kept``: their columns of the position matrix) but its baselines:
+    per preference measure its win rates' tally, pair moments and packed signs, folded
+    from query partitions computed on ``Options.jobs`` threads (the same bits as from
+    the whole cube: ``order``'s path)."""
     evidence = inputs.evidence
     options = inputs.options or Options()
     relevant = inputs.relevant.subset(keep)
@@ -264,7 +265,7 @@ def _reduced_evidence(inputs, keep: np.ndarray) -> Evidence:
     parts = Partitions(
         relevant, list(evidence.runs), names, chosen, ranges, None,
         local.matrix_partitions(
-            inputs.matrix[:, keep], list(evidence.runs), relevant, inputs.measures,
+            kept, list(evidence.runs), relevant, inputs.measures,
             binary=inputs.binary, progress=False, cells=options.partition_cells,
             jobs=options.jobs, finish=functools.partial(partition_result, want=want),
         ),

@@ -1150,7 +1150,7 @@ def test_query_samples_restrict_one_measure_at_a_time(monkeypatch, streamed):
 @pytest.mark.parametrize("streamed", [False, True])
 def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypatch, streamed):
     """While a label sample's baselines fill their values (400 MB at 1M users), the runs'
-    position matrix and every packed sign (the full labels' where they were streamed, the
+    position matrix (on disk from the sample's start) and every packed sign (the full labels' where they were streamed, the
     baselines' and the sample's) wait in temporary files, freed, and come back equal for
     the agreement and the next sample (the sample's baseline values let go first)."""
     import contextlib
@@ -1196,11 +1196,11 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     values: list = []
 
     @contextlib.contextmanager
-    def watch_set_aside(inputs, signs):
-        held[:] = [weakref.ref(inputs.matrix), *bits(signs)]
+    def watch_set_aside(signs):
+        held[:] = bits(signs)
         counted.append(len(signs))
         sample_signs[:] = [weakref.ref(s) for s in signs[-(len(measures) - 2) :]]  # the sample's
-        with set_aside(inputs, signs):
+        with set_aside(signs):
             yield
             gc.collect()  # the sample's baseline values let go before the rest comes back
             assert values[-1]() is None
@@ -1208,7 +1208,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     def watch_metrics(inputs, keep, baselines):
         gc.collect()
         live.append(sum(ref() is not None for ref in held))
-        assert inputs.matrix is None
+        assert inputs.matrix is None and inputs.has_positions()  # the matrix on disk
         got = reduced_metrics(inputs, keep, baselines)
         values.append(weakref.ref(next(iter(got.values())).base))
         return got
@@ -1221,7 +1221,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     # sample's of each preference measure
     preferences = len(measures) - 2
     assert counted == [2 + preferences * (2 if streamed else 1)] * 4
-    assert len(held) > 2 * counted[0]
+    assert len(held) >= 2 * counted[0]
     assert live == [0, 0, 0, 0] and len(values) == 4
     pd.testing.assert_frame_equal(got, expected)
 
@@ -1232,8 +1232,10 @@ def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
 ):
     """The runs' position matrix (only label samples use it: 100 MB at 1M users) waits
     in a temporary file, freed, while the full labels' baselines fill their values and
-    a report's sections and query samples are made, and comes back equal for the label
-    samples, once the full labels' baseline values have gone to disk in their turn."""
+    a report's sections and query samples are made; it comes back equal for each label
+    sample to choose its labels, once the full labels' baseline values have gone to disk
+    in their turn, and waits there again while the sample's preferences are computed
+    from its kept columns."""
     import gc
     import weakref
 
@@ -1256,7 +1258,15 @@ def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
         prefeval.report(*data, output=out, robustness=True, tests="ttest", **common)
         return out.read_bytes()
 
+    from prefeval.analysis import robustness as robust
+
     set_aside, metric_matrices = gathering.Inputs.set_matrix_aside, gathering.metric_matrices
+    reduced_evidence, during_samples = robust._reduced_evidence, []
+
+    def watch_sample(inputs, keep, kept):
+        during_samples.append((inputs.matrix, kept.shape[1] == int(keep.sum())))
+        return reduced_evidence(inputs, keep, kept)
+
     agreement, position_matrix = reports._agreement_section, gathering.Inputs.position_matrix
     matrix, alive = [], []
 
@@ -1283,9 +1293,13 @@ def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
     monkeypatch.setattr(gathering, "metric_matrices", watch(metric_matrices))
     monkeypatch.setattr(reports, "_agreement_section", watch(agreement))
     monkeypatch.setattr(gathering.Inputs, "position_matrix", read_back)
+    monkeypatch.setattr(robust, "_reduced_evidence", watch_sample)
     got = run("aside.html")
     sections = [False] if command == "report" else []
-    assert len(matrix) == 1 and alive == [False, *sections, ("read back", {})]
+    samples = 2 * (4 if command == "report" else 1)  # 2 samples of each level of labels
+    assert matrix[0]() is None and len(matrix) == 1 + samples
+    assert alive == [False, *sections, *[("read back", {})] * samples]
+    assert during_samples == [(None, True)] * samples
     if command == "robustness":
         pd.testing.assert_frame_equal(got, expected)
         assert set(got["kind"]) == {"queries", "labels"}
