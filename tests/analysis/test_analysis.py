@@ -1150,9 +1150,10 @@ def test_query_samples_restrict_one_measure_at_a_time(monkeypatch, streamed):
 @pytest.mark.parametrize("streamed", [False, True])
 def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypatch, streamed):
     """While a label sample's baselines fill their values (400 MB at 1M users), the runs'
-    position matrix (on disk from the sample's start) and every packed sign (the full labels' where they were streamed, the
-    baselines' and the sample's) wait in temporary files, freed, and come back equal for
-    the agreement and the next sample (the sample's baseline values let go first)."""
+    position matrix (on disk from the sample's start) and every packed sign (the full
+    labels' where they were streamed, the baselines' and the sample's) wait in temporary
+    files, freed, and come back equal for the agreement and the next sample (the
+    sample's baseline values let go first)."""
     import contextlib
     import gc
     import weakref
