@@ -415,59 +415,50 @@ def test_a_library_that_cannot_initialise_near_the_limit_is_out_of_memory(monkey
     )
 
 
-def test_no_room_for_temporary_files_is_one_line(tmp_path):
-    """Label samples keep values and signs in anonymous temporary files meanwhile (so do
-    query samples at scale); a full $TMPDIR (ENOSPC) is one line and exit status 2, not
-    a traceback."""
-    full = (
-        "import errno, sys, tempfile\n"
-        "def full(*args, **kwargs):\n"
-        "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
-        "tempfile.TemporaryFile = full\n"
-        "from prefeval.cli import main\n"
-        "sys.argv[0] = 'prefeval'\n"
-        "main()\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", full, "robustness", "--labels", "0.5", "--samples", "1", "-o",
-         str(tmp_path / "out.tsv"), str(QRELS), *map(str, RUNS)],
-        capture_output=True, text=True, env={**os.environ, "PREFEVAL_CACHE": "0"},
-    )  # fmt: skip
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.splitlines()[-1] == (
-        f"prefeval: no space left on device for temporary files in {tempfile.gettempdir()}: "
-        "free some, or set TMPDIR to a folder with room"
-    )
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
-    assert list(tmp_path.iterdir()) == []
+#: scripts run before the CLI: no room at a temporary file's creation (ENOSPC), or a
+#: write that fails over a file size limit (EFBIG, as on a full disk the error comes at
+#: the write: numpy's tofile lost it, and the read-back failed as a reshape error)
+NO_ROOM = (
+    "import errno, tempfile\n"
+    "def full(*args, **kwargs):\n"
+    "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+    "tempfile.TemporaryFile = full\n"
+)
+FILE_SIZE_LIMIT = (
+    "import resource, signal\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file size limit")
-@pytest.mark.parametrize("command", ["robustness", "report"])
-def test_a_failed_write_of_temporary_arrays_is_one_line(tmp_path, command):
-    """Label samples set the position matrix and values aside in temporary files; a
-    write there that fails (here over a file size limit, as on a full disk: the error
-    comes at the write, not at the file's creation) is one line naming the limit and exit
-    status 2, not a misleading reshape error or a traceback, and leaves no output."""
-    limited = (
-        "import resource, signal, sys\n"
-        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-        "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
-        "from prefeval.cli import main\n"
-        "sys.argv[0] = 'prefeval'\n"
-        "main()\n"
-    )
+@pytest.mark.parametrize(
+    "prelude,command,line",
+    [
+        (NO_ROOM, "robustness", "no space left on device for temporary files in {tmp}: free "
+         "some, or set TMPDIR to a folder with room"),
+        (FILE_SIZE_LIMIT, "robustness", "a temporary file in {tmp} would pass the file size "
+         "limit (ulimit -f): raise it"),
+        (FILE_SIZE_LIMIT, "report", "a temporary file in {tmp} would pass the file size "
+         "limit (ulimit -f): raise it"),
+    ],
+    ids=["no room", "file size limit", "file size limit, report"],
+)  # fmt: skip
+def test_no_room_for_temporary_files_is_one_line(tmp_path, prelude, command, line):
+    """Label samples keep the position matrix, values and signs in anonymous temporary
+    files meanwhile (so do query samples at scale); a full $TMPDIR (ENOSPC) or a file
+    size limit is one line and exit status 2, not a misleading reshape error or a
+    traceback, and leaves no output."""
+    script = prelude + "import sys\nfrom prefeval.cli import main\n"
+    script += "sys.argv[0] = 'prefeval'\nmain()\n"
     out = tmp_path / ("out.tsv" if command == "robustness" else "report.html")
     flags = ["--labels", "0.5"] if command == "robustness" else ["--robustness"]
     proc = subprocess.run(
-        [sys.executable, "-c", limited, command, *flags, "--samples", "1", "-o", str(out),
+        [sys.executable, "-c", script, command, *flags, "--samples", "1", "-o", str(out),
          str(QRELS), *map(str, RUNS)],
         capture_output=True, text=True, env={**os.environ, "PREFEVAL_CACHE": "0"},
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.splitlines()[-1] == (
-        f"prefeval: a temporary file in {tempfile.gettempdir()} would pass the file size "
-        "limit (ulimit -f): raise it"
-    )
+    assert proc.stderr.splitlines()[-1] == "prefeval: " + line.format(tmp=tempfile.gettempdir())
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert list(tmp_path.iterdir()) == []
