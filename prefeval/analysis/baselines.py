@@ -1046,7 +1046,7 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -
 def _of_queries(ids, qpos) -> np.ndarray:
     """Whether each of the query ``ids`` (a pandas column of strings) is one of ``qpos``
     (query ids, a dict's keys), by one Arrow hash table: pandas' ``isin`` made a Python
-    scalar of every id asked for (a transient 300 MB at a million queries)."""
+    scalar of every id asked for (a transient 240 MiB at a million queries)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
