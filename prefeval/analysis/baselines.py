@@ -72,7 +72,7 @@ import lazy_loader
 
 from ..core import limits
 from ..core.errors import InputError, SystemLimitError
-from ..core.positions import join_positions, missing_notice, run_positions, trec_order
+from ..core.positions import join_positions, missing_notice, run_positions, set_like, trec_order
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels, check_level, distinct_ids, is_relevant
 from ..engine.local import unspilled_notice
@@ -1051,7 +1051,7 @@ def _of_queries(ids, qpos) -> np.ndarray:
     import pyarrow.compute as pc
 
     column = pa.array(ids)
-    wanted = pa.array(list(qpos), pa.string()).cast(column.type)
+    wanted = set_like(pa.array(list(qpos), pa.string()), column)
     return np.asarray(pc.is_in(column, value_set=wanted), dtype=bool)
 
 
