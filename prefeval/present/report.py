@@ -701,7 +701,8 @@ def _robustness_section(inputs, options) -> Section:
         block = Figure(
             "robustness",
             f"Robustness to {' or '.join(kinds)}: Kendall's τ between the ordering on "
-            f"{samples} samples and the full ordering, mean ± standard deviation.",
+            f"{samples} sample{'' if samples == 1 else 's'} and the full ordering, "
+            "mean ± standard deviation.",
             lambda width: robustness_figure(table, width=width),
             wide=len(ev.measures) > OVERLAY_MAX,
         )

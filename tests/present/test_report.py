@@ -242,6 +242,12 @@ def test_from_tables_equals_from_runs(tmp_path):
     assert _without_data_section(text) == _without_data_section(from_runs.read_text("utf-8"))
 
 
+@pytest.mark.parametrize("samples,said", [("1", "on 1 sample and"), ("2", "on 2 samples and")])
+def test_robustness_caption_counts_its_samples(tmp_path, samples, said):
+    out = build(tmp_path, "study.md", "--robustness", "--samples", samples)
+    assert f"Kendall's τ between the ordering {said} the full ordering" in out.read_text("utf-8")
+
+
 @pytest.mark.parametrize("ext,figure", [("md", "svg"), ("tex", "pdf")])
 def test_markdown_and_latex_write_their_figures_beside(tmp_path, ext, figure):
     out = build(tmp_path, f"study.{ext}", "--robustness", "--samples", "2")
