@@ -83,14 +83,16 @@ def first_duplicate(*codes: np.ndarray) -> tuple[int, int] | None:
     if n < 2:
         return None
     widths = [int(code.max()) + 1 for code in codes]
-    widest = codes[int(np.argmax(widths))]
-    if max(widths) <= 4 * n:  # a count per code costs no more than the rows
-        rows = np.flatnonzero(np.bincount(widest)[widest] > 1)
-        if len(rows) == 0:
-            return None
-        if len(rows) < n // 2:
+    if max(widths) <= n:  # a count per code: less memory than the sort's keys
+        widest = codes[int(np.argmax(widths))]
+        repeated = (np.bincount(widest) > 1)[widest]
+        if np.count_nonzero(repeated) < n // 2:
+            rows = np.flatnonzero(repeated)
+            if len(rows) == 0:
+                return None
             found = _first_duplicate([code[rows] for code in codes])
             return None if found is None else (int(rows[found[0]]), int(rows[found[1]]))
+        del repeated
     return _first_duplicate(codes, widths)
 
 

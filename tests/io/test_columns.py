@@ -21,14 +21,18 @@ def _first_duplicate_by_hand(*codes):
 @settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(1, 300),
-    columns=st.lists(st.integers(1, 2000), min_size=1, max_size=3),
+    columns=st.lists(st.integers(1, 2000), max_size=2),
+    repeats=st.integers(0, 60),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_first_duplicate_is_the_first_repeated_combination(n, columns, seed):
-    # column value ranges from 1 (every row alike) to far more codes than rows (few or
-    # no repeats: only the rows with a repeated code of the most varied column sorted)
+def test_first_duplicate_is_the_first_repeated_combination(n, columns, repeats, seed):
+    # a docno-like column, distinct codes but ``repeats`` rows copying another row's
+    # (few: only the rows with a repeated code are sorted; many: every row), beside
+    # columns of 1 (every row alike) to far more codes than rows
     rng = np.random.default_rng(seed)
-    codes = [rng.integers(0, width, size=n) for width in columns]
+    docno = rng.permutation(n)
+    docno[rng.integers(0, n, size=repeats)] = docno[rng.integers(0, n, size=repeats)]
+    codes = [rng.integers(0, width, size=n) for width in columns] + [docno]
     assert first_duplicate(*codes) == _first_duplicate_by_hand(*codes)
 
 
