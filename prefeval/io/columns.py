@@ -90,18 +90,16 @@ def first_duplicate(*codes: np.ndarray) -> tuple[int, int] | None:
             rows = np.flatnonzero(repeated)
             if len(rows) == 0:
                 return None
-            found = _first_duplicate([code[rows] for code in codes])
+            found = _first_duplicate([code[rows] for code in codes], widths)
             return None if found is None else (int(rows[found[0]]), int(rows[found[1]]))
         del repeated
     return _first_duplicate(codes, widths)
 
 
-def _first_duplicate(codes, widths=None) -> tuple[int, int] | None:
-    """:func:`first_duplicate` by sorting every row's packed combination of codes."""
+def _first_duplicate(codes, widths: list[int]) -> tuple[int, int] | None:
+    """:func:`first_duplicate` by sorting every row's combination of codes, packed by
+    ``widths`` (each above its column's codes)."""
     n = len(codes[0])
-    if n < 2:
-        return None
-    widths = widths or [int(code.max()) + 1 for code in codes]
     if math.prod(widths) < (1 << 62):
         key = np.zeros(n, dtype=np.int64)
         for code, width in zip(codes, widths):
