@@ -17,13 +17,17 @@ example on the sample data.
   measure  run_a  run_b query_id    value
 0     rpp  sys01  sys02      all -0.25082
 
-Heavy modules are imported lazily (``lazy_loader``: the names below are imported on
-first use) so that ``import prefeval`` and ``prefeval --help`` stay fast.
+``import prefeval`` is fast: the functions below are imported on first use (numpy,
+pandas and the library with them), by Python's import system, which is safe under
+threads; a Ctrl-C in the main thread waits until that import is whole, then interrupts.
 """
 
 from __future__ import annotations
 
-import lazy_loader
+import importlib
+import signal
+import threading
+from contextlib import contextmanager
 
 from ._version import __version__
 
@@ -49,10 +53,41 @@ _EXPORTS = {
     "measures": ["MEASURES", "parse_measures"],
 }
 
-__getattr__, _, _ = lazy_loader.attach(__name__, submod_attrs=_EXPORTS)
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = ["__version__", *(name for names in _EXPORTS.values() for name in names)]
 
 
 def __dir__() -> list[str]:
     """The public names (``dir(prefeval)``, a notebook's tab completion)."""
     return list(__all__)
+
+
+def __getattr__(name: str):
+    """An exported name, imported on first use (then kept on the package)."""
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _ctrl_c_after():
+        module = importlib.import_module(f"{__name__}.{_MODULE_OF[name]}")
+    value = globals()[name] = getattr(module, name)
+    return value
+
+
+@contextmanager
+def _ctrl_c_after():
+    """Ctrl-C (SIGINT as KeyboardInterrupt, in the main thread) held until the block
+    ends, then raised: an import interrupted inside Python's import machinery can leave
+    a module lock held, and then every other thread that imports waits for ever."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    received = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if received:
+        raise KeyboardInterrupt

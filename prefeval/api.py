@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-import lazy_loader
+import pandas as pd
 
 from .analysis.agreement import agreement_table, tau_table, ties_table
 from .analysis.baselines import (
@@ -67,8 +67,6 @@ from .options import KEYWORDS, Options, check, judge, text_list
 from .present import plots as plotting
 from .present import report as reports
 from .present.explain import explain as explain_table
-
-pd = lazy_loader.load("pandas")
 
 __all__ = [
     "compare",

@@ -44,11 +44,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import lazy_loader
+import numpy as np
 
 from .io.text import parse_run
-
-np = lazy_loader.load("numpy")
 
 __all__ = ["SHAPES", "Shape", "generate", "main"]
 

@@ -4,13 +4,11 @@ lexirecall Fig. 9, lexiprecision Table 2)."""
 
 from __future__ import annotations
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import ties
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:

@@ -68,7 +68,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import limits
 from ..core.errors import InputError, SystemLimitError
@@ -82,9 +83,6 @@ from ..io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, strea
 from ..io.spill import STREAMING, Codes, Spill, query_partitions
 from ..io.tables import MAX_METRIC_VALUE, metrics_from_table
 from ..options import Options
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 __all__ = [
     "DEFAULT_BASELINES",

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import lazy_loader
+import numpy as np
 
 from ..core.cube import against_pairs, arrays_set_aside
 from ..core.errors import InputError
@@ -36,8 +36,6 @@ from ..measures import parse_measures
 from ..options import Options
 from .baselines import default_baselines, higher_is_better, metric_matrices
 from .orderings import Evidence
-
-np = lazy_loader.load("numpy")
 
 
 @dataclass

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import ties
 from ..core.cube import (
@@ -24,9 +25,6 @@ from ..core.cube import (
 )
 from ..core.moments import PairMoments
 from ..options import METHODS
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 #: queries of a metric's pair differences at a time for its moments (whole blocks of
 #: :data:`~prefeval.core.ties.SUM_BLOCK`: the same bits as all at once)

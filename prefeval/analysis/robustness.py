@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import functools
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import ties
 from ..core.cube import PackedSigns, arrays_set_aside, run_pairs
@@ -29,9 +30,6 @@ from ..options import POLICIES, Options
 from .agreement import AGREEMENT_QUERIES, kendall_tau
 from .baselines import metric_matrices
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 COLUMNS = ["measure", "kind", "level", "samples", "tau_mean", "tau_std", "ties", "agreement"]
 

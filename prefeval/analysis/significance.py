@@ -20,7 +20,8 @@ import operator
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import limits, ties
 from ..core.parallel import usable_cpus
@@ -29,9 +30,6 @@ from ..engine.job import Engine
 from ..engine.local import LocalEngine
 from ..options import CORRECTIONS, TESTS
 from .orderings import Evidence
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 DEFAULT_TRIALS = 10000
 

@@ -1,11 +1,11 @@
 """The ``prefeval`` command: a thin click layer over the library.
 
-Heavy libraries (numpy, pandas, pyarrow, scipy, ir-measures) are imported inside
-the commands, so ``prefeval --help`` starts fast. The group and the console entry point
-are here; the commands live by family (:mod:`.compare`: compare, metrics, explain;
-:mod:`.analysis`: order, pairs, discpower, tau, agree, robustness; :mod:`.report`;
-:mod:`.measures`), with the parameters they share in :mod:`.params`, the checks before
-any computing in :mod:`.checks` and the wording of what stops a command in
+The console entry point :func:`main` is here; it sets up signals and resource limits
+before anything heavy is imported, then imports the group (:mod:`.group`, also
+``prefeval.cli.cli``).  The commands live by family (:mod:`.compare`: compare, metrics,
+explain; :mod:`.analysis`: order, pairs, discpower, tau, agree, robustness;
+:mod:`.report`; :mod:`.measures`), with the parameters they share in :mod:`.params`, the
+checks before any computing in :mod:`.checks` and the wording of what stops a command in
 :mod:`.errors`.
 """
 
@@ -15,38 +15,17 @@ import signal
 import sys
 import warnings
 
-import click
-
-from .._version import __version__
 from ..core import limits
-from . import analysis, compare, measures, report
-from .errors import PrefevalGroup
 
 
-@click.group(cls=PrefevalGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="prefeval")
-def cli():
-    """Preference-based offline evaluation of rankings, trec_eval style.
+def __getattr__(name: str):
+    """``prefeval.cli.cli``, the click group, imported on first use (after :func:`main`
+    has set the limits it needs)."""
+    if name == "cli":
+        from .group import cli
 
-    Compares TREC runs pairwise by the positions of their relevant documents:
-    recall-paired preference (RPP and variants), lexirecall and lexiprecision.
-    """
-
-
-for _command in (
-    compare.compare,
-    analysis.order,
-    analysis.discpower,
-    analysis.tau,
-    analysis.agree,
-    analysis.robustness,
-    compare.metrics,
-    analysis.pairs,
-    compare.explain,
-    report.report,
-    measures.measures,
-):
-    cli.add_command(_command)
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _terminate(signum, frame):
@@ -56,7 +35,6 @@ def _terminate(signum, frame):
 
 def main(argv=None):
     """Console-script entry point."""
-    cli.entry_point = True
 
     if not sys.warnoptions:
         # a safety net only: the cases numpy warns about (empty slices, NaN casts) are
@@ -68,10 +46,16 @@ def main(argv=None):
             signal.signal(getattr(signal, name), _terminate)
     try:
         limits.under_address_limit()  # before numpy: see there
+        from .group import cli  # numpy, pandas and the library, imported once
+
+        cli.entry_point = True
         cli.main(args=argv, prog_name="prefeval")
+    except KeyboardInterrupt:  # Ctrl-C before click took over (while importing)
+        print("\nAborted!", file=sys.stderr)
+        sys.exit(1)
     except Exception as error:  # a resource running out, also in imports: one line
         message = limits.limit_message(error)
         if message is None:
             raise
-        click.echo(message, err=True)
+        print(message, file=sys.stderr)
         sys.exit(2)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import lazy_loader
-
-np = lazy_loader.load("numpy")
+import numpy as np
 
 
 def small_strings(array):

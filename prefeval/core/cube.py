@@ -10,12 +10,10 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from . import ties
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 

@@ -144,16 +144,12 @@ def under_address_limit() -> None:
     except (OSError, ValueError, OverflowError):
         raise MemoryError from None
     try:
-        # numpy may be registered for lazy loading (lazy_loader) already, and "import
-        # numpy" then returns it unloaded: importing scipy.linalg loads it, with its BLAS
+        # importing scipy.linalg loads numpy with its BLAS; pandas after them (the BLAS
+        # libraries need BLAS_ROOM): a pandas that could not be mapped is then the
+        # one-line message, not a failure inside the first library that imports it
         importlib.import_module("numpy")
         importlib.import_module("scipy.linalg")
-        # pandas, registered so too, is loaded now as well, after the BLAS libraries
-        # (they need BLAS_ROOM), by importing a subpackage (which loads a lazy parent):
-        # first used inside pyarrow (the pandas check of pa.scalar, which
-        # pyarrow.compute calls), a pandas that could not be mapped was taken there for
-        # no pandas and ended in a TypeError traceback; here it is the one-line message
-        importlib.import_module("pandas.api")
+        importlib.import_module("pandas")
     except SystemError as error:
         # an extension module whose initialisation could not allocate near the limit
         # returns an error without setting one ("error return without exception set")

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
 
 from . import ties
-
-np = lazy_loader.load("numpy")
 
 
 class PairMoments:

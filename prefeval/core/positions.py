@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
 
 from .qrels import RelevantSet
 
-np = lazy_loader.load("numpy")
 #: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
 MAX_RANK = 2**31 - 1
 #: Imputed position of an unretrieved relevant document: below any real rank (the

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from .arrays import small_strings
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 
 def query_sort_key(qid: str):

@@ -19,9 +19,7 @@ the runs in another order gives the same result.
 
 from __future__ import annotations
 
-import lazy_loader
-
-np = lazy_loader.load("numpy")
+import numpy as np
 
 TOLERANCE = 1e-12
 

@@ -44,12 +44,10 @@ import re
 import stat
 import threading
 
-import lazy_loader
+import numpy as np
 
 from ..core.progress import stderr_notice
 from ..io.writers import Replacement, sweep_temporaries
-
-np = lazy_loader.load("numpy")
 
 # 3: own folder, SHA-256 content keys, exact uniform RPP; 4: a folder per user, entries
 # signed with the user's secret

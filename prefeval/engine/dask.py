@@ -24,7 +24,8 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import limits, ties
 from ..core.cube import run_pairs
@@ -41,9 +42,6 @@ from ..measures import parse_measures
 from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
 from .local import compute_cube, load_runs, query_ranges, relevant_with_notice
 from .memory import MMAP_THRESHOLD, map_large_allocations, release_free_memory
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 #: the columns of the run rows the kernel takes
 RUN_COLUMNS = ["run", "query_id", "doc_id", "score"]

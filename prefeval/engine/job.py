@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import ties
 from ..core.cube import (
@@ -35,9 +36,6 @@ from ..core.progress import stderr_notice
 from ..core.qrels import Qrels
 from ..io.runs import RunSet
 from ..options import Options
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 
 @dataclass

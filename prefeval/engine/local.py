@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
 
 from ..core import limits, ties
 from ..core.cube import PreferenceCube, run_pairs
@@ -34,8 +34,6 @@ from ..options import PARTITION_CELLS
 from . import cache
 from .job import Job, PartitionResult, Partitions, Want, blocks_here, partition_result, summary_like
 from .memory import release_free_memory
-
-np = lazy_loader.load("numpy")
 
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22

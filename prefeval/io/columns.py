@@ -7,12 +7,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core.errors import InputError
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 #: the names a column may have in a table or DataFrame (ir-measures', then PyTerrier's)
 QUERY = ("query_id", "qid")

@@ -21,14 +21,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
 from .columns import DOC, GRADE, QUERY, SCORE, id_strings
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 #: kinds of pandas.api.types.infer_dtype that are numbers
 _NUMERIC = ("integer", "floating", "mixed-integer-float", "decimal")

@@ -23,7 +23,8 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import limits
 from ..core.arrays import small_strings
@@ -46,10 +47,6 @@ from .columns import (
 )
 from .source import is_stream, let_go, read_raw
 from .spill import STREAMING, judged_codes, spilled_runs
-
-pd = lazy_loader.load("pandas")
-
-np = lazy_loader.load("numpy")
 
 
 def _file(data, path: str, dictionary: tuple = ()):
@@ -747,7 +744,6 @@ class _GroupedReduction:
     threads); :meth:`merge` takes the reduced blocks in file order."""
 
     def __init__(self, path: str, relevant, max_docs: int | None):
-        import pandas as pd
         import pyarrow as pa
 
         self.path, self.relevant, self.max_docs = path, relevant, max_docs

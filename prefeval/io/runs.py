@@ -10,7 +10,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
@@ -39,10 +40,6 @@ from .source import (
 )
 from .spill import STREAMING, Spill, Streaming
 from .text import line_ends, parse_qrels, parse_run, split_fields
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
-
 
 #: what a run of a :class:`RunSet` is: TREC text (plain or gzip-compressed), a Parquet
 #: file of one run, one run of a many-run Parquet table, a DataFrame ``query_id, doc_id,

@@ -22,15 +22,13 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import limits
 from ..core.errors import InputError, SystemLimitError
 from ..core.positions import RunPositions, join_positions, reduce_rows, set_like
 from .columns import RunColumns, duplicate_message
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ import os
 import re
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import limits, ties
 from ..core.cube import SUMMARY_QUERY, PreferenceCube
@@ -26,9 +27,6 @@ from . import parquet
 from .columns import id_strings
 from .frames import float_values
 from .source import BOM, is_parquet, read_raw, text_bytes
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lazy_loader
+import numpy as np
 
 from ..core import limits
 from ..core.arrays import small_strings
@@ -35,8 +35,6 @@ from .columns import (
     qrels_rows,
 )
 from .source import BOM, GZIP_MAGIC, PARQUET_MAGIC, gunzip_blocks, let_go, run_name, strip_bom
-
-np = lazy_loader.load("numpy")
 
 # --------------------------------------------------------------------------- lines and fields
 

@@ -33,12 +33,10 @@ import sys
 import time
 from collections.abc import Iterator
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core.progress import beside_bar
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 FORMATS = ("tsv", "csv", "jsonl")
 #: binary formats, written by :func:`write_table` only (never to a terminal)

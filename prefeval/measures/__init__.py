@@ -20,13 +20,11 @@ import re
 from dataclasses import dataclass
 from itertools import groupby
 
-import lazy_loader
+import pandas as pd
 
 from .family import Family
 from .lexicographic import KERNELS, LEXICOGRAPHIC
 from .rpp import GRADED, SUBTOPIC, WEIGHTINGS
-
-pd = lazy_loader.load("pandas")
 
 #: the families, by ``Measure.family``, in the order the engine and explain ask them
 FAMILIES: dict[str, Family] = {f.name: f for f in (GRADED, SUBTOPIC, LEXICOGRAPHIC)}

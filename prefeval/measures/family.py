@@ -17,9 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import lazy_loader
-
-np = lazy_loader.load("numpy")
+import numpy as np
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core.positions import UNRETRIEVED
 from .family import Family, Populations
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 
 def first_difference(sign_diff: np.ndarray) -> np.ndarray:

@@ -13,12 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-import lazy_loader
+import numpy as np
 
 from ..core import ties
 from .family import Family, Populations, Render
-
-np = lazy_loader.load("numpy")
 
 #: the recall-level distributions p(i): name -> p(i) up to a constant, of the recall
 #: levels i = 1..m (floats); normalized over i by :func:`recall_weights`

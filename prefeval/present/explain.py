@@ -52,7 +52,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import lazy_loader
+import numpy as np
+import pandas as pd
 
 from ..core import ties
 from ..core.positions import UNRETRIEVED, RunPositions, position_matrix
@@ -64,9 +65,6 @@ from ..io.writers import fixed_text, float_text
 from ..measures import FAMILIES, Measure, families_of, members, parse_measures
 from ..measures.family import Family, Render
 from ..options import Options
-
-np = lazy_loader.load("numpy")
-pd = lazy_loader.load("pandas")
 
 _COMMON = [
     "query_id",

@@ -30,7 +30,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import lazy_loader
+import numpy as np
 
 from ..analysis.agreement import agreement_table, tau_table, ties_table
 from ..analysis.orderings import order
@@ -50,8 +50,6 @@ from .plots import (
     svg_text,
     tau_heatmap_figure,
 )
-
-np = lazy_loader.load("numpy")
 
 #: report formats by file extension
 FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".tex": "tex"}

@@ -1,0 +1,123 @@
+"""The first use of prefeval in a fresh interpreter: from several threads at once, or
+interrupted by Ctrl-C, leaves every module whole (numpy, pandas and prefeval's own are
+imported by Python's import system, which is safe under threads and removes a module
+whose import was interrupted), and the command line answers Ctrl-C without a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+QRELS = str(SAMPLE / "qrels.txt")
+RUNS = [str(SAMPLE / "runs" / f"input.sys0{i}") for i in (1, 2)]
+ENV = {**os.environ, "PREFEVAL_CACHE": "0"}
+
+THREADS = """
+import sys, threading
+import prefeval
+
+qrels, runs = sys.argv[1], sys.argv[2:]
+results, errors = [], []
+start = threading.Barrier(8)
+
+def call():
+    start.wait()
+    try:
+        results.append(prefeval.compare(qrels, runs, measures="rpp").to_csv(index=False))
+    except BaseException as error:
+        errors.append(repr(error))
+
+threads = [threading.Thread(target=call) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(results), len(set(results)), errors)
+"""
+
+
+def test_first_calls_from_eight_threads_at_once_all_succeed():
+    """Eight threads call ``prefeval.compare`` at the same moment in a fresh interpreter:
+    every one gets the same table."""
+    proc = subprocess.run(
+        [sys.executable, "-c", THREADS, QRELS, *RUNS],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "8 1 []", proc.stderr
+
+
+INTERRUPTED = """
+import sys, threading, time, _thread
+delay, qrels, runs = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
+timer = threading.Timer(delay, _thread.interrupt_main)
+first = "finished"
+try:
+    timer.start()
+    import prefeval
+    prefeval.compare(qrels, runs, measures="rpp")
+    timer.join()
+    time.sleep(1)  # the interrupt comes here when the first call was faster
+except KeyboardInterrupt:
+    first = "interrupted"
+import pandas
+import prefeval
+table = prefeval.compare(qrels, runs, measures="rpp")
+print(first, round(float(table["value"].iloc[0]), 5), pandas.DataFrame({"a": [1]}).shape)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8])
+def test_an_interrupted_first_call_leaves_every_module_whole(delay):
+    """Ctrl-C at any moment of the first call (while numpy, pandas and prefeval are
+    being imported, or while computing): the next call gives the right value, and the
+    user's own ``pandas.DataFrame`` works."""
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED, str(delay), QRELS, *RUNS],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["interrupted", "-0.25082", "(1,", "1)"], proc.stderr
+
+
+#: ``prefeval`` as started from a terminal: Ctrl-C raises KeyboardInterrupt (a suite run
+#: in the background inherits SIGINT ignored, and Python keeps it so)
+MAIN = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "import sys; sys.argv[0] = 'prefeval'; from prefeval.cli import main; main()"
+)
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.2, 0.4, 0.8])
+def test_ctrl_c_in_the_first_second_prints_no_traceback(delay, tmp_path):
+    """SIGINT while the command imports its libraries or starts computing: one line, a
+    non-zero status, no traceback and no output file."""
+    out = tmp_path / "prefs.tsv"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MAIN, "compare", "-q", "-o", str(out), QRELS, *RUNS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert "Traceback" not in stderr, stderr
+    assert stdout == ""
+    if proc.returncode != 0:  # interrupted (a fast machine may finish first)
+        assert stderr.strip().splitlines()[-1] == "Aborted!", stderr
+        assert list(tmp_path.iterdir()) == []
