@@ -5,6 +5,7 @@ named, each file opened once, parsed once)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -28,6 +29,8 @@ from .frames import (
 )
 from .source import (
     GZIP_MAGIC,
+    PARQUET_MAGIC,
+    gunzip_blocks,
     is_frame,
     is_parquet,
     is_stream,
@@ -342,17 +345,12 @@ _TAG_FIELDS = "qid iter docno rank score tag, as --names tag needs"
 
 def _text_tag(raw, path: str) -> str:
     """The one tag of a TREC run's lines (:func:`run_tag`), read a chunk of lines at a
-    time."""
+    time (:func:`_tag_chunks`)."""
     import pyarrow.compute as pc
 
-    data = text_bytes(raw, path) if raw[:2] == GZIP_MAGIC else raw
     first, first_line = None, 0
-    start, lines = 0, 0  # the chunk's first byte; lines before it
-    while start < len(data):
-        stop = len(data)
-        if start + TAG_CHUNK < len(data):
-            stop = data.find(b"\n", start + TAG_CHUNK) + 1 or len(data)
-        chunk = data[start:stop]
+    lines = 0  # lines before the chunk
+    for chunk in _tag_chunks(raw, path):
         try:
             fields = split_fields(chunk, path, 6, False, _TAG_FIELDS)
             fields.errors.check()
@@ -373,10 +371,36 @@ def _text_tag(raw, path: str) -> str:
                     "--names tag names a run by the one tag of its lines; name it NAME=PATH",
                 )
         lines += len(line_ends(chunk))
-        start = stop
     if first is None:
         raise InputError(path, None, "no result line, so no run tag to name the run by")
     return first
+
+
+def _tag_chunks(raw, path: str):
+    """The text of a run's stored bytes ``raw`` in chunks, each up to the first line end
+    at least :data:`TAG_CHUNK` bytes after its start (the last up to the end): a
+    gzip-compressed run decompressed as it is read (:func:`gunzip_blocks`), so that a
+    chunk and the next block are all the text held, whatever the run's size."""
+    if raw[:2] != GZIP_MAGIC:
+        blocks = (raw[at : at + TAG_CHUNK] for at in range(0, len(raw), TAG_CHUNK))
+    else:
+        blocks = gunzip_blocks(raw, path, TAG_CHUNK)
+        head = next(blocks, b"")
+        if head.startswith(PARQUET_MAGIC):  # text_bytes says whether it is Parquet
+            blocks = iter([text_bytes(raw, path)])
+        else:
+            blocks = itertools.chain([head], blocks)
+    held = bytearray()
+    for block in blocks:
+        held += block
+        while len(held) > TAG_CHUNK:
+            end = held.find(b"\n", TAG_CHUNK)
+            if end < 0:
+                break  # the line goes on in the next block
+            yield bytes(held[: end + 1])
+            del held[: end + 1]
+    if held:  # the rest: no line end TAG_CHUNK bytes after its start
+        yield bytes(held)
 
 
 def _parquet_tag(raw, path: str) -> str:
