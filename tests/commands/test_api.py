@@ -650,6 +650,12 @@ def test_bad_measures_are_clear_errors():
         quiet(prefeval.metrics, QRELS, RUNS[:2], measures=["AP", "nope"])
     with pytest.raises(TypeError, match="is not a string or a list of strings"):
         quiet(prefeval.order, QRELS, RUNS, baselines=[ir_measures.AP, 5])
+    # pytrec_eval takes rel >= 1 only: a usage error naming the measure, as a string or not
+    rel0 = r"baseline measure .*: rel must be >= 1 \(pytrec_eval, which computes AP,"
+    with pytest.raises(ValueError, match=rel0):
+        quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP(rel=0)")
+    with pytest.raises(ValueError, match=rel0):
+        quiet(prefeval.order, QRELS, RUNS, baselines=[ir_measures.AP(rel=0)])
 
 
 def test_per_query_rows_only():
