@@ -292,6 +292,13 @@ def _parse_irm(measure, text: str, from_text: bool = True) -> Baseline:
         _provider(measure, text)
         return Baseline(_NUM_REL_RET, True, "irm", False, measure=measure)
     provider = _provider(measure, text)
+    rel = measure.params.get("rel")
+    if provider.NAME == "pytrec_eval" and isinstance(rel, int) and rel < 1:
+        # pytrec_eval takes a positive relevance level only (its TypeError otherwise)
+        raise ValueError(
+            f"baseline measure {text!r}: rel must be >= 1 (pytrec_eval, which computes "
+            f"{measure.NAME}, takes no lower relevance level), e.g. {measure.NAME}(rel=1)"
+        )
     intent_aware = provider.NAME == "pyndeval"
     if intent_aware and "cutoff" in measure.SUPPORTED_PARAMS:
         cutoff = measure.params.get("cutoff")

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
-from .columns import DOC, GRADE, QUERY, SCORE, id_strings
+from .columns import DOC, GRADE, QUERY, RUN, SCORE, id_strings
 
 #: kinds of pandas.api.types.infer_dtype that are numbers
 _NUMERIC = ("integer", "floating", "mixed-integer-float", "decimal")
@@ -74,6 +74,20 @@ def run_frame(frame: pd.DataFrame, where: str = "<run>") -> pd.DataFrame:
             "score": float_values(frame_column(frame, SCORE, "score", where), "score", where),
         }
     )
+
+
+def frame_runs(frame: pd.DataFrame, where: str) -> list[tuple[str, pd.DataFrame]] | None:
+    """The runs of a DataFrame with a ``run`` (or ``name``) column, as a many-run Parquet
+    table stands for its runs: (name, ``query_id, doc_id, score`` frame) per name of that
+    column, in sorted name order (so the order of the rows changes nothing); None for a
+    frame without such a column (one run)."""
+    column = frame_column(frame, RUN, "run", where, required=False)
+    if column is None:
+        return None
+    names = id_strings(column, "run name", where)
+    frame = run_frame(frame, where)
+    groups = frame.groupby(names, sort=False).indices
+    return [(name, frame.iloc[groups[name]].reset_index(drop=True)) for name in sorted(groups)]
 
 
 def qrels_frame(frame: pd.DataFrame, where: str = "<qrels>") -> pd.DataFrame:

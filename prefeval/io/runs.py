@@ -5,6 +5,7 @@ named, each file opened once, parsed once)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -16,9 +17,10 @@ import pandas as pd
 from ..core.errors import InputError
 from ..core.qrels import Qrels
 from . import parquet, text
-from .columns import RUN, RunColumns, id_strings, run_from_arrays
+from .columns import RUN, RunColumns, run_from_arrays
 from .frames import (
     frame_column,
+    frame_runs,
     is_nested,
     is_records,
     nested_frame,
@@ -29,6 +31,8 @@ from .frames import (
 )
 from .source import (
     GZIP_MAGIC,
+    PARQUET_MAGIC,
+    gunzip_blocks,
     is_frame,
     is_parquet,
     is_stream,
@@ -264,8 +268,10 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
     one of :data:`~prefeval.io.source.RUN_SUFFIXES`), or ``tag``, its :func:`run_tag`;
     a RunColumns' or Run's name, ``run{i}`` for another in-memory run at position i
     (from 1).  A path to a Parquet table with a ``run`` (or ``name``) column stands for
-    its runs (named by that column, in sorted name order).  Two runs with one name are
-    an error that says how to name them.
+    its runs (named by that column, in sorted name order), and so does a DataFrame with
+    such a column (:func:`~prefeval.io.frames.frame_runs`); either given under a name,
+    as one run, is an error.  Two runs with one name are an error that says how to name
+    them.
     """
 
     if isinstance(runs, RunSet):
@@ -339,17 +345,12 @@ _TAG_FIELDS = "qid iter docno rank score tag, as --names tag needs"
 
 def _text_tag(raw, path: str) -> str:
     """The one tag of a TREC run's lines (:func:`run_tag`), read a chunk of lines at a
-    time."""
+    time (:func:`_tag_chunks`)."""
     import pyarrow.compute as pc
 
-    data = text_bytes(raw, path) if raw[:2] == GZIP_MAGIC else raw
     first, first_line = None, 0
-    start, lines = 0, 0  # the chunk's first byte; lines before it
-    while start < len(data):
-        stop = len(data)
-        if start + TAG_CHUNK < len(data):
-            stop = data.find(b"\n", start + TAG_CHUNK) + 1 or len(data)
-        chunk = data[start:stop]
+    lines = 0  # lines before the chunk
+    for chunk in _tag_chunks(raw, path):
         try:
             fields = split_fields(chunk, path, 6, False, _TAG_FIELDS)
             fields.errors.check()
@@ -370,10 +371,36 @@ def _text_tag(raw, path: str) -> str:
                     "--names tag names a run by the one tag of its lines; name it NAME=PATH",
                 )
         lines += len(line_ends(chunk))
-        start = stop
     if first is None:
         raise InputError(path, None, "no result line, so no run tag to name the run by")
     return first
+
+
+def _tag_chunks(raw, path: str):
+    """The text of a run's stored bytes ``raw`` in chunks, each up to the first line end
+    at least :data:`TAG_CHUNK` bytes after its start (the last up to the end): a
+    gzip-compressed run decompressed as it is read (:func:`gunzip_blocks`), so that a
+    chunk and the next block are all the text held, whatever the run's size."""
+    if raw[:2] != GZIP_MAGIC:
+        blocks = (raw[at : at + TAG_CHUNK] for at in range(0, len(raw), TAG_CHUNK))
+    else:
+        blocks = gunzip_blocks(raw, path, TAG_CHUNK)
+        head = next(blocks, b"")
+        if head.startswith(PARQUET_MAGIC):  # text_bytes says whether it is Parquet
+            blocks = iter([text_bytes(raw, path)])
+        else:
+            blocks = itertools.chain([head], blocks)
+    held = bytearray()
+    for block in blocks:
+        held += block
+        while len(held) > TAG_CHUNK:
+            end = held.find(b"\n", TAG_CHUNK)
+            if end < 0:
+                break  # the line goes on in the next block
+            yield bytes(held[: end + 1])
+            del held[: end + 1]
+    if held:  # the rest: no line end TAG_CHUNK bytes after its start
+        yield bytes(held)
 
 
 def _parquet_tag(raw, path: str) -> str:
@@ -417,6 +444,19 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
         return [source if name is None else replace(source, name=name)]
     if isinstance(source, RunColumns):
         return [Run(name or str(source.name), "columns", source.path, source)]
+    if is_frame(source):
+        where = f"<runs DataFrame {i + 1}>" if name is None else f"<run {name}>"
+        runs = frame_runs(source, where)
+        if runs is None:
+            return [Run(name or f"run{i + 1}", "frame", None, source)]
+        if name is not None:
+            raise InputError(
+                where,
+                None,
+                f"a DataFrame of many runs (a run column) given as the one run {name!r}; "
+                "give it in a list of runs, or drop its run column",
+            )
+        return [Run(run, "frame", None, frame) for run, frame in runs]
     if not isinstance(source, (str, os.PathLike)):
         return [Run(name or f"run{i + 1}", "frame", None, source)]
     path = str(os.fspath(source))  # a NamedPath's plain path
@@ -535,8 +575,11 @@ def _one_run(run, where: str):
 
     if isinstance(run, (str, os.PathLike)):
         return os.fspath(run)
-    if isinstance(run, (pd.DataFrame, RunColumns, Run)):
-        return run if isinstance(run, (RunColumns, Run)) else run_frame(run, where)
+    if isinstance(run, (RunColumns, Run)):
+        return run
+    if isinstance(run, pd.DataFrame):  # one with a run column: its runs (resolve_runs)
+        many = frame_column(run, RUN, "run", where, required=False) is not None
+        return run if many else run_frame(run, where)
     if is_nested(run) or (isinstance(run, Mapping) and not run):
         return run_frame(nested_frame(run, "score", where), where)
     return None
@@ -547,24 +590,19 @@ def runs_input(runs) -> RunSet:
     ``query_id, doc_id, score`` frames.
 
     Names: a dict's keys; a path's :func:`~prefeval.io.source.run_name`; ``run1``,
-    ``run2``... by position for other in-memory runs of a list; for one DataFrame with a
-    ``run`` (or ``name``) column, that column, runs taken in sorted name order (so the
-    order of the rows changes nothing).  One run alone (a path, a DataFrame without a run
-    column, records, a pytrec_eval dict) is a list of one.
+    ``run2``... by position for other in-memory runs of a list; for a DataFrame with a
+    ``run`` (or ``name``) column, alone or in a list, that column, runs taken in sorted
+    name order (so the order of the rows changes nothing).  One run alone (a path, a
+    DataFrame without a run column, records, a pytrec_eval dict) is a list of one.
     """
 
     if isinstance(runs, RunSet):
         return runs
     if isinstance(runs, pd.DataFrame):
-        column = frame_column(runs, RUN, "run", "<runs DataFrame>", required=False)
-        if column is None:
+        many = frame_runs(runs, "<runs DataFrame>")
+        if many is None:
             return resolve_runs([run_frame(runs, "<run DataFrame>")])
-        names = id_strings(column, "run name", "<runs DataFrame>")
-        frame = run_frame(runs, "<runs DataFrame>")
-        groups = frame.groupby(names, sort=False).indices
-        return resolve_runs(
-            {name: frame.iloc[groups[name]].reset_index(drop=True) for name in sorted(groups)}
-        )
+        return resolve_runs(dict(many))
     single = _one_run(runs, "<run>")
     if single is not None:
         return resolve_runs([single])

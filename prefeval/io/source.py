@@ -140,16 +140,17 @@ _GZIP_INPUT = 1 << 20
 
 def gunzip_blocks(data, path: str, size: int = 1 << 26):
     """The text of gzip-compressed ``data`` (bytes or a memory map; every member of a
-    multi-member file, trailing garbage after the last member ignored as ``gzip -d``
-    does) in blocks of at most ``size`` bytes, as it is decompressed: the errors of a
-    corrupt or truncated file, and of a file decompressing to more than
+    multi-member file) in blocks of at most ``size`` bytes, as it is decompressed: the
+    errors of a corrupt or truncated file, of bytes after a member that start no other
+    member (:func:`_check_trailing`), and of a file decompressing to more than
     :func:`memory_limit` bytes, come when the decompression reaches them."""
     limit = memory_limit()
     total, at, end = 0, 0, len(data)
     try:
         while at < end:
             if at and data[at : at + 2] != GZIP_MAGIC:
-                break  # trailing garbage after the last member, as gzip -d tolerates
+                _check_trailing(data, at, path)
+                break
             inflater = zlib.decompressobj(wbits=31)
             while not inflater.eof:
                 if at >= end:
@@ -174,6 +175,22 @@ def gunzip_blocks(data, path: str, size: int = 1 << 26):
             at -= len(inflater.unused_data)  # the bytes after this member
     except zlib.error as error:
         raise InputError(path, None, f"corrupt gzip data: {error}") from None
+
+
+def _check_trailing(data, at: int, path: str) -> None:
+    """Bytes from ``at`` on, after a gzip member, that start no other member: zero bytes
+    to the end (a block device's or tar's padding) are ignored, as ``gzip -d`` ignores
+    them; anything else (a log line, a second download appended to a partial one) is
+    an :class:`InputError`, where ``gzip -d`` warns and stops, dropping the members
+    after it."""
+    for start in range(at, len(data), _GZIP_INPUT):
+        if bytes(data[start : start + _GZIP_INPUT]).strip(b"\0"):
+            raise InputError(
+                path,
+                None,
+                f"trailing garbage after gzip data at byte {at}: not a gzip member "
+                "(gzip -d stops there too); repair or recompress the file",
+            )
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:

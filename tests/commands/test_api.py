@@ -311,6 +311,31 @@ def test_run_names():
         quiet(prefeval.compare, QRELS, [RUNS[0], str(RUNS[0])])
 
 
+def test_a_many_run_frame_is_its_runs_in_every_position(frames):
+    """A DataFrame with a run column stands for its runs wherever it is, alone or in a
+    list (as a many-run Parquet table does), never for one run pooling their documents;
+    given under a name as one run it is an error."""
+    many = pd.concat([frames[n].assign(run=n) for n in NAMES[1:3]], ignore_index=True)
+    many = many.sample(frac=1.0, random_state=2)
+    first, last = frames[NAMES[0]], frames[NAMES[3]]
+    named = {"run1": RUNS[0], **dict(zip(NAMES[1:4], RUNS[1:4]))}  # the same runs, by path
+    for function in (prefeval.compare, prefeval.metrics):
+        got = quiet(function, QRELS, [first, many, RUNS[3]])
+        pd.testing.assert_frame_equal(got, quiet(function, QRELS, named))
+    # first in the list, and a second many-run frame: runs named by the columns, in order
+    got = quiet(prefeval.compare, QRELS, [many, last.assign(name="x")], measures="rpp")
+    assert got[["run_a", "run_b"]].values.tolist() == [
+        ["sys02", "sys03"], ["sys02", "x"], ["sys03", "x"]
+    ]  # fmt: skip
+    for runs in [{"a": many}, {"a": first, "b": many}]:
+        with pytest.raises(InputError) as caught:
+            quiet(prefeval.compare, QRELS, runs)
+        assert str(caught.value) == (
+            f"<run {list(runs)[-1]}>: a DataFrame of many runs (a run column) given as the "
+            f"one run {list(runs)[-1]!r}; give it in a list of runs, or drop its run column"
+        )
+
+
 def test_integer_ids_are_the_texts_ids():
     """151 (int), 151.0 (float) and "151" are one query; so are int docnos and their text."""
     qrels = pd.DataFrame({"qid": [151, 151], "docno": [7, 8], "label": [1, 1]})
@@ -625,6 +650,12 @@ def test_bad_measures_are_clear_errors():
         quiet(prefeval.metrics, QRELS, RUNS[:2], measures=["AP", "nope"])
     with pytest.raises(TypeError, match="is not a string or a list of strings"):
         quiet(prefeval.order, QRELS, RUNS, baselines=[ir_measures.AP, 5])
+    # pytrec_eval takes rel >= 1 only: a usage error naming the measure, as a string or not
+    rel0 = r"baseline measure .*: rel must be >= 1 \(pytrec_eval, which computes AP,"
+    with pytest.raises(ValueError, match=rel0):
+        quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP(rel=0)")
+    with pytest.raises(ValueError, match=rel0):
+        quiet(prefeval.order, QRELS, RUNS, baselines=[ir_measures.AP(rel=0)])
 
 
 def test_per_query_rows_only():

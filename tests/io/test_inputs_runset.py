@@ -260,6 +260,33 @@ def test_tag_read_in_chunks_counts_lines(tmp_path, monkeypatch):
     assert list(resolve_runs([path], names="tag")) == ["same"]
 
 
+def test_tag_of_a_large_gzip_run_is_read_in_bounded_memory(tmp_path, monkeypatch):
+    """A run's tag is checked on every line, a chunk of lines at a time, a gzip run
+    decompressed as it is read: the text held (Python's allocations, traced) stays
+    within a few chunks, whatever the run's size, here 64 chunks."""
+    import tracemalloc
+
+    chunk = 1 << 16
+    monkeypatch.setattr(runs_module, "TAG_CHUNK", chunk)
+    line = b"301 Q0 clueweb12-0000tw-00-00000 1 12.5 tagged\n"
+    data = line * (64 * chunk // len(line))
+    path = tmp_path / "r.run.gz"
+    path.write_bytes(gzip.compress(data))
+    tracemalloc.start()
+    try:
+        assert list(resolve_runs([path], names="tag")) == ["tagged"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * chunk, peak
+    last = data[: -len(line)] + line.replace(b"tagged", b"other")  # the last line differs
+    path.write_bytes(gzip.compress(last))
+    with pytest.raises(InputError) as caught:
+        resolve_runs([path], names="tag")
+    assert caught.value.line == len(data) // len(line)
+    assert "run tag 'other', not 'tagged' as on line 1" in caught.value.message
+
+
 def test_parquet_tag_errors(tmp_path):
     frame = read_run(RUNS[0])
     columns = {"query_id": frame.query_id, "doc_id": frame.doc_id, "score": frame.score}

@@ -298,6 +298,63 @@ def test_multi_member_gzip_is_read_whole(files):
     assert a.exit_code == 0 and a.stdout == b.stdout
 
 
+def _junk_after_a_member(data: bytes, junk: bytes, at_end: bool) -> bytes:
+    """``data`` gzip-compressed in two members with ``junk`` after the first (between
+    them) or after the last."""
+    half = data.index(b"\n", len(data) // 2) + 1
+    first, second = gzip.compress(data[:half]), gzip.compress(data[half:])
+    return first + second + junk if at_end else first + junk + second
+
+
+@pytest.mark.parametrize("at_end", [False, True])
+@pytest.mark.parametrize("which", ["run", "qrels"])
+def test_junk_after_a_gzip_member_is_an_error(files, at_end, which):
+    """Bytes after a gzip member that start no other member (a log line, a download
+    appended to a partial one) are an error, as ``gzip -d`` reports them, never a file
+    read up to the junk: the later members would be dropped without a word."""
+    tmp_path, qrels, other = files
+    if which == "run":
+        text = "".join(x + "\n" for x in run_lines(_good_run_rows(300))).encode()
+    else:
+        text = "".join(f"{q} 0 r{i} {1 + i % 2}\n" for q in ("1", "2") for i in range(300))
+        text = text.encode()
+    path = tmp_path / f"{which}.gz"
+    path.write_bytes(_junk_after_a_member(text, b"a log line\n", at_end))
+    offset = len(gzip.compress(text[: text.index(b"\n", len(text) // 2) + 1]))
+    if at_end:
+        offset = len(path.read_bytes()) - len(b"a log line\n")
+    args = [qrels, other, path] if which == "run" else [path, other, _second(tmp_path)]
+    check_error(tmp_path, args, path, message=f"trailing garbage after gzip data at byte {offset}")
+
+
+def test_junk_after_a_gzip_member_of_a_table_is_an_error(files):
+    """A preference table read back (``--prefs``) checks its gzip members as runs do."""
+    tmp_path, qrels, other = files
+    table = tmp_path / "prefs.tsv"
+    result = invoke("compare", "-q", "-o", table, qrels, other, _second(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    path = tmp_path / "prefs.tsv.gz"
+    path.write_bytes(_junk_after_a_member(table.read_bytes(), b"\x00junk", False))
+    result = invoke("order", "--prefs", path, "--no-baselines")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith(f"{path}: trailing garbage after gzip data at byte ")
+    assert result.stdout == ""
+
+
+def test_zero_padding_after_the_last_gzip_member_is_ignored(files):
+    """Zero bytes after the last member (a block device's or tar's padding) are ignored,
+    as ``gzip -d`` ignores them."""
+    tmp_path, qrels, other = files
+    rows = _good_run_rows()
+    padded = tmp_path / "input.padded.gz"
+    text = "".join(x + "\n" for x in run_lines(rows)).encode()
+    padded.write_bytes(_junk_after_a_member(text, bytes(512), True))
+    plain = write_run(tmp_path / "input.padded", rows)
+    a = invoke("compare", "-q", qrels, other, padded)
+    b = invoke("compare", "-q", qrels, other, plain)
+    assert a.exit_code == 0 and a.stdout == b.stdout
+
+
 # --------------------------------------------------------------------------- line ends
 
 CR_QRELS = [("1", 0, "d1", 1), ("1", 0, "d3", 1), ("1", 0, "d5", 0), ("2", 0, "d2", 1)]

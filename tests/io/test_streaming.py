@@ -234,6 +234,26 @@ def test_a_problem_is_reported_as_the_whole_read_does(tmp_path, scratch, flaw, c
     assert os.listdir(scratch) == []
 
 
+@pytest.mark.parametrize("at_end", [False, True])
+def test_junk_after_a_gzip_member_is_reported_as_the_whole_read_does(tmp_path, scratch, at_end):
+    """Bytes after a gzip member that start no other member: an error in pieces as in
+    the whole read, not a run cut at the junk."""
+    rel = relevant(tmp_path)
+    data = (tmp_path / layouts(tmp_path)[0]).read_bytes()
+    half = data.index(b"\n", len(data) // 2) + 1
+    first, second = gzip.compress(data[:half]), gzip.compress(data[half:])
+    path = tmp_path / "junk.gz"
+    path.write_bytes(first + second + b"junk" if at_end else first + b"junk" + second)
+    with pytest.raises(InputError) as whole:
+        load_runs([str(path)], rel, notify=None)
+    with pytest.raises(InputError) as pieces:
+        load_runs([str(path)], rel, notify=None, streaming=TINY)
+    at = len(first) + (len(second) if at_end else 0)
+    assert str(pieces.value) == str(whole.value)
+    assert str(whole.value).startswith(f"{path}: trailing garbage after gzip data at byte {at}:")
+    assert os.listdir(scratch) == []
+
+
 def test_a_parquet_problem_is_reported_as_the_whole_read_does(tmp_path, scratch):
     """A missing score in a late row group and a document twice in an early one: the
     whole read checks every score first, so reports the score."""
