@@ -50,8 +50,9 @@ from ..core.progress import stderr_notice
 from ..io.writers import Replacement, sweep_temporaries
 
 # 3: own folder, SHA-256 content keys, exact uniform RPP; 4: a folder per user, entries
-# signed with the user's secret
-FORMAT_VERSION = 4
+# signed with the user's secret; 5: a gzip file with bytes after a member that start no
+# other member is an input error (an entry of 4 holds what was read before them)
+FORMAT_VERSION = 5
 KINDS = ("runs", "cubes")
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.entry$")
 MAGIC = b"prefeval-cache-4\n"
