@@ -38,7 +38,15 @@ from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
 from ..core import ties
 from ..core.qrels import query_sort_key
-from ..io.writers import atomic_output, output_target
+from ..io.writers import (
+    FILE_NAME_CHARS,
+    TEX_FILE_NAME_CHARS,
+    OutputError,
+    atomic_output,
+    file_beside,
+    file_name_part,
+    output_target,
+)
 from ..measures import MEASURES
 from ..options import TESTS, Options
 from .plots import (
@@ -766,13 +774,18 @@ DOWNLOAD_NAMES = tuple(f"matrix-{name}" for name in MEASURES)
 
 
 def figure_path(output, name: str, ext: str) -> str:
-    r"""The path of figure ``name`` of the report ``output``: ``OUT-<name>.<ext>``; for a
-    LaTeX report (pdf) the characters of OUT's file name that ``\includegraphics``
-    cannot take (anything but letters, digits, ``.``, ``_``, ``-``) become ``_``."""
-    folder, base = os.path.split(os.path.splitext(os.fspath(output))[0])
+    r"""The path of figure (or data file) ``name`` of the report ``output``, beside it:
+    ``OUT-<name>.<ext>``, ``name`` made a safe file-name part
+    (:func:`~prefeval.io.writers.file_name_part`: a measure's name from a preference table
+    is untrusted); for a LaTeX report (pdf) the characters of OUT's file name that
+    ``\includegraphics`` cannot take (anything but letters, digits, ``.``, ``_``, ``-``)
+    become ``_``, and ``name`` keeps only those."""
+    base = os.path.basename(os.path.splitext(os.fspath(output))[0])
+    chars = FILE_NAME_CHARS
     if ext == "pdf":
         base = re.sub(r"[^A-Za-z0-9._-]", "_", base)
-    return os.path.join(folder, f"{base}-{name}.{ext}")
+        chars = TEX_FILE_NAME_CHARS
+    return file_beside(output, f"{base}-{file_name_part(name, chars)}.{ext}")
 
 
 def output_paths(output) -> list[str]:
@@ -809,17 +822,25 @@ def render(report: Report, output) -> dict[str, bytes]:
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     files: dict[str, bytes] = {}
     paths = {}  # figure or download name -> its file name, beside the report
+    named = {}  # path -> the figure or download name it was made from
     for section in report.sections:
         for block in section.blocks:
             if isinstance(block, Download):
                 path = figure_path(output, block.name, "csv")
-                files[path] = block.data
-                paths[block.name] = os.path.basename(path)
             elif isinstance(block, Figure) and ext:
                 path = figure_path(output, block.name, ext)
+            else:
+                continue
+            if named.setdefault(path, block.name) != block.name:
+                raise ValueError(
+                    f"{path}: both {named[path]!r} and {block.name!r} would be written here"
+                )
+            if isinstance(block, Download):
+                files[path] = block.data
+            else:
                 width = None if fmt == "md" else TEXT_WIDTH if block.wide else COLUMN_WIDTH
                 files[path] = figure_bytes(block.draw(width), ext)
-                paths[block.name] = os.path.basename(path)
+            paths[block.name] = os.path.basename(path)
     writer = {"html": _html, "md": _markdown, "tex": _latex}[fmt]
     files[os.fspath(output)] = writer(report, paths).encode("utf-8")
     return files
@@ -1048,7 +1069,7 @@ def _tex_table(block: Table, note: str) -> list[str]:
     data = block.label == "data"
     groups = [list(range(1, len(block.header)))] if data else _tex_column_groups(block, matrix)
     chunks = [block.rows[i : i + LATEX_ROWS] for i in range(0, len(block.rows), LATEX_ROWS)]
-    label = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
+    label = _tex_label(block.label)
     caption = latex_escape(block.caption) + (" " + note if note else "")
     out = []
     parts = [(g, c) for c in range(len(chunks)) for g in range(len(groups))]
@@ -1095,6 +1116,12 @@ def _tex_table(block: Table, note: str) -> list[str]:
     return out
 
 
+def _tex_label(name: str) -> str:
+    """``name`` as a LaTeX label: letters, digits and ``:.-`` only, distinct for distinct
+    names (:func:`~prefeval.io.writers.file_name_part`)."""
+    return file_name_part(name, "A-Za-z0-9:.-")
+
+
 def _latex(report: Report, files: dict[str, str]) -> str:
     out = [
         "% prefeval report: \\input{} this file; it needs \\usepackage{booktabs,graphicx}.",
@@ -1108,14 +1135,14 @@ def _latex(report: Report, files: dict[str, str]) -> str:
             if isinstance(block, str):
                 out += [f"% {line}" for line in block.splitlines()] + [""]
             elif isinstance(block, Download):
-                out += [f"% {files[block.name]}: {block.caption}", ""]
+                out += [f"% {files[block.name]}: {' '.join(block.caption.splitlines())}", ""]
             elif isinstance(block, Table):
                 if "tex" not in block.formats:
                     continue
                 note = ""
                 marked = block.label == "summary" or any(c.marks for r in block.rows for c in r)
                 if marked and legend_at is None:
-                    legend_at = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
+                    legend_at = _tex_label(block.label)
                     note = latex_escape(report.legend)
                 elif marked:
                     note = rf"Marks as in Table~\ref{{tab:prefeval-{legend_at}}}."
@@ -1127,7 +1154,7 @@ def _latex(report: Report, files: dict[str, str]) -> str:
                     r"\centering",
                     rf"\includegraphics[width=\linewidth]{{{files[block.name]}}}",
                     rf"\caption{{{latex_escape(block.caption)}}}",
-                    rf"\label{{fig:prefeval-{block.name}}}",
+                    rf"\label{{fig:prefeval-{_tex_label(block.name)}}}",
                     rf"\end{{{env}}}",
                     "",
                 ]

@@ -689,3 +689,50 @@ def test_small_samples_are_said_in_the_report(tmp_path):
         prefeval.report(QRELS, RUNS[:3], output=out, tests="ttest", measures="rpp")
     text = out.read_text()
     assert text.count(f"Caution: significance tests on 20 queries, fewer than {MIN_QUERIES}") == 1
+
+
+def _hostile_prefs(tmp_path, twelve, names: dict) -> Path:
+    """The per-query preferences of the twelve runs under rpp and lexirecall, the
+    measures renamed by ``names`` (a downloaded table's measure column is untrusted)."""
+    qrels, runs = twelve
+    prefs = tmp_path / "prefs.tsv"
+    result = invoke("compare", "-q", "-m", "rpp", "-m", "lexirecall", "-o", prefs, qrels, *runs)
+    assert result.exit_code == 0, result.stderr
+    table = pd.read_csv(prefs, sep="\t", dtype={"query_id": str})
+    table["measure"] = table["measure"].map(names)
+    table.to_csv(prefs, sep="\t", index=False)
+    return prefs
+
+
+@pytest.mark.parametrize("ext,figure", [("md", "svg"), ("tex", "pdf")])
+def test_file_names_from_measure_names_stay_beside_the_report(tmp_path, twelve, ext, figure):
+    """A measure named ``x/../../victim`` or ``..`` names its heat map and CSV file with
+    a safe file-name part: every file is written beside the report, and linked from it."""
+    from prefeval.io.writers import TEX_FILE_NAME_CHARS, file_name_part
+
+    names = {"rpp": "x/../../victim", "lexirecall": ".."}
+    prefs = _hostile_prefs(tmp_path, twelve, names)
+    folder = tmp_path / "a" / "b"
+    folder.mkdir(parents=True)
+    before = {p for p in tmp_path.rglob("*")}
+    build(folder, f"rep.{ext}", "--no-baselines", "--trials", "20", "--prefs", prefs, inputs=[])
+    new = {p for p in tmp_path.rglob("*")} - before
+    assert all(p.parent == folder for p in new), sorted(map(str, new))
+    assert not (tmp_path / "a" / "victim.csv").exists()
+    chars = TEX_FILE_NAME_CHARS if ext == "tex" else "A-Za-z0-9_.+@=,-"
+    sides = {
+        f"rep-{file_name_part(f'{kind}-{name}', chars)}.{suffix}"
+        for name in names.values()
+        for kind, suffix in (("matrix", "csv"), ("heatmap", figure))
+    }
+    assert sides == {
+        "rep-matrix-x_____victim--d8655951e1.csv",
+        "rep-matrix-_--ba6c2eb289.csv",
+        f"rep-heatmap-x_____victim--481d1e8dc5.{figure}",
+        f"rep-heatmap-_--f6c1b3c71a.{figure}",
+    }
+    assert sides <= {p.name for p in new}
+    text = (folder / f"rep.{ext}").read_text("utf-8")
+    assert all(name in text for name in sides)
+    matrix = pd.read_csv(folder / "rep-matrix-_--ba6c2eb289.csv", keep_default_na=False)
+    assert list(matrix.columns[:2]) == ["run", "mc4_rank"] and len(matrix) == 12
