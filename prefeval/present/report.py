@@ -26,6 +26,7 @@ import html
 import io
 import os
 import re
+import stat
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -848,13 +849,91 @@ def render(report: Report, output) -> dict[str, bytes]:
 
 def write(report: Report, output) -> list[str]:
     """Write the report's files (figures and CSV files first, then the report), each
-    atomically; returns their paths."""
+    atomically, then remove the files an earlier report written to ``output`` left
+    beside it that this one does not write (:func:`earlier_files`); returns the paths
+    written."""
 
     files = render(report, output)
     for path, data in files.items():
         with atomic_output(path) as handle:
             handle.write(data)
+    for path in earlier_files(output, files):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise OutputError(
+                path, f"a file of an earlier report cannot be removed: {reason}"
+            ) from None
     return list(files)
+
+
+#: the side files of a report by kind: the names after ``OUT-`` (before the extension),
+#: and how the file begins or ends (what prefeval writes there: the matrix's CSV header,
+#: matplotlib's metadata in a figure)
+_SIDE_NAMES = {
+    "csv": re.compile(r"matrix-.+", re.S),
+    "figure": re.compile(r"(?:discpower|tau|robustness|heatmap-.+)", re.S),
+}
+_SIDE_MARKS = {"csv": (b"run,mc4_rank,", None), "figure": (None, b"Matplotlib")}
+_SIDE_PEEK = 1 << 14
+
+
+def earlier_files(output, written) -> list[str]:
+    """The files beside ``output`` that a report written to it writes (``OUT-matrix-*.csv``
+    in every format, ``OUT-<figure>.svg`` beside a .md report, ``.pdf`` beside a .tex one)
+    and that are not among ``written``: those of an earlier report (more runs, other
+    measures, --robustness), which would be read as this one's.  Only files of those
+    names that hold what prefeval writes there are listed: a CSV file starting with the
+    matrix's header, a figure with matplotlib's metadata."""
+    fmt = report_format(output)
+    kinds = {
+        "csv": "csv",
+        **({"figure": {"md": "svg", "tex": "pdf"}[fmt]} if fmt != "html" else {}),
+    }
+    written = {os.path.normpath(p) for p in written}
+    folder = os.path.dirname(os.fspath(output))
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    found = []
+    for kind, ext in kinds.items():
+        prefix = os.path.basename(figure_path(output, "x", ext))[: -len(f"x.{ext}")]
+        head, tail = _SIDE_MARKS[kind]
+        for name in names:
+            stem = name[len(prefix) : -len(ext) - 1]
+            if not (
+                name.startswith(prefix)
+                and name.endswith(f".{ext}")
+                and _SIDE_NAMES[kind].fullmatch(stem)
+            ):
+                continue
+            path = os.path.join(folder, name)
+            if os.path.normpath(path) in written or not _holds(path, head, tail):
+                continue
+            found.append(path)
+    return found
+
+
+def _holds(path: str, head: bytes | None, tail: bytes | None) -> bool:
+    """Whether the regular file ``path`` starts with ``head`` or holds ``tail`` in its
+    first or last :data:`_SIDE_PEEK` bytes; False when it cannot be read."""
+    try:
+        with open(
+            path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
+        ) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            first = handle.read(_SIDE_PEEK)
+            if head is not None:
+                return first.startswith(head)
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - _SIDE_PEEK))
+            return tail in first or tail in handle.read(_SIDE_PEEK)
+    except OSError:
+        return False
 
 
 _CSS = """

@@ -736,3 +736,35 @@ def test_file_names_from_measure_names_stay_beside_the_report(tmp_path, twelve, 
     assert all(name in text for name in sides)
     matrix = pd.read_csv(folder / "rep-matrix-_--ba6c2eb289.csv", keep_default_na=False)
     assert list(matrix.columns[:2]) == ["run", "mc4_rank"] and len(matrix) == 12
+
+
+def test_a_second_report_removes_the_side_files_the_first_left(tmp_path, twelve):
+    """Past 10 runs and with --robustness, then other measures, then 3 runs: beside the
+    report are exactly the files it uses; a user's file of a like name stays."""
+    qrels, runs = twelve
+    names = lambda: sorted(p.name for p in tmp_path.iterdir())  # noqa: E731
+    notes = tmp_path / "rep-matrix-notes.csv"
+    notes.write_text("my notes\n")
+    drawn = tmp_path / "rep-heatmap-mine.svg"
+    drawn.write_text("<svg/>\n")
+    both = ["rpp", "lexirecall"]
+    build(tmp_path, "rep.md", *MANY, "--robustness", "--samples", "2", inputs=[qrels, *runs])
+    mine = ["rep-matrix-notes.csv", "rep-heatmap-mine.svg"]
+    figures = ["rep.md", "rep-discpower.svg", "rep-tau.svg", *mine]
+    assert names() == sorted(
+        [*figures, "rep-robustness.svg"]
+        + [f"rep-heatmap-{m}.svg" for m in both]
+        + [f"rep-matrix-{m}.csv" for m in both]
+    )
+    build(tmp_path, "rep.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    assert names() == sorted([*figures, "rep-heatmap-rpp.svg", "rep-matrix-rpp.csv"])
+    build(tmp_path, "rep.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs[:3]])
+    assert names() == sorted(figures)
+    build(tmp_path, "rep.html", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    assert "rep-matrix-rpp.csv" in names()
+    written = prefeval.report(
+        qrels, runs[:3], output=tmp_path / "rep.html", measures="rpp", baselines="AP", trials=20
+    )
+    assert written == [str(tmp_path / "rep.html")]
+    assert names() == sorted([*figures, "rep.html"])
+    assert notes.read_text() == "my notes\n" and drawn.read_text() == "<svg/>\n"
