@@ -379,6 +379,7 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
     if ev.metrics:
         header.append("least agreeing (τ)")
     rows = []
+    undefined = False  # a preference measure whose τ with every baseline is undefined
     for name in ev.measures:
         ranked = _ranked(orders, name)
         mine = orders[orders["measure"] == name]
@@ -388,9 +389,12 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         cells += [Cell(f"{len(beaten.get(t, ()))}/{n_runs - 1}", number=True) for t in tests]
         if ev.metrics:
             text = ""
-            if ev.is_preference(name):
-                least = min(ev.metrics, key=lambda b: (taus.get((name, b), np.inf), b))
-                text = f"{least} ({_number(taus.get((name, least), np.nan), options.digits)})"
+            defined = [b for b in ev.metrics if np.isfinite(taus.get((name, b), np.nan))]
+            if ev.is_preference(name) and defined:
+                least = min(defined, key=lambda b: (taus[name, b], b))
+                text = f"{least} ({_number(taus[name, least], options.digits)})"
+            elif ev.is_preference(name):
+                text, undefined = "–", True
             cells.append(Cell(text))
         rows.append(cells)
     marks = ", ".join(TEST_MARKS[t] for t in tests)
@@ -401,7 +405,13 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         "than by each test"
         + (
             "; for a preference measure, the baseline whose ordering agrees least with its "
-            "own (Kendall's τ-b)."
+            "own (Kendall's τ-b)"
+            + (
+                " (–: τ-b is undefined with every baseline: one of the two orderings "
+                "ties all runs)."
+                if undefined
+                else "."
+            )
             if ev.metrics
             else "."
         )

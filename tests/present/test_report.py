@@ -768,3 +768,19 @@ def test_a_second_report_removes_the_side_files_the_first_left(tmp_path, twelve)
     assert written == [str(tmp_path / "rep.html")]
     assert names() == sorted([*figures, "rep.html"])
     assert notes.read_text() == "my notes\n" and drawn.read_text() == "<svg/>\n"
+
+
+def test_runs_tied_everywhere_name_no_least_agreeing_baseline(tmp_path):
+    """The same run under two names: every ordering ties, τ-b is undefined with every
+    baseline, and the summary says so instead of naming a baseline with an empty τ."""
+    run = RUNS[0]
+    page = build(tmp_path, "r.html", "--trials", "20", "-m", "rpp", "-B", "AP", "-B", "RR",
+                 inputs=[QRELS, f"a={run}", f"b={run}"])  # fmt: skip
+    rows = {r[0][0]: r for r in parse(page).tables["summary"][1:]}
+    assert [cell[0] for cell in rows["rpp"]] == ["rpp", "a, b", "0/1", "0/1", "0/1", "–"]
+    assert rows["AP"][-1][0] == ""
+    text = page.read_text("utf-8")
+    assert "(–: τ-b is undefined with every baseline: one of the two orderings ties all" in text
+    md = build(tmp_path, "r.md", "--trials", "20", "-m", "rpp", "-B", "AP",
+               inputs=[QRELS, f"a={run}", f"b={run}"]).read_text("utf-8")  # fmt: skip
+    assert "| **rpp** | a, b | 0/1 | 0/1 | 0/1 | – |" in md
