@@ -1150,6 +1150,15 @@ def _tex_column_groups(block: Table, rotated: bool) -> list[list[int]]:
     return [[i] for i in columns] or [[]]
 
 
+def _tex_row(cells: list[str]) -> str:
+    r"""One LaTeX table row: ``cells`` joined by ``&``, ended by ``\\``; a first cell
+    starting with ``[`` or ``*`` gets ``{}`` before it, so that the ``\\`` (or
+    ``\midrule``) before the row does not read it as its optional argument
+    (``\\[<length>]``, ``\\*``)."""
+    row = " & ".join(cells) + r" \\"
+    return "{}" + row if row.startswith(("[", "*")) else row
+
+
 def _tex_table(block: Table, note: str) -> list[str]:
     r"""One LaTeX table, or several when it is wider than a paper's column (its columns
     split, the first repeated) or longer than :data:`LATEX_ROWS` rows: each with its
@@ -1196,8 +1205,8 @@ def _tex_table(block: Table, note: str) -> list[str]:
                 ]
             else:
                 heads += [_tex_head(block.header[i]) for i in columns[1:]]
-            out += [" & ".join(heads) + r" \\", r"\midrule"]
-        lines = [" & ".join(_tex_cell(r[i]) for i in columns) + r" \\" for r in chunks[c]]
+            out += [_tex_row(heads), r"\midrule"]
+        lines = [_tex_row([_tex_cell(r[i]) for i in columns]) for r in chunks[c]]
         if data:  # paths break after their slashes
             lines = [line.replace("/", r"/\allowbreak{}") for line in lines]
         out += lines

@@ -784,3 +784,44 @@ def test_runs_tied_everywhere_name_no_least_agreeing_baseline(tmp_path):
     md = build(tmp_path, "r.md", "--trials", "20", "-m", "rpp", "-B", "AP",
                inputs=[QRELS, f"a={run}", f"b={run}"]).read_text("utf-8")  # fmt: skip
     assert "| **rpp** | a, b | 0/1 | 0/1 | 0/1 | – |" in md
+
+
+#: run names LaTeX or mathtext could read as code: an optional argument of the ``\\``
+#: (or ``\midrule``) before a row, a star, math
+HOSTILE = ["[1em]a", "*b", "$$", "$\\input{x}$", "[x]", "c"]
+
+
+def test_hostile_run_names_in_latex_rows_and_figures(tmp_path):
+    """Rows whose first cell starts with ``[`` or ``*`` begin with ``{}``; past 10 runs
+    the heat maps draw names holding ``$`` literally; the report compiles."""
+    qrels = write_qrels(
+        tmp_path / "q.txt", [(q, 0, f"d{i}", i % 2) for q in "123" for i in range(6)]
+    )
+    runs = {}
+    for k in range(12):
+        name = HOSTILE[k] if k < len(HOSTILE) else f"run{k}"
+        rows = [(q, f"d{(i + k) % 6}", 10 - i) for q in "123" for i in range(5)]
+        runs[name] = write_run(tmp_path / f"run{k}.txt", rows)
+    out = tmp_path / "report.tex"
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\\usepackage{booktabs,graphicx}\n"
+        "\\begin{document}\\input{report.tex}\\end{document}\n"
+    )
+    for subset, many in ((HOSTILE, False), (list(runs), True)):
+        prefeval.report(qrels, {n: runs[n] for n in subset}, output=out, trials=20, tests="sign",
+                        measures="rpp", baselines="AP", notify=None)  # fmt: skip
+        text = out.read_text("utf-8")
+        rows = [line for line in text.splitlines() if line.endswith("\\\\")]
+        assert not [line for line in rows if line.startswith(("[", "*"))]
+        assert "{}[1em]a & " in text and "{}*b & " in text and "{}[x] & " in text
+        assert r"\$\textbackslash{}input\{x\}\$" in text
+        assert (tmp_path / "report-heatmap-rpp.pdf").exists() == many
+        if shutil.which("pdflatex") is None:
+            continue
+        proc = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed: the LaTeX text checked, not compiled")
