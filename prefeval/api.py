@@ -747,7 +747,8 @@ def report(
     """The whole study in one document (``prefeval report``), written to ``output``:
     ``.html`` (self-contained, figures as inline SVG), ``.md`` (figures as SVG beside it)
     or ``.tex`` (booktabs tables, figures as PDF beside it, ``OUT-<figure>.pdf``).
-    Returns the paths written, the report last.
+    Returns the paths written, the report last; the side files an earlier report to
+    ``output`` left and this one does not write are removed (``docs/report.md``).
 
     Sections: a summary; the data; the baselines' means per run; per preference measure
     the runs x runs matrix of mean Delta with significance marks (``tests``,

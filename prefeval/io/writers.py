@@ -23,6 +23,7 @@ place only when complete.
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import json
 import os
@@ -337,6 +338,50 @@ def _string_data(array) -> bytes:
     ]
     data = array.buffers()[2]
     return data.to_pybytes()[offsets[0] : offsets[-1]]
+
+
+#: the characters a name keeps as they are in a file name it is part of: ASCII letters,
+#: digits and ``_.+@=,-`` (for a name that must also pass LaTeX's ``\includegraphics``:
+#: letters, digits and ``_.-``)
+FILE_NAME_CHARS = "A-Za-z0-9_.+@=,-"
+TEX_FILE_NAME_CHARS = "A-Za-z0-9_.-"
+#: the longest name kept as it is (characters)
+FILE_NAME_PART_MAX = 100
+
+
+def file_name_part(text: str, chars: str = FILE_NAME_CHARS) -> str:
+    """``text`` (a measure's or a run's name, any string) as a safe part of a file name:
+    itself when it is made of ``chars`` only, does not start with ``.`` or ``-``, holds
+    neither ``..`` nor ``--`` and is at most :data:`FILE_NAME_PART_MAX` characters;
+    otherwise every other character becomes ``_`` (``..`` and a leading ``.`` or ``-``
+    too), the result is cut to that length and ``--`` and 10 hex digits of the SHA-256 of
+    ``text`` are appended.  Never a path separator, a control character, ``..`` or an
+    empty or hidden name; distinct texts give distinct parts (a changed part always holds
+    ``--``, a kept one never)."""
+    text = str(text)
+    if (
+        re.fullmatch(f"[{chars}]+", text)
+        and not text.startswith((".", "-"))
+        and ".." not in text
+        and "--" not in text
+        and len(text) <= FILE_NAME_PART_MAX
+    ):
+        return text
+    part = re.sub(f"[^{chars}]", "_", text)
+    part = re.sub(r"\.{2,}", "_", re.sub("-{2,}", "-", part))
+    part = re.sub(r"^[.-]+", "_", part)[:FILE_NAME_PART_MAX] or "_"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{part}--{digest}"
+
+
+def file_beside(output, part: str) -> str:
+    """The path of the file named ``part`` (from :func:`file_name_part`) in the folder of
+    ``output``; ValueError when it would lie anywhere else."""
+    folder = os.path.dirname(os.fspath(output))
+    path = os.path.join(folder, part)
+    if os.path.dirname(path) != folder or os.path.basename(path) != part or part in ("..", "."):
+        raise ValueError(f"{output}: the file name {part!r} would leave the folder {folder!r}")
+    return path
 
 
 class OutputError(OSError):

@@ -86,10 +86,16 @@ def _rc():
     )
 
 
+def plain(name) -> str:
+    r"""``name`` (a run's or a measure's) as matplotlib draws it literally: each ``$``
+    as ``\$``, so that no pair of them starts mathtext (``$$``, ``$\input{x}$``)."""
+    return str(name).replace("$", r"\$")
+
+
 def _legend(fig, styles, extra=()) -> None:
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], label=name, **style) for name, style in styles.items()]
+    handles = [Line2D([], [], label=plain(name), **style) for name, style in styles.items()]
     handles += list(extra)
     ncols = 1 if len(handles) <= 12 else 2
     fig.legend(handles=handles, loc="outside right upper", ncols=ncols)
@@ -137,7 +143,7 @@ def discpower_figure(pair_table, alpha: float = 0.05, log: bool = False, ymax=No
                 ax.plot(np.arange(1, len(p) + 1), p, label=name, **styles[name])
                 longest = max(longest, len(p))
             ax.axhline(alpha, gid="alpha", zorder=1, **alpha_style)
-            ax.set_title(_TEST_TITLES.get(test, test))
+            ax.set_title(_TEST_TITLES.get(test, plain(test)))
             ax.set_xlabel("run pairs sorted by p-value")
             ax.set_ylabel(_adjustment(corrections[0]) if len(corrections) == 1 else "p-value")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
@@ -213,7 +219,7 @@ def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None
                     style = {"color": colours[k % len(colours)], "linewidth": 1.2}
                     if k >= len(colours):
                         style["linestyle"] = "--"
-                    ax.plot(np.arange(1, len(p) + 1), p, label=name, zorder=3, **style)
+                    ax.plot(np.arange(1, len(p) + 1), p, label=plain(name), zorder=3, **style)
                 ax.axhline(alpha, gid="alpha", zorder=2, **alpha_style)
                 ax.set_yscale("log")
                 ax.set_ylim(P_FLOOR / 2, 1.6)
@@ -226,7 +232,7 @@ def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None
                 if row == 0:
                     ax.set_title(_GROUP_TITLES.get(group, group), fontsize=8)
                 if col == 0:
-                    ax.set_ylabel(f"p ({_TEST_TITLES.get(test, test)})", fontsize=7)
+                    ax.set_ylabel(f"p ({_TEST_TITLES.get(test, plain(test))})", fontsize=7)
                 if own:
                     ax.legend(loc="lower right", fontsize=7, handlelength=1.2, borderaxespad=0.3,
                               labelspacing=0.2, framealpha=0.85)  # fmt: skip
@@ -273,7 +279,7 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
     size = min(font, max(min_font, 0.9 * cell_pt))
     step = max(1, int(np.ceil(size / cell_pt)))
     shown = list(range(0, n, step))
-    names = [f"{i + 1} {runs[i]}" if step > 1 else runs[i] for i in shown]
+    names = [plain(f"{i + 1} {runs[i]}" if step > 1 else runs[i]) for i in shown]
     with _rc():
         fig = _figure(figsize=(width, side + label_width + 0.25))
         ax = fig.subplots()
@@ -342,7 +348,7 @@ def robustness_figure(table, layout: str = "auto", width: float | None = None):
         fig = _figure(figsize=(panel * ncols, (1.55 * nrows + 0.35) * max(1, len(kinds))))
         subfigs = fig.subfigures(max(1, len(kinds)), 1, squeeze=False)[:, 0]
         for sub, kind in zip(subfigs, kinds):
-            sub.suptitle(_KIND_LABELS.get(kind, (kind, kind))[1], fontweight="bold")
+            sub.suptitle(_KIND_LABELS.get(kind, (plain(kind),) * 2)[1], fontweight="bold")
             grid = sub.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
             for ax in grid.flat[len(styles) :]:
                 ax.set_visible(False)
@@ -358,9 +364,9 @@ def robustness_figure(table, layout: str = "auto", width: float | None = None):
                     ax.fill_between(
                         x, low, high, color=style["color"], alpha=0.2, linewidth=0, zorder=2
                     )
-                ax.set_title(name, pad=2)
+                ax.set_title(plain(name), pad=2)
                 _kind_axes(ax, kind, bottom, labels=False)
-            sub.supxlabel(_KIND_LABELS.get(kind, (kind,))[0])
+            sub.supxlabel(_KIND_LABELS.get(kind, (plain(kind),))[0])
             sub.supylabel("Kendall's τ with the full ordering")
     return fig
 
@@ -391,11 +397,12 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
         fig = _figure(figsize=(side + 0.9, side) if width is not None else (side + 1.0, side))
         ax = fig.subplots()
         image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
+        labels = [plain(name) for name in names]
         if width is None:
-            ax.set_xticks(range(n), names, rotation=45, ha="right", rotation_mode="anchor")
+            ax.set_xticks(range(n), labels, rotation=45, ha="right", rotation_mode="anchor")
         else:  # upright names crowd a column's narrow cells
-            ax.set_xticks(range(n), names, rotation=90)
-        ax.set_yticks(range(n), names)
+            ax.set_xticks(range(n), labels, rotation=90)
+        ax.set_yticks(range(n), labels)
         if width is not None:
             ax.tick_params(labelsize=size)
         for i in range(n if written else 0):
@@ -420,8 +427,8 @@ def _kind_axes(ax, kind, bottom, labels=True) -> None:
     ax.axhline(1.0, color="black", linewidth=0.6)
     ax.grid(True, linewidth=0.3, alpha=0.5)
     if labels:
-        ax.set_title(_KIND_LABELS.get(kind, (kind, kind))[1])
-        ax.set_xlabel(_KIND_LABELS.get(kind, (kind,))[0])
+        ax.set_title(_KIND_LABELS.get(kind, (plain(kind),) * 2)[1])
+        ax.set_xlabel(_KIND_LABELS.get(kind, (plain(kind),))[0])
         ax.set_ylabel("Kendall's τ with the full ordering")
         ax.label_outer()
 

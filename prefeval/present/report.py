@@ -26,6 +26,7 @@ import html
 import io
 import os
 import re
+import stat
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,15 @@ from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
 from ..core import ties
 from ..core.qrels import query_sort_key
-from ..io.writers import atomic_output, output_target
+from ..io.writers import (
+    FILE_NAME_CHARS,
+    TEX_FILE_NAME_CHARS,
+    OutputError,
+    atomic_output,
+    file_beside,
+    file_name_part,
+    output_target,
+)
 from ..measures import MEASURES
 from ..options import TESTS, Options
 from .plots import (
@@ -368,6 +377,7 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
     if ev.metrics:
         header.append("least agreeing (τ)")
     rows = []
+    undefined = False  # a preference measure whose τ with every baseline is undefined
     for name in ev.measures:
         ranked = _ranked(orders, name)
         mine = orders[orders["measure"] == name]
@@ -377,9 +387,12 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         cells += [Cell(f"{len(beaten.get(t, ()))}/{n_runs - 1}", number=True) for t in tests]
         if ev.metrics:
             text = ""
-            if ev.is_preference(name):
-                least = min(ev.metrics, key=lambda b: (taus.get((name, b), np.inf), b))
-                text = f"{least} ({_number(taus.get((name, least), np.nan), options.digits)})"
+            defined = [b for b in ev.metrics if np.isfinite(taus.get((name, b), np.nan))]
+            if ev.is_preference(name) and defined:
+                least = min(defined, key=lambda b: (taus[name, b], b))
+                text = f"{least} ({_number(taus[name, least], options.digits)})"
+            elif ev.is_preference(name):
+                text, undefined = "–", True
             cells.append(Cell(text))
         rows.append(cells)
     marks = ", ".join(TEST_MARKS[t] for t in tests)
@@ -390,7 +403,13 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         "than by each test"
         + (
             "; for a preference measure, the baseline whose ordering agrees least with its "
-            "own (Kendall's τ-b)."
+            "own (Kendall's τ-b)"
+            + (
+                " (–: τ-b is undefined with every baseline: one of the two orderings "
+                "ties all runs)."
+                if undefined
+                else "."
+            )
             if ev.metrics
             else "."
         )
@@ -764,13 +783,18 @@ DOWNLOAD_NAMES = tuple(f"matrix-{name}" for name in MEASURES)
 
 
 def figure_path(output, name: str, ext: str) -> str:
-    r"""The path of figure ``name`` of the report ``output``: ``OUT-<name>.<ext>``; for a
-    LaTeX report (pdf) the characters of OUT's file name that ``\includegraphics``
-    cannot take (anything but letters, digits, ``.``, ``_``, ``-``) become ``_``."""
-    folder, base = os.path.split(os.path.splitext(os.fspath(output))[0])
+    r"""The path of figure (or data file) ``name`` of the report ``output``, beside it:
+    ``OUT-<name>.<ext>``, ``name`` made a safe file-name part
+    (:func:`~prefeval.io.writers.file_name_part`: a measure's name from a preference table
+    is untrusted); for a LaTeX report (pdf) the characters of OUT's file name that
+    ``\includegraphics`` cannot take (anything but letters, digits, ``.``, ``_``, ``-``)
+    become ``_``, and ``name`` keeps only those."""
+    base = os.path.basename(os.path.splitext(os.fspath(output))[0])
+    chars = FILE_NAME_CHARS
     if ext == "pdf":
         base = re.sub(r"[^A-Za-z0-9._-]", "_", base)
-    return os.path.join(folder, f"{base}-{name}.{ext}")
+        chars = TEX_FILE_NAME_CHARS
+    return file_beside(output, f"{base}-{file_name_part(name, chars)}.{ext}")
 
 
 def output_paths(output) -> list[str]:
@@ -807,17 +831,25 @@ def render(report: Report, output) -> dict[str, bytes]:
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     files: dict[str, bytes] = {}
     paths = {}  # figure or download name -> its file name, beside the report
+    named = {}  # path -> the figure or download name it was made from
     for section in report.sections:
         for block in section.blocks:
             if isinstance(block, Download):
                 path = figure_path(output, block.name, "csv")
-                files[path] = block.data
-                paths[block.name] = os.path.basename(path)
             elif isinstance(block, Figure) and ext:
                 path = figure_path(output, block.name, ext)
+            else:
+                continue
+            if named.setdefault(path, block.name) != block.name:
+                raise ValueError(
+                    f"{path}: both {named[path]!r} and {block.name!r} would be written here"
+                )
+            if isinstance(block, Download):
+                files[path] = block.data
+            else:
                 width = None if fmt == "md" else TEXT_WIDTH if block.wide else COLUMN_WIDTH
                 files[path] = figure_bytes(block.draw(width), ext)
-                paths[block.name] = os.path.basename(path)
+            paths[block.name] = os.path.basename(path)
     writer = {"html": _html, "md": _markdown, "tex": _latex}[fmt]
     files[os.fspath(output)] = writer(report, paths).encode("utf-8")
     return files
@@ -825,13 +857,91 @@ def render(report: Report, output) -> dict[str, bytes]:
 
 def write(report: Report, output) -> list[str]:
     """Write the report's files (figures and CSV files first, then the report), each
-    atomically; returns their paths."""
+    atomically, then remove the files an earlier report written to ``output`` left
+    beside it that this one does not write (:func:`earlier_files`); returns the paths
+    written."""
 
     files = render(report, output)
     for path, data in files.items():
         with atomic_output(path) as handle:
             handle.write(data)
+    for path in earlier_files(output, files):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            reason = error.strerror or str(error)
+            raise OutputError(
+                path, f"a file of an earlier report cannot be removed: {reason}"
+            ) from None
     return list(files)
+
+
+#: the side files of a report by kind: the names after ``OUT-`` (before the extension),
+#: and how the file begins or ends (what prefeval writes there: the matrix's CSV header,
+#: matplotlib's metadata in a figure)
+_SIDE_NAMES = {
+    "csv": re.compile(r"matrix-.+", re.S),
+    "figure": re.compile(r"(?:discpower|tau|robustness|heatmap-.+)", re.S),
+}
+_SIDE_MARKS = {"csv": (b"run,mc4_rank,", None), "figure": (None, b"Matplotlib")}
+_SIDE_PEEK = 1 << 14
+
+
+def earlier_files(output, written) -> list[str]:
+    """The files beside ``output`` that a report written to it writes (``OUT-matrix-*.csv``
+    in every format, ``OUT-<figure>.svg`` beside a .md report, ``.pdf`` beside a .tex one)
+    and that are not among ``written``: those of an earlier report (more runs, other
+    measures, --robustness), which would be read as this one's.  Only files of those
+    names that hold what prefeval writes there are listed: a CSV file starting with the
+    matrix's header, a figure with matplotlib's metadata."""
+    fmt = report_format(output)
+    kinds = {
+        "csv": "csv",
+        **({"figure": {"md": "svg", "tex": "pdf"}[fmt]} if fmt != "html" else {}),
+    }
+    written = {os.path.normpath(p) for p in written}
+    folder = os.path.dirname(os.fspath(output))
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    found = []
+    for kind, ext in kinds.items():
+        prefix = os.path.basename(figure_path(output, "x", ext))[: -len(f"x.{ext}")]
+        head, tail = _SIDE_MARKS[kind]
+        for name in names:
+            stem = name[len(prefix) : -len(ext) - 1]
+            if not (
+                name.startswith(prefix)
+                and name.endswith(f".{ext}")
+                and _SIDE_NAMES[kind].fullmatch(stem)
+            ):
+                continue
+            path = os.path.join(folder, name)
+            if os.path.normpath(path) in written or not _holds(path, head, tail):
+                continue
+            found.append(path)
+    return found
+
+
+def _holds(path: str, head: bytes | None, tail: bytes | None) -> bool:
+    """Whether the regular file ``path`` starts with ``head`` or holds ``tail`` in its
+    first or last :data:`_SIDE_PEEK` bytes; False when it cannot be read."""
+    try:
+        with open(
+            path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
+        ) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            first = handle.read(_SIDE_PEEK)
+            if head is not None:
+                return first.startswith(head)
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - _SIDE_PEEK))
+            return tail in first or tail in handle.read(_SIDE_PEEK)
+    except OSError:
+        return False
 
 
 _CSS = """
@@ -1038,6 +1148,15 @@ def _tex_column_groups(block: Table, rotated: bool) -> list[list[int]]:
     return [[i] for i in columns] or [[]]
 
 
+def _tex_row(cells: list[str]) -> str:
+    r"""One LaTeX table row: ``cells`` joined by ``&``, ended by ``\\``; a first cell
+    starting with ``[`` or ``*`` gets ``{}`` before it, so that the ``\\`` (or
+    ``\midrule``) before the row does not read it as its optional argument
+    (``\\[<length>]``, ``\\*``)."""
+    row = " & ".join(cells) + r" \\"
+    return "{}" + row if row.startswith(("[", "*")) else row
+
+
 def _tex_table(block: Table, note: str) -> list[str]:
     r"""One LaTeX table, or several when it is wider than a paper's column (its columns
     split, the first repeated) or longer than :data:`LATEX_ROWS` rows: each with its
@@ -1046,7 +1165,7 @@ def _tex_table(block: Table, note: str) -> list[str]:
     data = block.label == "data"
     groups = [list(range(1, len(block.header)))] if data else _tex_column_groups(block, matrix)
     chunks = [block.rows[i : i + LATEX_ROWS] for i in range(0, len(block.rows), LATEX_ROWS)]
-    label = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
+    label = _tex_label(block.label)
     caption = latex_escape(block.caption) + (" " + note if note else "")
     out = []
     parts = [(g, c) for c in range(len(chunks)) for g in range(len(groups))]
@@ -1084,13 +1203,19 @@ def _tex_table(block: Table, note: str) -> list[str]:
                 ]
             else:
                 heads += [_tex_head(block.header[i]) for i in columns[1:]]
-            out += [" & ".join(heads) + r" \\", r"\midrule"]
-        lines = [" & ".join(_tex_cell(r[i]) for i in columns) + r" \\" for r in chunks[c]]
+            out += [_tex_row(heads), r"\midrule"]
+        lines = [_tex_row([_tex_cell(r[i]) for i in columns]) for r in chunks[c]]
         if data:  # paths break after their slashes
             lines = [line.replace("/", r"/\allowbreak{}") for line in lines]
         out += lines
         out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
     return out
+
+
+def _tex_label(name: str) -> str:
+    """``name`` as a LaTeX label: letters, digits and ``:.-`` only, distinct for distinct
+    names (:func:`~prefeval.io.writers.file_name_part`)."""
+    return file_name_part(name, "A-Za-z0-9:.-")
 
 
 def _latex(report: Report, files: dict[str, str]) -> str:
@@ -1106,14 +1231,14 @@ def _latex(report: Report, files: dict[str, str]) -> str:
             if isinstance(block, str):
                 out += [f"% {line}" for line in block.splitlines()] + [""]
             elif isinstance(block, Download):
-                out += [f"% {files[block.name]}: {block.caption}", ""]
+                out += [f"% {files[block.name]}: {' '.join(block.caption.splitlines())}", ""]
             elif isinstance(block, Table):
                 if "tex" not in block.formats:
                     continue
                 note = ""
                 marked = block.label == "summary" or any(c.marks for r in block.rows for c in r)
                 if marked and legend_at is None:
-                    legend_at = re.sub(r"[^A-Za-z0-9:.-]", "-", block.label)
+                    legend_at = _tex_label(block.label)
                     note = latex_escape(report.legend)
                 elif marked:
                     note = rf"Marks as in Table~\ref{{tab:prefeval-{legend_at}}}."
@@ -1125,7 +1250,7 @@ def _latex(report: Report, files: dict[str, str]) -> str:
                     r"\centering",
                     rf"\includegraphics[width=\linewidth]{{{files[block.name]}}}",
                     rf"\caption{{{latex_escape(block.caption)}}}",
-                    rf"\label{{fig:prefeval-{block.name}}}",
+                    rf"\label{{fig:prefeval-{_tex_label(block.name)}}}",
                     rf"\end{{{env}}}",
                     "",
                 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from helpers import as_other_user, invoke, on_terminal
+
+from prefeval.io import writers
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 ARGS = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" / "input.sys02"]
@@ -629,3 +632,49 @@ def test_counts_are_integers_in_every_format(tmp_path):
         "rpp\tqueries\t2\t2\t1.0\t0.0\t\t",
         "rpp\tlabels\t0.5\t2\t1.0\t0.0\t0.175\t0.71875",
     ]
+
+
+@pytest.mark.parametrize(
+    "name", ["rpp", "lexirecall", "heatmap-rpp", "matrix-nDCG@10", "a_b.c+d=e,f"]
+)
+def test_a_safe_name_is_its_own_file_name_part(name):
+    assert writers.file_name_part(name) == name
+
+
+@pytest.mark.parametrize(
+    "name,part",
+    [
+        ("x/../../victim", "x_____victim--458a994e5b"),
+        ("..", "_--5ec1f7e700"),
+        (".hidden", "_hidden--1692419006"),
+        ("-rf", "_rf--686c39acd6"),
+        ("a--b", "a-b--90827a2e56"),
+        ("\x1b[2J", "__2J--05704e8a84"),
+        ("", "_--e3b0c44298"),
+        ("ab\n", "ab_--a63d8014db"),
+    ],
+)
+def test_an_unsafe_name_becomes_a_safe_part_with_its_hash(name, part):
+    assert writers.file_name_part(name) == part
+
+
+def test_file_name_parts_are_safe_and_distinct():
+    """Any text: one name (no separator, no ``..``, not hidden, no control or other
+    character outside the allowed ones) that stays in the folder; distinct texts,
+    distinct parts."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    seen = {}
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet=st.sampled_from("aZ09._-/\\$ \x00\x1b\n=é~"), max_size=12) | st.text())
+    def check(text):
+        for chars in (writers.FILE_NAME_CHARS, writers.TEX_FILE_NAME_CHARS):
+            part = writers.file_name_part(text, chars)
+            assert re.fullmatch(f"[{chars}]+", part) and ".." not in part
+            assert not part.startswith((".", "-")) and len(part) <= 112
+            assert writers.file_beside("some/dir/out.html", part) == f"some/dir/{part}"
+            assert seen.setdefault((chars, part), text) == text
+
+    check()

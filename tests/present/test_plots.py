@@ -345,3 +345,43 @@ def test_heatmap_legible_at_150_runs():
     _, _, page = _heatmap(150, width=None)
     assert len(page.axes[0].get_yticklabels()) == 150
     assert all(t.get_fontsize() >= 5 for t in page.axes[0].get_yticklabels())
+
+
+DOLLARS = ["$$", "$\\input{x}$", "a$b$c", "x\\$y", "$"]
+
+
+def _shown(texts) -> list[str]:
+    """What matplotlib draws of each text: its characters, and never mathtext."""
+    shown = []
+    for text in texts:
+        drawn, math = text._preprocess_math(text.get_text())
+        assert math is False, text.get_text()
+        shown.append(drawn)
+    return shown
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_names_with_dollars_are_drawn_literally(fmt):
+    """Run and measure names holding ``$`` are drawn as they are (no mathtext, whose
+    parser fails on ``$$`` or ``$\\input{x}$``) in every figure that shows them."""
+    n = len(DOLLARS)
+    matrix = np.full((n, n), 0.5)
+    np.fill_diagonal(matrix, np.nan)
+    heat = plotting.preference_heatmap_figure(matrix, DOLLARS, np.ones((n, n), bool), width=3.3)
+    assert _shown(heat.axes[0].get_yticklabels()) == DOLLARS
+    assert plotting.figure_bytes(heat, fmt).startswith(MAGIC.get(fmt, b"<?xml"))
+    pairs = itertools.combinations(DOLLARS, 2)
+    tau = pd.DataFrame([(a, b, 0.5) for a, b in pairs], columns=["measure_a", "measure_b", "tau"])
+    taus = plotting.tau_heatmap_figure(tau)
+    assert _shown(taus.axes[0].get_xticklabels()) == DOLLARS
+    panels = plotting.discpower_panels_figure(pair_table(measures=DOLLARS))
+    legend = panels.axes[0].get_legend()
+    assert _shown(legend.get_texts()) == DOLLARS
+    grid = plotting.robustness_figure(robustness_table(DOLLARS), layout="grid")
+    assert [ax.get_title() for ax in grid.axes if ax.get_visible()][:n] == [
+        plotting.plain(name) for name in DOLLARS
+    ]
+    overlay = plotting.robustness_figure(robustness_table(DOLLARS), layout="overlay")
+    assert _shown(overlay.legends[0].get_texts()) == DOLLARS
+    for fig in (taus, panels, grid, overlay):
+        assert plotting.figure_bytes(fig, fmt)

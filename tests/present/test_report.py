@@ -689,3 +689,139 @@ def test_small_samples_are_said_in_the_report(tmp_path):
         prefeval.report(QRELS, RUNS[:3], output=out, tests="ttest", measures="rpp")
     text = out.read_text()
     assert text.count(f"Caution: significance tests on 20 queries, fewer than {MIN_QUERIES}") == 1
+
+
+def _hostile_prefs(tmp_path, twelve, names: dict) -> Path:
+    """The per-query preferences of the twelve runs under rpp and lexirecall, the
+    measures renamed by ``names`` (a downloaded table's measure column is untrusted)."""
+    qrels, runs = twelve
+    prefs = tmp_path / "prefs.tsv"
+    result = invoke("compare", "-q", "-m", "rpp", "-m", "lexirecall", "-o", prefs, qrels, *runs)
+    assert result.exit_code == 0, result.stderr
+    table = pd.read_csv(prefs, sep="\t", dtype={"query_id": str})
+    table["measure"] = table["measure"].map(names)
+    table.to_csv(prefs, sep="\t", index=False)
+    return prefs
+
+
+@pytest.mark.parametrize("ext,figure", [("md", "svg"), ("tex", "pdf")])
+def test_file_names_from_measure_names_stay_beside_the_report(tmp_path, twelve, ext, figure):
+    """A measure named ``x/../../victim`` or ``..`` names its heat map and CSV file with
+    a safe file-name part: every file is written beside the report, and linked from it."""
+    from prefeval.io.writers import TEX_FILE_NAME_CHARS, file_name_part
+
+    names = {"rpp": "x/../../victim", "lexirecall": ".."}
+    prefs = _hostile_prefs(tmp_path, twelve, names)
+    folder = tmp_path / "a" / "b"
+    folder.mkdir(parents=True)
+    before = {p for p in tmp_path.rglob("*")}
+    build(folder, f"rep.{ext}", "--no-baselines", "--trials", "20", "--prefs", prefs, inputs=[])
+    new = {p for p in tmp_path.rglob("*")} - before
+    assert all(p.parent == folder for p in new), sorted(map(str, new))
+    assert not (tmp_path / "a" / "victim.csv").exists()
+    chars = TEX_FILE_NAME_CHARS if ext == "tex" else "A-Za-z0-9_.+@=,-"
+    sides = {
+        f"rep-{file_name_part(f'{kind}-{name}', chars)}.{suffix}"
+        for name in names.values()
+        for kind, suffix in (("matrix", "csv"), ("heatmap", figure))
+    }
+    assert sides == {
+        "rep-matrix-x_____victim--d8655951e1.csv",
+        "rep-matrix-_--ba6c2eb289.csv",
+        f"rep-heatmap-x_____victim--481d1e8dc5.{figure}",
+        f"rep-heatmap-_--f6c1b3c71a.{figure}",
+    }
+    assert sides <= {p.name for p in new}
+    text = (folder / f"rep.{ext}").read_text("utf-8")
+    assert all(name in text for name in sides)
+    matrix = pd.read_csv(folder / "rep-matrix-_--ba6c2eb289.csv", keep_default_na=False)
+    assert list(matrix.columns[:2]) == ["run", "mc4_rank"] and len(matrix) == 12
+
+
+def test_a_second_report_removes_the_side_files_the_first_left(tmp_path, twelve):
+    """Past 10 runs and with --robustness, then other measures, then 3 runs: beside the
+    report are exactly the files it uses; a user's file of a like name stays."""
+    qrels, runs = twelve
+    names = lambda: sorted(p.name for p in tmp_path.iterdir())  # noqa: E731
+    notes = tmp_path / "rep-matrix-notes.csv"
+    notes.write_text("my notes\n")
+    drawn = tmp_path / "rep-heatmap-mine.svg"
+    drawn.write_text("<svg/>\n")
+    both = ["rpp", "lexirecall"]
+    build(tmp_path, "rep.md", *MANY, "--robustness", "--samples", "2", inputs=[qrels, *runs])
+    mine = ["rep-matrix-notes.csv", "rep-heatmap-mine.svg"]
+    figures = ["rep.md", "rep-discpower.svg", "rep-tau.svg", *mine]
+    assert names() == sorted(
+        [*figures, "rep-robustness.svg"]
+        + [f"rep-heatmap-{m}.svg" for m in both]
+        + [f"rep-matrix-{m}.csv" for m in both]
+    )
+    build(tmp_path, "rep.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    assert names() == sorted([*figures, "rep-heatmap-rpp.svg", "rep-matrix-rpp.csv"])
+    build(tmp_path, "rep.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs[:3]])
+    assert names() == sorted(figures)
+    build(tmp_path, "rep.html", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    assert "rep-matrix-rpp.csv" in names()
+    written = prefeval.report(
+        qrels, runs[:3], output=tmp_path / "rep.html", measures="rpp", baselines="AP", trials=20
+    )
+    assert written == [str(tmp_path / "rep.html")]
+    assert names() == sorted([*figures, "rep.html"])
+    assert notes.read_text() == "my notes\n" and drawn.read_text() == "<svg/>\n"
+
+
+def test_runs_tied_everywhere_name_no_least_agreeing_baseline(tmp_path):
+    """The same run under two names: every ordering ties, τ-b is undefined with every
+    baseline, and the summary says so instead of naming a baseline with an empty τ."""
+    run = RUNS[0]
+    page = build(tmp_path, "r.html", "--trials", "20", "-m", "rpp", "-B", "AP", "-B", "RR",
+                 inputs=[QRELS, f"a={run}", f"b={run}"])  # fmt: skip
+    rows = {r[0][0]: r for r in parse(page).tables["summary"][1:]}
+    assert [cell[0] for cell in rows["rpp"]] == ["rpp", "a, b", "0/1", "0/1", "0/1", "–"]
+    assert rows["AP"][-1][0] == ""
+    text = page.read_text("utf-8")
+    assert "(–: τ-b is undefined with every baseline: one of the two orderings ties all" in text
+    md = build(tmp_path, "r.md", "--trials", "20", "-m", "rpp", "-B", "AP",
+               inputs=[QRELS, f"a={run}", f"b={run}"]).read_text("utf-8")  # fmt: skip
+    assert "| **rpp** | a, b | 0/1 | 0/1 | 0/1 | – |" in md
+
+
+#: run names LaTeX or mathtext could read as code: an optional argument of the ``\\``
+#: (or ``\midrule``) before a row, a star, math
+HOSTILE = ["[1em]a", "*b", "$$", "$\\input{x}$", "[x]", "c"]
+
+
+def test_hostile_run_names_in_latex_rows_and_figures(tmp_path):
+    """Rows whose first cell starts with ``[`` or ``*`` begin with ``{}``; past 10 runs
+    the heat maps draw names holding ``$`` literally; the report compiles."""
+    qrels = write_qrels(
+        tmp_path / "q.txt", [(q, 0, f"d{i}", i % 2) for q in "123" for i in range(6)]
+    )
+    runs = {}
+    for k in range(12):
+        name = HOSTILE[k] if k < len(HOSTILE) else f"run{k}"
+        rows = [(q, f"d{(i + k) % 6}", 10 - i) for q in "123" for i in range(5)]
+        runs[name] = write_run(tmp_path / f"run{k}.txt", rows)
+    out = tmp_path / "report.tex"
+    (tmp_path / "main.tex").write_text(
+        "\\documentclass{article}\\usepackage{booktabs,graphicx}\n"
+        "\\begin{document}\\input{report.tex}\\end{document}\n"
+    )
+    for subset, many in ((HOSTILE, False), (list(runs), True)):
+        prefeval.report(qrels, {n: runs[n] for n in subset}, output=out, trials=20, tests="sign",
+                        measures="rpp", baselines="AP", notify=None)  # fmt: skip
+        text = out.read_text("utf-8")
+        rows = [line for line in text.splitlines() if line.endswith("\\\\")]
+        assert not [line for line in rows if line.startswith(("[", "*"))]
+        assert "{}[1em]a & " in text and "{}*b & " in text and "{}[x] & " in text
+        assert r"\$\textbackslash{}input\{x\}\$" in text
+        assert (tmp_path / "report-heatmap-rpp.pdf").exists() == many
+        if shutil.which("pdflatex") is None:
+            continue
+        proc = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "main.tex"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed: the LaTeX text checked, not compiled")
