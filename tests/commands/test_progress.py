@@ -182,3 +182,26 @@ def test_an_unfinished_stage_outside_a_command_holds_no_command_s_place():
         gc.collect()
         assert progress._current is mine
     assert progress._current is None
+
+
+def test_control_characters_escaped_as_a_terminal_shows_them():
+    """What reaches a terminal from the data: C0 (ESC), DEL, C1, bidirectional controls
+    and bytes that are not UTF-8 as their escapes; line breaks and tabs kept between
+    lines; other text, backslashes included, as it is."""
+    from prefeval.core.terminal import LINES, escaped, shown
+
+    text = "a\x1b[2J\x07\x7f\x9b\u202e\u2066\u200fé\\ b\n\tc" + b"\xff".decode(
+        "utf-8", "surrogateescape"
+    )
+    assert escaped(text) == "a\\x1b[2J\\x07\\x7f\\x9b\\u202e\\u2066\\u200fé\\ b\\x0a\\x09c\\xff"
+    assert escaped(text, LINES) == "a\\x1b[2J\\x07\\x7f\\x9b\\u202e\\u2066\\u200fé\\ b\n\tc\\xff"
+
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    assert shown(text, Stream(True)) == escaped(text, LINES)
+    assert shown(text, Stream(False)) is text
