@@ -298,7 +298,7 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
     if isinstance(runs, dict):
         items = list(runs.items())
     else:
-        items = [(s.name, str(s)) if isinstance(s, NamedPath) else (None, s) for s in runs]
+        items = [(s.name, s) if isinstance(s, NamedPath) else (None, s) for s in runs]
     expanded: list[tuple[int, Run]] = []
     held = 0  # bytes of the files read whole so far
     for i, (key, source) in enumerate(items):
@@ -464,11 +464,13 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
     if parquet.runs_column(data, path) is None:
         return [Run(name or run_name(path), "parquet", path, data)]
     if name is not None:
+        how = "give it in a list of runs"
+        if isinstance(source, NamedPath):  # the command line's words
+            how = "give its path alone, without NAME=: its run column names its runs"
         raise InputError(
             path,
             None,
-            f"a table of many runs (a run column) given as the one run {name!r}; "
-            "give it in a list of runs",
+            f"a table of many runs (a run column) given as the one run {name!r}; {how}",
         )
     return [Run(table, "table", path, data) for table in parquet.run_names(path, data)]
 

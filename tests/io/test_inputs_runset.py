@@ -179,6 +179,32 @@ def test_name_holding_equals_on_the_command_line(tmp_path):
     assert out.read_text().splitlines()[1].split("\t")[:3] == ["rpp", "bm25_k1=0.9", "sys02"]
 
 
+def test_a_many_run_table_named_on_the_command_line_is_told_in_its_words(tmp_path):
+    """NAME=PATH on a table of many runs: the error says what to write on the command
+    line; a dict key in Python still says to put it in a list."""
+    table = tmp_path / "runs.parquet"
+    frames = [read_run(path) for path in RUNS[:2]]
+    pq.write_table(
+        pa.table(
+            {
+                "run": [f.name for f in frames for _ in range(len(f.doc_id))],
+                "query_id": [q for f in frames for q in f.query_id],
+                "doc_id": [d for f in frames for d in f.doc_id],
+                "score": [x for f in frames for x in f.score],
+            }
+        ),
+        table,
+    )
+    result = invoke("compare", QRELS, f"x={table}", RUNS[2])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"{table}: a table of many runs (a run column) given as the one run 'x'; give its "
+        "path alone, without NAME=: its run column names its runs\n"
+    )
+    with pytest.raises(InputError, match="given as the one run 'x'; give it in a list of runs"):
+        resolve_runs({"x": str(table), "y": str(RUNS[2])})
+
+
 def test_named_path_pickles():
     named = pickle.loads(pickle.dumps(NamedPath("runs/x.txt", "x")))
     assert (str(named), named.name, type(named)) == ("runs/x.txt", "x", NamedPath)
