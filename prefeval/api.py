@@ -60,6 +60,7 @@ from .analysis.significance import (
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
+from .core.terminal import shown
 from .engine.engines import engine_for
 from .engine.job import Job, compare_tables, whole_frame
 from .engine.memory import release_free_memory
@@ -91,8 +92,10 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def warn(message: str) -> None:
     """Issue a notice as a :class:`PrefevalWarning`, attributed to the first caller
-    outside the prefeval package (the user's line)."""
-    _warn_user(message, PrefevalWarning)
+    outside the prefeval package (the user's line); its control characters escaped when
+    stderr, where Python shows warnings, is a terminal
+    (:func:`prefeval.core.terminal.shown`)."""
+    _warn_user(shown(message, sys.stderr), PrefevalWarning)
 
 
 def _warn_user(message: str, category: type[Warning]) -> None:
