@@ -43,8 +43,10 @@ from .analysis.baselines import (
     default_baselines,
     is_measure,
     metrics_rows,
+    no_metrics,
     parse_baseline,
     parse_baselines,
+    without_runid,
 )
 from .analysis.evidence import gather_inputs
 from .analysis.orderings import order as order_table
@@ -58,14 +60,16 @@ from .analysis.significance import (
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning
+from .core.terminal import shown
 from .engine.engines import engine_for
 from .engine.job import Job, compare_tables, whole_frame
 from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
 from .measures import parse_measures
-from .options import KEYWORDS, Options, check, judge, text_list
+from .options import KEYWORDS, OptionError, Options, check, judge, text_list
 from .present import plots as plotting
 from .present import report as reports
+from .present.explain import as_keyword
 from .present.explain import explain as explain_table
 
 __all__ = [
@@ -86,8 +90,10 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def warn(message: str) -> None:
     """Issue a notice as a :class:`PrefevalWarning`, attributed to the first caller
-    outside the prefeval package (the user's line)."""
-    _warn_user(message, PrefevalWarning)
+    outside the prefeval package (the user's line); its control characters escaped when
+    stderr, where Python shows warnings, is a terminal
+    (:func:`prefeval.core.terminal.shown`)."""
+    _warn_user(shown(message, sys.stderr), PrefevalWarning)
 
 
 def _warn_user(message: str, category: type[Warning]) -> None:
@@ -118,11 +124,17 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
 def _command(func):
     """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
     command shows one on a terminal; the cache as ``cache`` says (default: the
-    environment variable ``PREFEVAL_CACHE``)."""
+    environment variable ``PREFEVAL_CACHE``); ``notify`` checked to be callable or None."""
 
     @functools.wraps(func)
     def call(*args, progress: bool | None = False, cache: bool | None = None, **kwargs):
 
+        notify = kwargs.get("notify")
+        if notify is not None and not callable(notify):
+            raise TypeError(
+                f"notify={notify!r} is not callable: give a function of one message (a str), "
+                "or None for no notices"
+            )
         cache = check("cache", cache)
         if progress is None:  # the caller's bar (the command's, on a terminal)
             return func(*args, progress=None, cache=cache, **kwargs)
@@ -132,18 +144,24 @@ def _command(func):
     return call
 
 
-def _judged(command: str, given: dict) -> Options:
+def _judged(command: str, given: dict, keywords: dict[str, str] | None = None) -> Options:
     """The :class:`~prefeval.options.Options` of an API function's call, judged from its
     arguments ``given`` (its ``locals()``): those the judge takes, with the API's own
     readings: ``baselines`` may hold ir-measures measure objects (:func:`_measure_names`),
     and ``summary=None`` (the default) means ``not per_query``: per-query rows alone, or
-    the summary rows alone."""
+    the summary rows alone.  ``keywords``: the function's own keyword of a judge keyword
+    it passes under another name, which its errors name (``metrics``' ``measures``)."""
     given = {k: v for k, v in given.items() if k in KEYWORDS}
     if "baselines" in given:
         given["baselines"] = _measure_names(given["baselines"])
     if "summary" in given and given["summary"] is None:
         given["summary"] = not given.get("per_query")
-    return judge(command=command, **given)
+    try:
+        return judge(command=command, **given)
+    except OptionError as error:
+        if not keywords:
+            raise
+        raise error.renamed(keywords) from None
 
 
 def _measure_names(value):
@@ -291,14 +309,30 @@ def metrics(
             DeprecationWarning,
         )
         measures = baselines
-    options = _judged("metrics", {**locals(), "measures": None, "baselines": measures})
-    names = _baselines(options.baselines)
+    given = {**locals(), "measures": None, "baselines": measures}
+    options = _judged("metrics", given, None if baselines is not None else _AS_MEASURES)
+    wanted, runid = without_runid(options.baselines or ())
+    names = _baselines(wanted)
     sources = _runs(runs)
     judged = read_qrels(qrels_input(qrels))
+    if runid:
+        if notify is not None:
+            notify(RUNID_NOTICE)
+        if not names:  # runid alone: no values
+            return _plain(no_metrics())
     table = metrics_rows(
         judged, sources, names or default_baselines(judged.has_subtopics), options, notify=notify
     )
     return _plain(table)
+
+
+#: ``metrics``' keyword of the judge's ``baselines``
+_AS_MEASURES = {"baselines": "measures"}
+#: the notice of ``metrics(measures="runid")``
+RUNID_NOTICE = (
+    "runid: no rows; the run column names each run (trec_eval's runid is the run's tag, "
+    "not a value)"
+)
 
 
 def _evidence_only(*args, **kw):
@@ -712,6 +746,7 @@ def explain(
         options,
         queries=list(text_list(queries, "queries")) or None,
         notify=notify,
+        cited=as_keyword,
     )
     return _plain(table)
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
@@ -137,6 +138,23 @@ class OptionError(ValueError):
             shown = repr(self.value)
             names["value"] = shown if name is not None else f"{self.field}={shown}"
         return self.message.format_map(names)
+
+    def renamed(self, keywords: dict[str, str]) -> OptionError:
+        """The same error (same class and value) about the options ``keywords`` renames
+        (judge keyword -> the keyword the caller gave): an API function's own keyword
+        for a judge keyword (``metrics(measures=)`` for ``baselines``)."""
+
+        def rename(match: re.Match) -> str:
+            keyword, rest = match.group(1), match.group(2)
+            return "{" + keywords.get(keyword, keyword) + rest + "}"
+
+        message = _FIELD.sub(rename, self.message)
+        field = keywords.get(self.field, self.field)
+        return type(self)(field, message, self.value)
+
+
+#: an option's ``{key}`` field in an :class:`OptionError` message: its keyword, the rest
+_FIELD = re.compile(r"\{(\w+)((?:=[^{}]*)?)\}")
 
 
 class OptionTypeError(OptionError, TypeError):

@@ -261,7 +261,21 @@ def _parse_irm(measure, text: str, from_text: bool = True) -> Baseline:
             measure = ir_measures.parse_measure(text)
         except (ValueError, NameError, SyntaxError, KeyError, TypeError) as error:
             detail = str(error).strip("'\"")
-            raise ValueError(f"unknown baseline measure {text!r} ({detail}); {hint}") from None
+            raise ValueError(
+                f"unknown baseline measure {text!r} ({detail}){_close_names(text)}; {hint}"
+            ) from None
+    missing = [
+        (key, info)
+        for key, info in measure.SUPPORTED_PARAMS.items()
+        if getattr(info, "required", False) and key not in measure.params
+    ]
+    if missing:
+        key, info = missing[0]
+        desc = f" ({info.desc})" if getattr(info, "desc", None) else ""
+        raise ValueError(
+            f"baseline measure {text!r}: {measure.NAME} needs its parameter {key}{desc}, "
+            f"as in {measure.NAME}({key}=...): ir-measures has no default for it"
+        )
     try:
         measure.validate_params()
     except AssertionError as error:
@@ -432,6 +446,27 @@ def _split_list(text: str) -> list[str]:
 
 
 _TREC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[._][0-9.,]+)?")
+
+
+def _close_names(text: str) -> str:
+    """``; close names: ...``: the measures whose names are close to ``text``'s (those
+    of ir-measures, trec_eval and prefeval's own), else nothing."""
+    import difflib
+
+    import ir_measures
+    import pytrec_eval
+
+    name = re.split(r"[@(]", text, maxsplit=1)[0].strip()
+    trec = re.sub(r"_\d+(?:\.\d+)?$", "", name)  # trec_eval's cutoff suffix (P_10)
+    known = {*ir_measures.measures.registry, *pytrec_eval.supported_measures}
+    known |= {*NATIVE_BASELINES, GM_MAP}
+    if name in known or trec in known:
+        return ""
+    close = difflib.get_close_matches(name, sorted(known), n=3)
+    if not close:
+        folded = {k.lower(): k for k in sorted(known)}
+        close = [folded[n] for n in difflib.get_close_matches(trec.lower(), folded, n=3)]
+    return f"; close names: {', '.join(close)}" if close else ""
 
 
 def _parse_trec(text: str) -> list[Baseline] | None:

@@ -13,6 +13,7 @@ from ..analysis.agreement import tau_matrix_text
 from ..analysis.significance import discriminative_power
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
+from ..core.terminal import shown
 from ..io.writers import write_table
 from .checks import command, no_against, plotting_for
 from .errors import usage_errors
@@ -161,7 +162,7 @@ def tau(inputs, prefs, metrics_file, against, precision, fmt, output):
     table = run_analysis("tau", inputs, prefs, metrics_file)
     if fmt == "tsv" and sys.stderr.isatty():
         digits = 3 if precision is None else precision
-        click.echo(tau_matrix_text(table, digits), err=True, nl=False)
+        click.echo(shown(tau_matrix_text(table, digits), sys.stderr), err=True, nl=False)
     write_table(table, output, fmt, precision)
 
 

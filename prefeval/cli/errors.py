@@ -12,6 +12,7 @@ import click
 
 from ..core import limits, progress
 from ..core.errors import InputError, SystemLimitError
+from ..core.terminal import shown
 from ..engine.cache import CacheSettingError
 from ..io.writers import OutputError
 from ..options import OptionError
@@ -65,6 +66,12 @@ def usage_errors():
         raise click.UsageError(str(error)) from None
 
 
+def echo_error(message: str) -> None:
+    """A line on stderr, control characters escaped on a terminal
+    (:func:`prefeval.core.terminal.shown`)."""
+    click.echo(shown(message, sys.stderr), err=True)
+
+
 class PrefevalGroup(click.Group):
     """Turns input errors into ``FILE:LINE: message`` on stderr and exit status 2, and
     output failures into ``prefeval: cannot write FILE: reason`` (exit status 2)."""
@@ -80,10 +87,10 @@ class PrefevalGroup(click.Group):
             with progress.command():
                 return super().invoke(ctx)
         except InputError as error:
-            click.echo(str(error), err=True)
+            echo_error(str(error))
             ctx.exit(2)
         except (OutputError, CacheSettingError, SystemLimitError) as error:
-            click.echo(f"prefeval: {error}", err=True)
+            echo_error(f"prefeval: {error}")
             if isinstance(error, SystemLimitError) and self.entry_point:
                 # short of a resource, a library's threads may abort the interpreter's
                 # shutdown (SIGABRT after the message): leave at once, status 2
@@ -94,3 +101,6 @@ class PrefevalGroup(click.Group):
         except MemoryError:
             click.echo(limits.out_of_memory_message(), err=True)
             ctx.exit(2)
+        except click.ClickException as error:  # a usage error: click writes it
+            error.message = shown(error.message, sys.stderr)
+            raise

@@ -203,7 +203,8 @@ NAMES_HELP = (
     "How runs given as files are named: file (the file name without a leading input., a "
     ".gz and one of .run .trec .txt .res .tsv .parquet .pq) or tag (the run tag of every "
     "line, trec_eval's runid: a TREC run's 6th column, a Parquet run's tag or run_id "
-    "column). A RUN given as NAME=PATH is named NAME."
+    "column). A RUN given as NAME=PATH is named NAME (cut at the = whose PATH exists, so "
+    "NAME may hold =)."
 )
 
 

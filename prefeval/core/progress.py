@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 
+from .terminal import escaped, shown
+
 # seconds of a command's work before its bar appears: short work stays silent
 DELAY = 1.0
 
@@ -45,6 +47,7 @@ class CommandProgress:
         return bar is not None and bar.last_print_t >= bar.start_t + bar.delay
 
     def _open(self, desc: str, unit: str, total) -> object:
+        desc = escaped(desc)  # shown on a terminal only
         if self.parts:
             self.part += 1
             desc = f"{desc} ({self.part} of {self.parts})"
@@ -184,6 +187,7 @@ def beside_bar():
 
 
 def stderr_notice(message: str) -> None:
-    """``prefeval: message`` on stderr, on a line of its own beside the bar."""
+    """``prefeval: message`` on stderr, on a line of its own beside the bar (control
+    characters escaped on a terminal: :func:`prefeval.core.terminal.shown`)."""
     with beside_bar():
-        print(f"prefeval: {message}", file=sys.stderr, flush=True)
+        print(shown(f"prefeval: {message}", sys.stderr), file=sys.stderr, flush=True)

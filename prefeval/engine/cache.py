@@ -263,6 +263,7 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
     if path in _refused:
         return None
     fd = None
+    where = own_dir()  # the folder a fault is in, which the notice names
     try:
         if create:
             os.makedirs(cache_dir(), exist_ok=True)
@@ -277,11 +278,15 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
         try:
             fd = _open_folder(version, os.path.basename(path), create)
         except PermissionError:
+            if _own_entry(version, os.path.basename(path)):
+                where = path  # there, but this user may not open it
+                raise _Unusable(_not_openable(version, os.path.basename(path))) from None
             raise _Unusable(_not_writable(version)) from None
         finally:
             os.close(version)
         if os.fstat(fd).st_uid != _uid():
             raise _Unusable(f"{os.path.basename(path)} belongs to another user")
+        where = path  # the secret's
         secret = _read_secret(fd)
     except FileNotFoundError:
         _close(fd)
@@ -290,7 +295,7 @@ def _user_folder(create: bool) -> tuple[int, bytes] | None:
         _close(fd)
         if error.errno in (errno.EMFILE, errno.ENFILE):
             return None  # a resource of this process, not a fault of the folder
-        _refuse(own_dir(), str(error) if isinstance(error, _Unusable) else _describe(error))
+        _refuse(where, str(error) if isinstance(error, _Unusable) else _describe(error))
         return None
     return fd, secret
 
@@ -321,6 +326,23 @@ def _version_folder(root_fd: int, create: bool) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _own_entry(folder_fd: int, name: str) -> bool:
+    """Whether ``name`` in ``folder_fd`` exists and is this user's."""
+    try:
+        return os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_uid == _uid()
+    except OSError:
+        return False
+
+
+def _not_openable(version_fd: int, name: str) -> str:
+    """Why this user cannot open their own folder ``name``, which is there."""
+    mode = stat.S_IMODE(os.stat(name, dir_fd=version_fd, follow_symlinks=False).st_mode)
+    return (
+        f"this user's folder of mode {mode:04o} cannot be opened (it needs 0700; make it so, "
+        "or remove it)"
+    )
 
 
 def _not_writable(version_fd: int) -> str:

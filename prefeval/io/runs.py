@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -32,6 +33,7 @@ from .frames import (
 from .source import (
     GZIP_MAGIC,
     PARQUET_MAGIC,
+    STDIN,
     gunzip_blocks,
     is_frame,
     is_parquet,
@@ -244,15 +246,31 @@ def run_argument(text: str) -> str:
     """A RUN argument of the command line: ``NAME=PATH`` names the run of the file PATH
     NAME (a :class:`NamedPath`); anything else is a path, named by :func:`resolve_runs`.
 
-    The argument is cut at its first ``=`` only when it is not itself an existing file
-    and the ``=`` has a name before it (not empty, no ``/`` or blank) and a path after it:
-    ``bm25=runs/bm25.txt`` names a run ``bm25``, while ``runs/k=10/bm25.txt`` (a ``/``
-    before the ``=``) and an existing file ``k=10.txt`` are paths."""
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path or _NOT_IN_NAME.search(name):
+    An existing file is a path, whatever ``=`` it holds (``k=10.txt``).  Otherwise the
+    argument is cut at an ``=`` that has a name before it (not empty, no ``/`` or blank)
+    and a path after it: at the one ``=`` whose right side exists (a file, ``-``, a
+    pipe), so a name may hold ``=`` (``bm25_k1=0.9=runs/a.txt`` names a run
+    ``bm25_k1=0.9``); when no right side exists, at the first such ``=`` (the missing
+    path is then what the error cites).  Two right sides that both exist are an
+    :class:`InputError` (``./`` before the path says which is meant).  A ``/`` before
+    every ``=`` makes a path: ``runs/k=10/bm25.txt``."""
+    cuts = [
+        (text[:at], text[at + 1 :])
+        for at, char in enumerate(text)
+        if char == "=" and at and at < len(text) - 1 and not _NOT_IN_NAME.search(text[:at])
+    ]
+    if not cuts or os.path.lexists(text):
         return text
-    if os.path.lexists(text):
-        return text
+    there = [(name, path) for name, path in cuts if path == STDIN or os.path.lexists(path)]
+    if len(there) > 1:
+        shown = " or ".join(f"run {name!r} of {path!r}" for name, path in there)
+        raise InputError(
+            text,
+            None,
+            f"NAME=PATH names {shown}, as both files exist; write the path meant with ./ "
+            "before it (NAME=./PATH)",
+        )
+    name, path = there[0] if there else cuts[0]
     return NamedPath(path, name)
 
 
@@ -283,7 +301,7 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
     if isinstance(runs, dict):
         items = list(runs.items())
     else:
-        items = [(s.name, str(s)) if isinstance(s, NamedPath) else (None, s) for s in runs]
+        items = [(s.name, s) if isinstance(s, NamedPath) else (None, s) for s in runs]
     expanded: list[tuple[int, Run]] = []
     held = 0  # bytes of the files read whole so far
     for i, (key, source) in enumerate(items):
@@ -297,9 +315,10 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
     seen: dict[str, tuple[int, Run]] = {}
     keys = [key for key, _ in items]
     for i, run in expanded:
-        if run.name in seen:
-            raise _same_name(seen[run.name], (i, run), keys, names)
-        seen[run.name] = (i, run)
+        alike = _printed(run.name)
+        if alike in seen:
+            raise _same_name(seen[alike], (i, run), keys, names)
+        seen[alike] = (i, run)
         out.append(run)
     return RunSet(out)
 
@@ -307,6 +326,12 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
 #: the kinds of run named by their tag with ``names="tag"`` (a many-run table's runs are
 #: named by its run column, in-memory runs as they are)
 _TAGGED = ("text", "gzip", "parquet")
+
+
+def _printed(name: str) -> str:
+    """What tells run names apart: their Unicode NFC form, so that two names that
+    print alike (``café`` composed and decomposed) are one name."""
+    return unicodedata.normalize("NFC", name)
 
 
 def _same_name(first: tuple[int, Run], second: tuple[int, Run], keys, names) -> InputError:
@@ -318,12 +343,16 @@ def _same_name(first: tuple[int, Run], second: tuple[int, Run], keys, names) -> 
     if keys[i] is not None and keys[j] is not None:
         how = "give runs distinct names"
         if keys[i] != keys[j]:
-            how = f"keys {keys[i]!r} and {keys[j]!r} are one name; {how}"
+            shown = repr if str(keys[i]) == str(keys[j]) else ascii
+            how = f"keys {shown(keys[i])} and {shown(keys[j])} are one name; {how}"
     else:
         how = "name them NAME=PATH (in Python, a dict {name: run})"
         if names == "file":
             how += " or use --names tag (trec_eval's runid, each file's run tag)"
-    return InputError(b.where, None, f"two runs are named {b.name!r} ({where}); {how}")
+    named = f"named {b.name!r}"
+    if a.name != b.name:  # alike once normalized: their code points tell them apart
+        named = f"named alike, {ascii(a.name)} and {ascii(b.name)} (one Unicode NFC name)"
+    return InputError(b.where, None, f"two runs are {named} ({where}); {how}")
 
 
 def run_tag(run: Run) -> str:
@@ -472,11 +501,13 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
     if parquet.runs_column(data, path) is None:
         return [Run(name or run_name(path), "parquet", path, data)]
     if name is not None:
+        how = "give it in a list of runs"
+        if isinstance(source, NamedPath):  # the command line's words
+            how = "give its path alone, without NAME=: its run column names its runs"
         raise InputError(
             path,
             None,
-            f"a table of many runs (a run column) given as the one run {name!r}; "
-            "give it in a list of runs",
+            f"a table of many runs (a run column) given as the one run {name!r}; {how}",
         )
     return [Run(table, "table", path, data) for table in parquet.run_names(path, data)]
 

@@ -236,7 +236,8 @@ def run_name(path: str | os.PathLike) -> str:
     ``input.`` is the prefix of the reference implementation (pref_eval) and of TREC's
     submitted runs; ``bm25.run``, ``bm25.trec.gz``, ``input.bm25.gz`` and ``bm25.parquet``
     all name the run ``bm25``.  Only the end of the name is looked at, once each:
-    ``bm25.txt.run`` is ``bm25.txt``; a suffix that is the whole name stays (``.run``).
+    ``bm25.txt.run`` is ``bm25.txt``; a prefix or suffix that is the whole name stays
+    (``input.``, ``.run``).
     """
     if os.fspath(path) == STDIN:
         return "stdin"
@@ -244,7 +245,7 @@ def run_name(path: str | os.PathLike) -> str:
     # a file name that is not UTF-8 (its bytes kept as surrogates by os.fsdecode) names
     # the run with U+FFFD in their place: a name every output format can write
     name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if name.startswith("input."):
+    if name.startswith("input.") and len(name) > len("input."):
         name = name[len("input.") :]
     for suffixes in ((".gz",), RUN_SUFFIXES):
         for suffix in suffixes:

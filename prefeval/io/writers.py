@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.progress import beside_bar
+from ..core.terminal import LINES, escaped
 
 FORMATS = ("tsv", "csv", "jsonl")
 #: binary formats, written by :func:`write_table` only (never to a terminal)
@@ -163,7 +164,8 @@ def _json_token(series: pd.Series, text: str) -> str:
 def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, counts):
     """The column names and each column as (codes, texts) for :func:`_chunk_texts`: a
     float column as (values, digits, count mask or None), any other as (codes, a pyarrow
-    array of its distinct texts in ``fmt``; ``text``: as tsv, unchecked)."""
+    array of its distinct texts in ``fmt``; ``text``: as tsv, unchecked, control
+    characters escaped as a terminal shows them)."""
     import pyarrow as pa
 
     names = [str(c) for c in frame.columns]
@@ -187,6 +189,8 @@ def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, count
             texts = ["" if t is None else _csv_quote(t) for t in texts]
         elif fmt == "jsonl":
             texts = ["null" if t is None else _json_token(series, t) for t in texts]
+        elif fmt == "text":  # the readable view: shown on a terminal
+            texts = ["" if t is None else escaped(t) for t in texts]
         else:
             texts = ["" if t is None else t for t in texts]
         encoded.append((codes, pa.array(texts, pa.string())))
@@ -273,7 +277,8 @@ def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterat
     """The rows of ``frames`` (DataFrames with the same columns) as an aligned table for
     people: a header, numbers right-aligned (floats as ``%.Nf``, N = ``precision`` or
     :data:`READABLE_DIGITS`; counts as integers; :data:`EXACT_COLUMNS` as given), text
-    left-aligned, columns two spaces apart, no trailing blanks.  Widths come from the
+    left-aligned, columns two spaces apart, no trailing blanks; control characters in
+    names and texts escaped (:func:`prefeval.core.terminal.escaped`).  Widths come from the
     header and the first frame's rows; a wider value later widens its column from there
     on (a table written as it is computed is not held whole)."""
     import pyarrow as pa
@@ -283,6 +288,7 @@ def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterat
     widths = None
     for frame in frames:
         names, encoded = _encoded_columns(frame, "text", digits, counts)
+        names = [escaped(name) for name in names]
         right = [_right_aligned(frame[c]) for c in frame.columns]
         n = len(frame)
         # an empty first frame still gives the header
@@ -622,9 +628,18 @@ class _StreamFailed(Exception):
         self.error = error
 
 
+def _on_terminal(chunk: bytes) -> bytes:
+    """Whole lines of text as a terminal is shown them: control characters but line
+    breaks and tabs escaped (:func:`prefeval.core.terminal.escaped`)."""
+    text = chunk.decode("utf-8", "surrogateescape")
+    return escaped(text, LINES).encode("utf-8", "surrogateescape")
+
+
 def write_stdout(chunks) -> None:
-    """Write byte chunks to standard output; a reader that went away (``| head``) stops
-    the output quietly, like other Unix tools; any other failure is an OutputError."""
+    """Write byte chunks (whole lines) to standard output; a reader that went away
+    (``| head``) stops the output quietly, like other Unix tools; any other failure is an
+    OutputError.  On a terminal, control characters are shown escaped (:func:`_on_terminal`);
+    elsewhere the bytes are written as they are."""
     stream = getattr(sys.stdout, "buffer", None)
     if stream is None:
         raise OutputError("<stdout>", "standard output is closed")
@@ -641,6 +656,7 @@ def write_stdout(chunks) -> None:
     try:
         for chunk in chunks:
             if shared:  # the bar cleared, the rows written, the bar drawn below them
+                chunk = _on_terminal(chunk)
                 with beside_bar():
                     put(stream.write, chunk)
                     put(stream.flush)

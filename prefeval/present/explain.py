@@ -115,15 +115,27 @@ def _grade_text(level: float | None) -> str:
     return "grade>0" if level is None else f"grade>={level:g}"
 
 
+def as_flag(query: str) -> str:
+    """A query id to explain as the command line gives it (``--query 301``)."""
+    return f"--query {query}"
+
+
+def as_keyword(query: str) -> str:
+    """A query id to explain as the API gives it (``queries='301'``)."""
+    return f"queries={query!r}"
+
+
 def select_queries(
     relevant: RelevantSet,
     values: np.ndarray,
     queries: Sequence[str] | None = None,
     top: int | None = None,
     all_queries: Sequence[str] | None = None,
+    cited: Callable[[str], str] = as_flag,
 ) -> list[int]:
     """Indices of the queries to explain: ``queries`` in the order given (ValueError for
-    an id not in the qrels, ``all_queries``, or not evaluated), else the ``top``
+    an id not in the qrels, ``all_queries``, or not evaluated, citing it as ``cited``
+    words it: :func:`as_flag`, :func:`as_keyword`), else the ``top``
     (default 5) with the largest |Delta| in ``values`` (one per evaluated query, the
     first measure; NaN: undefined, left out), equal |Delta| (tie rule) by query id."""
     if queries:
@@ -132,10 +144,10 @@ def select_queries(
         out = []
         for query in dict.fromkeys(queries):
             if query not in known:
-                raise ValueError(f"--query {query}: no such query in the qrels")
+                raise ValueError(f"{cited(query)}: no such query in the qrels")
             if query not in where:
                 raise ValueError(
-                    f"--query {query}: the query has no relevant document "
+                    f"{cited(query)}: the query has no relevant document "
                     f"({_grade_text(relevant.level)}) and is not evaluated"
                 )
             out.append(where[query])
@@ -256,12 +268,14 @@ def explain(
     *,
     queries: Sequence[str] | None = None,
     notify: Callable[[str], None] | None = stderr_notice,
+    cited: Callable[[str], str] = as_flag,
 ) -> pd.DataFrame:
     """Explain the preferences between two ``runs`` (paths, DataFrames or a mapping
     name -> source; A first) on ``qrels``: the table of :data:`COLUMNS` for the chosen
     ``queries``, else the ``top`` N (default 5) by |Delta| under the first measure.  The
     settings are ``options``' ``measures``, ``top``, ``relevance_level``, ``max_docs``,
-    ``binary``, ``cache``, ``jobs`` and ``progress``."""
+    ``binary``, ``cache``, ``jobs`` and ``progress``.  ``cited``: how an error words a
+    query of ``queries`` (:func:`select_queries`)."""
     options = options or Options()
     top, relevance_level, binary = options.top, options.relevance_level, options.binary
     qrels = read_qrels(qrels) if not isinstance(qrels, Qrels) else qrels
@@ -272,7 +286,9 @@ def explain(
         raise ValueError(f"explain compares two runs, not {len(runs)}")
     all_queries = qrels.query_ids()
     if queries:
-        select_queries(qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries)
+        select_queries(
+            qrels.relevant(relevance_level), np.zeros(0), queries, top, all_queries, cited
+        )
     relevant = relevant_with_notice(qrels, relevance_level, notify)
     positions = load_runs(
         runs,

@@ -479,6 +479,18 @@ def test_parse_baseline():
         ("TSE(exposure=rbp,gamma=2)", "gamma must be"),
         ("TSE(foo=1)", "unknown parameter"),
         ("ASL(exposure=rr)", "ASL takes no parameters"),
+        (
+            "SDCG@5",
+            r"^baseline measure 'SDCG@5': SDCG needs its parameter max_rel \(maximum relevance "
+            r"score\), as in SDCG\(max_rel=\.\.\.\): ir-measures has no default for it$",
+        ),
+        (
+            "NDGC@10",
+            r"^unknown baseline measure 'NDGC@10' \(measure not found: NDGC\); "
+            "close names: NDCG; use an ir-measures measure",
+        ),
+        ("recip_rnk", "; close names: recip_rank; use"),
+        ("Foo", r"^unknown baseline measure 'Foo' \(measure not found: Foo\); use "),
     ],
 )
 def test_bad_measures(text, message):

@@ -658,6 +658,42 @@ def test_bad_measures_are_clear_errors():
         quiet(prefeval.order, QRELS, RUNS, baselines=[ir_measures.AP(rel=0)])
 
 
+def test_errors_name_the_keyword_given():
+    """An error about a keyword names the keyword the caller gave: metrics' measures=
+    (passed down as the judge's baselines), baselines= where the caller used that,
+    explain's queries=, a notify= that is not callable."""
+    with pytest.raises(TypeError) as caught:
+        prefeval.metrics(QRELS, RUNS[:2], measures=5)
+    assert str(caught.value) == "measures=5 is not a string or a list of strings."
+    assert isinstance(caught.value, ValueError)  # an OptionError still
+    with pytest.raises(TypeError) as caught, pytest.warns(DeprecationWarning):
+        prefeval.metrics(QRELS, RUNS[:2], baselines=5)
+    assert str(caught.value) == "baselines=5 is not a string or a list of strings."
+    with pytest.raises(ValueError) as caught:
+        prefeval.explain(QRELS, RUNS[:2], queries="999")
+    assert str(caught.value) == "queries='999': no such query in the qrels"
+    with pytest.raises(TypeError) as caught:
+        prefeval.compare(QRELS, RUNS[:2], notify=5)
+    assert str(caught.value) == (
+        "notify=5 is not callable: give a function of one message (a str), or None for no notices"
+    )
+
+
+def test_metrics_runid_as_the_command():
+    """measures="AP,runid" computes AP and notifies that runid is no value, as
+    ``metrics -m AP,runid`` does; runid alone is the table without rows."""
+    told = []
+    table = prefeval.metrics(QRELS, RUNS[:2], measures="AP,runid", notify=told.append)
+    expected = quiet(prefeval.metrics, QRELS, RUNS[:2], measures="AP")
+    pd.testing.assert_frame_equal(table, expected)
+    assert told == [
+        "runid: no rows; the run column names each run (trec_eval's runid is the run's tag, "
+        "not a value)"
+    ]
+    alone = prefeval.metrics(QRELS, RUNS[:2], measures=["runid"], notify=None)
+    assert list(alone.columns) == ["measure", "run", "query_id", "value"] and alone.empty
+
+
 def test_per_query_rows_only():
     """per_query=True: the per-query rows (as iter_calc), the summary a separate call (as
     calc_aggregate); for compare the summary is their mean."""

@@ -164,6 +164,32 @@ def test_api_warnings_stay_readable_beside_the_bar(tmp_path):
     assert any(line.endswith(f"{notice} as retrieving nothing") for line in lines), lines
 
 
+def test_api_warnings_escape_control_characters_on_a_terminal(tmp_path):
+    """A notice of the API naming a run that holds ESC reaches a terminal escaped;
+    caught off a terminal, its message keeps the name as it is."""
+    import sys
+    import warnings
+
+    import prefeval
+
+    short = tmp_path / "short.run"
+    short.write_text("301 Q0 FBIS3-10082 1 2.5 t\n")
+    runs = {"a\x1b[2J": str(short), "b": str(SAMPLE / "runs" / "input.sys01")}
+    code = (
+        "import prefeval\n"
+        f"prefeval.compare({str(SAMPLE / 'qrels.txt')!r}, {runs!r}, measures='rpp', "
+        "cache=False)\n"
+    )
+    status, seen, _ = run_on_terminal([sys.executable, "-W", "default::UserWarning", "-c", code])
+    assert status == 0
+    assert b"\x1b" not in seen
+    assert "PrefevalWarning: run a\\x1b[2J: no results for 19 of 20" in seen.decode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prefeval.compare(SAMPLE / "qrels.txt", runs, measures="rpp", cache=False)
+    assert [str(w.message) for w in caught if "a\x1b[2J: no results" in str(w.message)]
+
+
 def test_an_unfinished_stage_outside_a_command_holds_no_command_s_place():
     """A stage opened outside any command (a library function called directly) and left
     unfinished, as after an error, held the place of the current command until it was
@@ -182,3 +208,26 @@ def test_an_unfinished_stage_outside_a_command_holds_no_command_s_place():
         gc.collect()
         assert progress._current is mine
     assert progress._current is None
+
+
+def test_control_characters_escaped_as_a_terminal_shows_them():
+    """What reaches a terminal from the data: C0 (ESC), DEL, C1, bidirectional controls
+    and bytes that are not UTF-8 as their escapes; line breaks and tabs kept between
+    lines; other text, backslashes included, as it is."""
+    from prefeval.core.terminal import LINES, escaped, shown
+
+    text = "a\x1b[2J\x07\x7f\x9b\u202e\u2066\u200fé\\ b\n\tc" + b"\xff".decode(
+        "utf-8", "surrogateescape"
+    )
+    assert escaped(text) == "a\\x1b[2J\\x07\\x7f\\x9b\\u202e\\u2066\\u200fé\\ b\\x0a\\x09c\\xff"
+    assert escaped(text, LINES) == "a\\x1b[2J\\x07\\x7f\\x9b\\u202e\\u2066\\u200fé\\ b\n\tc\\xff"
+
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    assert shown(text, Stream(True)) == escaped(text, LINES)
+    assert shown(text, Stream(False)) is text

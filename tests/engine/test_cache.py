@@ -526,3 +526,52 @@ def test_temporaries_of_killed_writers_are_swept(tmp_path, monkeypatch):
         cache.prune()
     assert not stale.exists()
     assert live.exists() and fresh.exists()
+
+
+def test_refusal_names_the_users_folder_for_its_secret(tmp_path, monkeypatch, capsys):
+    """The notice of a cache not used names the folder the fault is in: the user's own
+    folder when its secret is not what the cache made."""
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path))
+    cache._refused.clear()
+    try:
+        user = Path(cache.user_dir())
+        user.mkdir(parents=True, mode=0o700)
+        (user / "secret").mkdir()
+        assert cache._user_folder(create=True) is None
+        assert capsys.readouterr().err == (
+            f"prefeval: cache not used: {user}: secret is not a 32-byte file of this user (0600)\n"
+        )
+    finally:
+        cache._refused.clear()
+
+
+def test_refusal_names_the_users_folder_it_cannot_open(monkeypatch, capsys):
+    """This user's own folder there but not openable (mode 0000): the notice names that
+    folder and says what to do, not the version folder above it (as if it could not be
+    made there)."""
+    import shutil
+    import stat
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="prefeval-own-"))  # reachable by nobody
+    folder.chmod(0o1777)
+    monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
+    cache._refused.clear()
+    try:
+        with as_other_user():  # root opens any folder: the test runs as nobody
+            opened = cache._user_folder(create=True)
+            assert opened is not None
+            os.close(opened[0])
+            user = Path(cache.user_dir())
+            user.chmod(0)
+            try:
+                assert cache._user_folder(create=True) is None
+            finally:
+                user.chmod(stat.S_IRWXU)
+        assert capsys.readouterr().err == (
+            f"prefeval: cache not used: {user}: this user's folder of mode 0000 cannot be "
+            "opened (it needs 0700; make it so, or remove it)\n"
+        )
+    finally:
+        cache._refused.clear()
+        shutil.rmtree(folder)

@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import invoke
 
 import prefeval
 from prefeval.analysis import evidence
@@ -146,6 +148,63 @@ def test_existing_file_with_equals_is_a_path(tmp_path, monkeypatch):
     assert list(resolve_runs([run_argument("k=10.run")])) == ["k=10"]
 
 
+def test_name_holding_equals_cut_where_the_path_exists(tmp_path, monkeypatch):
+    """NAME=PATH is cut at the ``=`` whose right side exists, so a name may hold ``=``;
+    two right sides that exist are refused, ``./`` saying which is meant."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "a.txt").write_bytes(RUNS[0].read_bytes())
+    got = run_argument("bm25_k1=0.9=runs/a.txt")
+    assert (got.name, str(got)) == ("bm25_k1=0.9", "runs/a.txt")
+    assert list(resolve_runs([got])) == ["bm25_k1=0.9"]
+    got = run_argument("k=1=-")
+    assert (got.name, str(got)) == ("k=1", "-")
+    (tmp_path / "b=c").write_bytes(RUNS[1].read_bytes())
+    (tmp_path / "c").write_bytes(RUNS[2].read_bytes())
+    with pytest.raises(InputError) as caught:
+        run_argument("a=b=c")
+    assert str(caught.value) == (
+        "a=b=c: NAME=PATH names run 'a' of 'b=c' or run 'a=b' of 'c', as both files "
+        "exist; write the path meant with ./ before it (NAME=./PATH)"
+    )
+    assert (run_argument("a=./b=c").name, str(run_argument("a=./b=c"))) == ("a", "./b=c")
+    assert (run_argument("a=b=./c").name, str(run_argument("a=b=./c"))) == ("a=b", "./c")
+
+
+def test_name_holding_equals_on_the_command_line(tmp_path):
+    """``compare QRELS bm25_k1=0.9=PATH ...`` names the run ``bm25_k1=0.9``."""
+    out = tmp_path / "prefs.tsv"
+    result = invoke("compare", "-m", "rpp", "-o", out, QRELS, f"bm25_k1=0.9={RUNS[0]}", RUNS[1])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().splitlines()[1].split("\t")[:3] == ["rpp", "bm25_k1=0.9", "sys02"]
+
+
+def test_a_many_run_table_named_on_the_command_line_is_told_in_its_words(tmp_path):
+    """NAME=PATH on a table of many runs: the error says what to write on the command
+    line; a dict key in Python still says to put it in a list."""
+    table = tmp_path / "runs.parquet"
+    frames = [read_run(path) for path in RUNS[:2]]
+    pq.write_table(
+        pa.table(
+            {
+                "run": [f.name for f in frames for _ in range(len(f.doc_id))],
+                "query_id": [q for f in frames for q in f.query_id],
+                "doc_id": [d for f in frames for d in f.doc_id],
+                "score": [x for f in frames for x in f.score],
+            }
+        ),
+        table,
+    )
+    result = invoke("compare", QRELS, f"x={table}", RUNS[2])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"{table}: a table of many runs (a run column) given as the one run 'x'; give its "
+        "path alone, without NAME=: its run column names its runs\n"
+    )
+    with pytest.raises(InputError, match="given as the one run 'x'; give it in a list of runs"):
+        resolve_runs({"x": str(table), "y": str(RUNS[2])})
+
+
 def test_named_path_pickles():
     named = pickle.loads(pickle.dumps(NamedPath("runs/x.txt", "x")))
     assert (str(named), named.name, type(named)) == ("runs/x.txt", "x", NamedPath)
@@ -167,6 +226,8 @@ def test_named_path_pickles():
         ("bm25.gz.run", "bm25.gz"),  # .gz only last
         ("bm25.RUN", "bm25.RUN"),  # as written
         (".run", ".run"),  # never an empty name
+        ("input.", "input."),
+        ("input..gz", ".gz"),
         ("bm25", "bm25"),
     ],
 )
@@ -225,6 +286,35 @@ def test_colliding_names_say_how_to_name_them(tmp_path):
         resolve_runs([RUNS[0], same], names="tag")
     with pytest.raises(InputError, match="two runs are named 'n' .*give runs distinct names"):
         resolve_runs([run_argument(f"n={a}"), run_argument(f"n={b}")])
+
+
+def test_names_alike_after_unicode_normalisation_refused(tmp_path):
+    """Names equal in their Unicode NFC form print alike: refused as one name, however
+    they are given (file names, NAME=PATH, run tags, a dict's keys)."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    a = sample_copy(tmp_path / f"{composed}.run", RUNS[0], composed)
+    b = sample_copy(tmp_path / f"{decomposed}.run", RUNS[1], decomposed)
+    alike = re.escape(
+        r"two runs are named alike, 'caf\xe9' and 'cafe\u0301' (one Unicode NFC name)"
+    )
+    with pytest.raises(InputError) as caught:
+        resolve_runs([a, b])
+    assert str(caught.value) == (
+        f"{b}: two runs are named alike, 'caf\\xe9' and 'cafe\\u0301' (one Unicode NFC "
+        f"name) (inputs 1 and 2: {a} and {b}); name them NAME=PATH (in Python, a dict "
+        "{name: run}) or use --names tag (trec_eval's runid, each file's run tag)"
+    )
+    with pytest.raises(InputError, match=alike):
+        resolve_runs([run_argument(f"{composed}={RUNS[0]}"), run_argument(f"{decomposed}={b}")])
+    other = sample_copy(tmp_path / "x" / "other.run", RUNS[1], decomposed)
+    with pytest.raises(InputError, match=alike):
+        resolve_runs([a, other], names="tag")
+    keys = re.escape(r"keys 'caf\xe9' and 'cafe\u0301' are one name")
+    with pytest.raises(InputError, match=f"{alike}.*{keys}"):
+        prefeval.compare(QRELS, {composed: RUNS[0], decomposed: RUNS[1]})
+    result = invoke("compare", QRELS, a, b)
+    assert result.exit_code == 2 and "two runs are named alike" in result.stderr
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize(

@@ -592,6 +592,38 @@ def test_a_terminal_on_stderr_only_keeps_the_machine_format(tmp_path):
     assert (tmp_path / "out.tsv").read_text() == _expected()
 
 
+def test_control_characters_are_escaped_on_a_terminal_only(tmp_path):
+    """Names from the data holding control characters (a file name, NAME=PATH, a run's
+    missing queries, a bad path, a usage error) reach a terminal escaped, on stdout and
+    stderr alike; a redirected stdout gets the exact bytes."""
+    clear, title = "\x1b[2J", "\x1b]0;owned\x07"
+    named = tmp_path / f"x{title}.run"
+    named.write_bytes(ARGS[1].read_bytes())
+    short = tmp_path / "short.run"
+    short.write_text("301 Q0 FBIS3-10082 1 2.5 t\n")
+    args = ["compare", "-m", "rpp", ARGS[0], named, f"a{clear}={ARGS[2]}", f"b\u202e={short}"]
+    code, seen, _ = on_terminal(*args, delay=60)
+    assert code == 0
+    assert seen.decode().replace("\r\n", "\n") == (
+        "prefeval: run b\\u202e: no results for 19 of 20 evaluated queries; evaluated as "
+        "retrieving nothing\n"
+        "measure  run_a              run_b     query_id    value\n"
+        "rpp      x\\x1b]0;owned\\x07  a\\x1b[2J  all       -0.2508\n"
+        "rpp      x\\x1b]0;owned\\x07  b\\u202e   all        0.4444\n"
+        "rpp      a\\x1b[2J           b\\u202e   all        0.6282\n"
+    )
+    code, seen, redirected = on_terminal(*args, stdout=tmp_path / "out", delay=60)
+    assert code == 0
+    assert redirected.decode().splitlines()[1].split("\t")[:3] == ["rpp", f"x{title}", f"a{clear}"]
+    assert b"\x1b" not in seen and "b\\u202e" in seen.decode()
+    code, seen, _ = on_terminal("compare", ARGS[0], ARGS[1], f"no{clear}.run", delay=60)
+    assert code == 2
+    assert seen.decode().strip() == "no\\x1b[2J.run: cannot read file: No such file or directory"
+    code, seen, _ = on_terminal("compare", "--against", f"z{clear}", *ARGS, delay=60)
+    assert code == 2
+    assert b"\x1b" not in seen and "z\\x1b[2J" in seen.decode()
+
+
 def test_counts_are_integers_in_every_format(tmp_path):
     """The one change to files and pipes: counts are written as integers (NumQ 20, not
     20.0; a robustness level of 2 queries, not 2.0); every other value as before, in its
