@@ -222,8 +222,9 @@ def _open_folder(parent_fd: int | None, name: str, create: bool, mode: int = 0o7
 
 def _read_secret(folder_fd: int) -> bytes:
     """The user's secret (made when missing): a regular file of this user that no one
-    else may read or write."""
-    flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    else may read or write.  Opened without blocking (a FIFO in its place is refused at
+    once, never waited on) and checked on the descriptor before it is read."""
+    flags = os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(_SECRET, flags, dir_fd=folder_fd)
     except FileNotFoundError:

@@ -349,6 +349,30 @@ def test_secret_is_the_users_own(tmp_path, monkeypatch):
         cache._refused.clear()
 
 
+def test_a_fifo_as_the_secret_is_refused_at_once(tmp_path):
+    """A FIFO (no writer) where the secret should be: the command neither waits on it
+    nor reads it; the cache is not used, with one notice, and the results are right."""
+    import subprocess
+    import sys
+
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
+    runs = [str(sample / "runs" / f"input.sys0{i}") for i in (1, 2, 3)]
+    args = [sys.executable, "-m", "prefeval", "order", "--no-baselines", "-m", "rpp"]
+    args += [str(sample / "qrels.txt"), *runs]
+    env = {**os.environ, "PREFEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    fresh = subprocess.run([*args, "--no-cache"], capture_output=True, env=env, check=True)
+    subprocess.run(args, capture_output=True, env=env, check=True)
+    secret = next((tmp_path / "cache").rglob("secret"))
+    secret.unlink()
+    os.mkfifo(secret, 0o600)
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == fresh.stdout.decode()
+    assert result.stderr.count("cache not used") == 1, result.stderr
+    assert "secret is not a 32-byte file of this user (0600)" in result.stderr
+    assert secret.is_fifo()
+
+
 def _other_uid() -> int:
     return os.geteuid() + 4242
 
