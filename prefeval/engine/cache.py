@@ -47,6 +47,7 @@ import threading
 import lazy_loader
 
 from ..core.progress import stderr_notice
+from ..io.source import StoredFile
 from ..io.writers import Replacement, sweep_temporaries
 
 np = lazy_loader.load("numpy")
@@ -61,6 +62,8 @@ _TAG = hashlib.sha256().digest_size
 _SECRET = "secret"
 _SECRET_BYTES = 32
 DEFAULT_MAX_GB = 2.0
+#: bytes of a stored run file hashed at a time
+_HASH_BLOCK = 8 << 20
 
 
 class CacheSettingError(ValueError):
@@ -110,6 +113,13 @@ class Digest:
         return self.bytes(json.dumps(value).encode())
 
     def bytes(self, data) -> Digest:
+        """Bytes, or anything read by slices as bytes are (a run's
+        :class:`~prefeval.io.source.StoredFile`, read a block at a time)."""
+        if isinstance(data, StoredFile):
+            self._h.update(len(data).to_bytes(8, "little"))
+            for at in range(0, len(data), _HASH_BLOCK):
+                self._h.update(data[at : at + _HASH_BLOCK])
+            return self
         view = memoryview(data).cast("B")
         self._h.update(len(view).to_bytes(8, "little"))
         self._h.update(view)
