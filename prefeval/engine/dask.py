@@ -846,7 +846,8 @@ class _SignalsHeld:
     """Context manager: in the main thread, the signals handled in Python (Ctrl-C's
     SIGINT; SIGTERM and SIGHUP under the command) held while the body runs, so that a
     local cluster is started or closed whole; :meth:`deliver` then hands the first one
-    that came to its handler."""
+    that came to its handler.  A second one is handled at once (a cluster whose start
+    hangs can still be interrupted; a folder it leaves is swept later)."""
 
     def __init__(self):
         self.handlers: dict = {}
@@ -865,6 +866,11 @@ class _SignalsHeld:
     def _hold(self, signum, frame) -> None:
         if self.pending is None:
             self.pending = (signum, frame)
+            return
+        # a second one (a start that hangs): handled at once, what is left to the sweep
+        self.__exit__()
+        self.pending = None
+        self.handlers[signum](signum, frame)
 
     def __exit__(self, *exc) -> None:
         for signum, handler in self.handlers.items():

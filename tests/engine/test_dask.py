@@ -24,12 +24,29 @@ RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 
 
 @pytest.fixture(scope="module")
-def scheduler():
+def _cluster():
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     yield cluster.scheduler_address
     cluster.close()
+
+
+@pytest.fixture
+def scheduler(_cluster, monkeypatch):
+    """The address of the module's cluster, which lives as long as the module's tests:
+    the bounds a command gives a scheduler to answer and to have a worker (15 s each,
+    for an address that never answers) are raised for the test, so that its outcome
+    never depends on how long a connection takes.  Under ``pytest -n 2`` on a loaded
+    machine the client's event loop thread (in this process, beside the scheduler's)
+    took over 10 s to start (distributed's own check, made again by the command until
+    its bound): a live scheduler then "cannot connect" (tests of the bounds set their
+    own)."""
+    from prefeval.engine import dask as engine
+
+    monkeypatch.setattr(engine, "CONNECT_SECONDS", 300)
+    monkeypatch.setattr(engine, "WORKER_SECONDS", 300)
+    return _cluster
 
 
 def small_partitions(monkeypatch, cells: int = 6 * 15 * 6) -> None:
