@@ -132,7 +132,7 @@ class StoredFile:
         got = 0
         try:
             while got < size:
-                part = os.pread(self._fd, min(size - got, _READ), offset + got)
+                part = _pread(self._fd, min(size - got, _READ), offset + got)
                 if not part:
                     break
                 parts.append(part)
@@ -150,6 +150,19 @@ class StoredFile:
 
     def close(self) -> None:
         self._finalizer()
+
+
+_seeking = threading.Lock()
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``os.pread``, or where there is none (Windows) a seek and a read, one thread at a
+    time."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    with _seeking:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, size)
 
 
 class _StoredReader(io.RawIOBase):
