@@ -201,6 +201,32 @@ def as_other_user(group: bool = False):
             os.setegid(0)
 
 
+@contextlib.contextmanager
+def readable_copies(*paths):
+    """Copies of the files ``paths`` in a new folder of the system's temporary folder
+    that every user may enter and read (the folder 0755, the files 0644), removed at the
+    end: what a body run :func:`as_other_user` reads, since the clone the tests run in
+    may sit in a folder only its owner can enter (``mktemp -d``, a 0700 home)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="prefeval-readable-"))
+    try:
+        folder.chmod(0o755)
+        copies = []
+        for i, path in enumerate(paths):
+            # a folder per file: copies of files with one name in other folders
+            (folder / str(i)).mkdir()
+            (folder / str(i)).chmod(0o755)
+            copy = folder / str(i) / Path(path).name
+            shutil.copyfile(path, copy)
+            copy.chmod(0o644)
+            copies.append(copy)
+        yield copies
+    finally:
+        shutil.rmtree(folder)
+
+
 def partition_cells(monkeypatch, cells: int) -> None:
     """Queries computed in partitions of at most ``cells`` cube cells: the field
     ``Options.partition_cells`` of every call, set where the API and the CLI judge their

@@ -47,6 +47,7 @@ import threading
 import numpy as np
 
 from ..core.progress import stderr_notice
+from ..io.source import StoredFile
 from ..io.writers import Replacement, sweep_temporaries
 
 # 3: own folder, SHA-256 content keys, exact uniform RPP; 4: a folder per user, entries
@@ -60,6 +61,8 @@ _TAG = hashlib.sha256().digest_size
 _SECRET = "secret"
 _SECRET_BYTES = 32
 DEFAULT_MAX_GB = 2.0
+#: bytes of a stored run file hashed at a time
+_HASH_BLOCK = 8 << 20
 
 
 class CacheSettingError(ValueError):
@@ -109,6 +112,13 @@ class Digest:
         return self.bytes(json.dumps(value).encode())
 
     def bytes(self, data) -> Digest:
+        """Bytes, or anything read by slices as bytes are (a run's
+        :class:`~prefeval.io.source.StoredFile`, read a block at a time)."""
+        if isinstance(data, StoredFile):
+            self._h.update(len(data).to_bytes(8, "little"))
+            for at in range(0, len(data), _HASH_BLOCK):
+                self._h.update(data[at : at + _HASH_BLOCK])
+            return self
         view = memoryview(data).cast("B")
         self._h.update(len(view).to_bytes(8, "little"))
         self._h.update(view)
@@ -221,8 +231,9 @@ def _open_folder(parent_fd: int | None, name: str, create: bool, mode: int = 0o7
 
 def _read_secret(folder_fd: int) -> bytes:
     """The user's secret (made when missing): a regular file of this user that no one
-    else may read or write."""
-    flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    else may read or write.  Opened without blocking (a FIFO in its place is refused at
+    once, never waited on) and checked on the descriptor before it is read."""
+    flags = os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(_SECRET, flags, dir_fd=folder_fd)
     except FileNotFoundError:

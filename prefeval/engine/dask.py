@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import operator
 import os
-import tempfile
+import signal
 import threading
 import time
 import warnings
@@ -37,7 +37,7 @@ from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
 from ..io.runs import Run, resolve_runs
 from ..io.source import is_stream, stored
-from ..io.writers import row_groups
+from ..io.writers import TemporaryFolder, row_groups
 from ..measures import parse_measures
 from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
 from .local import compute_cube, load_runs, query_ranges, relevant_with_notice
@@ -756,7 +756,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
     """A client of the scheduler at ``scheduler``, or of a new local cluster; with
     ``fetcher``, whose workers have a thread more than partition slots (for
     :func:`_partition_results` with ``pieces``)."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if scheduler is not None and not scheduler.strip():
         raise ValueError("--scheduler: an empty address")
@@ -764,11 +764,6 @@ def _client(scheduler: str | None, fetcher: bool = False):
         if scheduler:
             client = _bounded(lambda: _connected(Client, scheduler))
             return _with_a_worker(client, scheduler)
-        # the workers share the command's stderr: their log of a failed task (an input
-        # error, raised again here) would print a traceback beside its message; a
-        # dashboard on any free port (the default 8787 may be taken: a warning)
-        import dask
-
         # Dask's own choice of processes and threads; with ``fetcher`` one thread more
         # per worker, which no partition takes: it hands a finished partition's rows to
         # the client while the partition slots compute the next ones (only then: with
@@ -781,24 +776,18 @@ def _client(scheduler: str | None, fetcher: bool = False):
         slots = {"threads_per_worker": threads}
         if fetcher:
             slots = {"threads_per_worker": threads + 1, "resources": {PARTITION_SLOT: threads}}
-        environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}
-        # the workers' scratch space (and Dask's lock files beside it) in a folder of the
-        # command's own, removed with the cluster (:func:`_close`), not left in $TMPDIR
-        scratch = tempfile.TemporaryDirectory(prefix="prefeval-dask-")
+        # started whole (a signal meanwhile is held, then handled with the cluster
+        # closed): one interrupted while it starts left its processes writing in the
+        # folder removed meanwhile, and failed an assertion at exit
+        held = _SignalsHeld()
+        with held:
+            client = _local_client(workers, slots)
         try:
-            with dask.config.set({**environ, "temporary-directory": scratch.name}):
-                cluster = LocalCluster(
-                    n_workers=workers,
-                    **slots,
-                    processes=True,
-                    dashboard_address=":0",
-                    silence_logs=logging.CRITICAL,
-                )
+            held.deliver()
         except BaseException:
-            scratch.cleanup()
+            _close(client, True)
             raise
-        cluster.prefeval_scratch = scratch
-        return Client(cluster)
+        return client
     except _NoWorkers as error:
         raise ValueError(str(error)) from None
     except Exception as error:  # Dask's own errors for a bad address or answer, too
@@ -809,6 +798,88 @@ def _client(scheduler: str | None, fetcher: bool = False):
             raise SystemLimitError(f"cannot start a local Dask cluster ({error})") from None
         detail = str(error) or type(error).__name__  # Dask's timeouts come without a text
         raise ValueError(f"--scheduler {scheduler}: cannot connect ({detail})") from None
+
+
+def _local_client(workers: int, slots: dict):
+    """A client of a new local cluster of ``workers`` processes (``slots``: their threads
+    and resources), whose scratch space is a :class:`~prefeval.io.writers.TemporaryFolder`
+    of its own, removed with the cluster (:func:`_close`)."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENV.items()}
+    # the workers' scratch space (and Dask's lock files beside it) in a folder of the
+    # command's own, not left in $TMPDIR
+    scratch = TemporaryFolder("dask")
+    cluster = None
+    try:
+        # the workers share the command's stderr: their log of a failed task (an input
+        # error, raised again here) would print a traceback beside its message; a
+        # dashboard on any free port (the default 8787 may be taken: a warning)
+        with dask.config.set({**environ, "temporary-directory": scratch.name}):
+            cluster = LocalCluster(
+                n_workers=workers,
+                **slots,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.CRITICAL,
+            )
+        cluster.prefeval_scratch = scratch
+        # the scheduler's tasks run on this loop: what an interruption leaves them
+        # (a request cut short) is as silent as the cluster's logs
+        cluster.loop.asyncio_loop.set_exception_handler(_quiet)
+        return Client(cluster)
+    except BaseException:
+        if cluster is not None:
+            cluster.close()
+        scratch.cleanup()
+        raise
+
+
+def _quiet(loop, context) -> None:
+    """The exception handler of the event loop of a local cluster: nothing is printed."""
+
+
+class _SignalsHeld:
+    """Context manager: in the main thread, the signals handled in Python (Ctrl-C's
+    SIGINT; SIGTERM and SIGHUP under the command) held while the body runs, so that a
+    local cluster is started or closed whole; :meth:`deliver` then hands the first one
+    that came to its handler.  A second one is handled at once (a cluster whose start
+    hangs can still be interrupted; a folder it leaves is swept later)."""
+
+    def __init__(self):
+        self.handlers: dict = {}
+        self.pending = None
+
+    def __enter__(self) -> _SignalsHeld:
+        if threading.current_thread() is threading.main_thread():
+            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+                signum = getattr(signal, name, None)
+                handler = None if signum is None else signal.getsignal(signum)
+                if callable(handler):
+                    self.handlers[signum] = handler
+                    signal.signal(signum, self._hold)
+        return self
+
+    def _hold(self, signum, frame) -> None:
+        if self.pending is None:
+            self.pending = (signum, frame)
+            return
+        # a second one (a start that hangs): handled at once, what is left to the sweep
+        self.__exit__()
+        self.pending = None
+        self.handlers[signum](signum, frame)
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self.handlers.items():
+            signal.signal(signum, handler)
+
+    def deliver(self) -> None:
+        """The held signal, if one came, handed to its handler (which may raise)."""
+        if self.pending is not None:
+            signum, frame = self.pending
+            self.pending = None
+            self.handlers[signum](signum, frame)
 
 
 #: tasks per worker thread that :meth:`DaskEngine.blocks` makes of its items (a few, so
@@ -954,14 +1025,19 @@ def _partition_results(
 
 
 def _close(client, own_cluster: bool) -> None:
-    """Close ``client``, and its cluster with ``own_cluster``."""
-    cluster = client.cluster
-    client.close()
-    if cluster is not None and own_cluster:
-        cluster.close()
-        scratch = getattr(cluster, "prefeval_scratch", None)
-        if scratch is not None:
-            scratch.cleanup()
+    """Close ``client``, and its cluster with ``own_cluster`` (then its scratch folder,
+    once no process of the cluster writes there), whole: a signal meanwhile is handled
+    once they are closed."""
+    held = _SignalsHeld()
+    with held:
+        cluster = client.cluster
+        client.close()
+        if cluster is not None and own_cluster:
+            cluster.close()
+            scratch = getattr(cluster, "prefeval_scratch", None)
+            if scratch is not None:
+                scratch.cleanup()
+    held.deliver()
 
 
 def _has_slots(workers: dict) -> bool:

@@ -26,7 +26,7 @@ from ..core.progress import progress_bar, stderr_notice
 from ..core.qrels import Qrels, RelevantSet
 from ..io import parquet, text
 from ..io.runs import Run, resolve_runs
-from ..io.source import is_parquet, let_go
+from ..io.source import is_parquet
 from ..io.spill import STREAMING, Codes, Streaming, spilled_positions
 from ..measures import Measure, families_of
 from ..measures.family import Family
@@ -210,8 +210,6 @@ def streamed_positions(
         if unspilled is not None and error.errno is not None:  # Arrow's own have none)
             unspilled.append(error.strerror or str(error))
         return None
-    finally:
-        let_go(raw)
 
 
 # --------------------------------------------------------------------------- computing

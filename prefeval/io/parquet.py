@@ -45,20 +45,23 @@ from .columns import (
     id_strings,
     qrels_rows,
 )
-from .source import is_stream, let_go, read_raw
+from .source import StoredFile, is_stream, read_raw
 from .spill import STREAMING, judged_codes, spilled_runs
 
 
 def _file(data, path: str, dictionary: tuple = ()):
-    """The ParquetFile of a file's stored bytes (bytes or a memory map, not copied); the
-    string columns ``dictionary`` are read as Arrow dictionaries (as they are stored)."""
+    """The ParquetFile of a file's stored bytes (bytes, not copied, or a
+    :class:`~prefeval.io.source.StoredFile`, read as Arrow asks); the string columns
+    ``dictionary`` are read as Arrow dictionaries (as they are stored)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if isinstance(data, StoredFile):
+        source = pa.PythonFile(data.reader(), mode="r")
+    else:
+        source = pa.BufferReader(pa.py_buffer(data))
     try:
-        return pq.ParquetFile(
-            pa.BufferReader(pa.py_buffer(data)), read_dictionary=list(dictionary) or None
-        )
+        return pq.ParquetFile(source, read_dictionary=list(dictionary) or None)
     except (pa.ArrowException, OSError, ValueError) as error:
         raise unreadable(path, error) from None
 
@@ -285,15 +288,18 @@ def parse_run(data: bytes, path: str, name: str, known=None):
 
 
 def unreadable(path: str, error: BaseException) -> InputError:
-    """The error of a file Arrow cannot read, its words on one line."""
+    """The error of a file Arrow cannot read, its words on one line (an
+    :class:`InputError` of reading it, such as a file changed meanwhile, as it is)."""
+    if isinstance(error, InputError):
+        return error
     return InputError(path, None, f"not a readable Parquet file: {' '.join(str(error).split())}")
 
 
 def open_parquet(path: str, data=None, dictionary: tuple = ()):
     """The ParquetFile of a path (reading only what is asked of it later), or of the
     file's stored bytes ``data`` when given (:func:`prefeval.io.source.stored`: a stream's
-    bytes or a file's memory map, the path only cited); ``dictionary``: see
-    :func:`_file`."""
+    bytes or a :class:`~prefeval.io.source.StoredFile`, the path only cited);
+    ``dictionary``: see :func:`_file`."""
 
     if data is None:
         data = read_raw(path) if is_stream(path) else None
@@ -376,8 +382,7 @@ def _batches(
 ):
     """(file row of the first row, RecordBatch) of ``columns``, ``rows`` (default
     :data:`BATCH_ROWS`) at a time, in file order (on Arrow's threads when ``threads``,
-    see :func:`_chunk_batches`); after each batch the pages of a mapped file read so far
-    are handed back (:func:`prefeval.io.source.let_go`: not resident till the end)."""
+    see :func:`_chunk_batches`)."""
     import pyarrow as pa
 
     pfile = open_parquet(path, data, dictionary)
@@ -396,7 +401,6 @@ def _batches(
         except (pa.ArrowException, OSError, ValueError) as error:
             raise unreadable(path, error) from None
         yield offset, batch
-        let_go(data)
         offset += batch.num_rows
 
 
@@ -491,7 +495,6 @@ def _chunk_rows(
             except (pa.ArrowException, OSError, ValueError) as error:
                 raise unreadable(path, error) from None
             checked.append(_checked(path, columns, offset, batch, cuts))
-            let_go(data)  # the pages of a mapped file read so far: not held till the end
             offset += batch.num_rows
     except InputError as error:
         return checked, error

@@ -38,7 +38,6 @@ from .source import (
     is_frame,
     is_parquet,
     is_stream,
-    let_go,
     read_raw,
     run_name,
     stored,
@@ -59,8 +58,8 @@ class Run:
 
     ``path``: the path as given (what messages cite; None for a run in memory).
     ``data``: a file's stored bytes, the file opened once (:func:`prefeval.io.source.stored`:
-    a stream's bytes or a regular file's memory map, shared by the runs of a many-run
-    table), or the DataFrame or RunColumns itself.  ``error``: why the file cannot be
+    a stream's bytes or a :class:`~prefeval.io.source.StoredFile`, shared by the runs of a
+    many-run table), or the DataFrame or RunColumns itself.  ``error``: why the file cannot be
     read, raised when the run is read (its judgments are read and checked first, as
     always).  ``keep``: keep the parsed columns once read (:meth:`read`), for a second
     reader of the same command (the baselines)."""
@@ -99,7 +98,6 @@ class Run:
             columns = parquet.table_run(self.path, self.name, self.data)
         else:
             columns = parse_any_run(self.stored(), self.path, self.name, known)
-            let_go(self.data)
         if self.keep:
             self.kept = columns
         return columns
@@ -207,10 +205,11 @@ def spill_runs(spill: Spill, runs, streaming: Streaming = STREAMING) -> None:
 
 
 #: bytes of run files a run set reads whole when it resolves them, their bytes held for
-#: the command; beyond, files are memory-mapped (no memory of the process held, but each
-#: map keeps a descriptor of its file before Python 3.13: counted against ``ulimit -n``).
-#: TREC-sized runs are read whole; at recsys scale 0.05 (64 MB of runs), holding 32 MiB
-#: raised compare's peak RSS by 35 MB, mapping them by 10 MB
+#: the command; beyond, files are read as they are used
+#: (:class:`~prefeval.io.source.StoredFile`: no memory of the process held, but each
+#: keeps a descriptor of its file: counted against ``ulimit -n``).  TREC-sized runs are
+#: read whole; at recsys scale 0.05 (64 MB of runs), holding 32 MiB raised compare's peak
+#: RSS by 35 MB, memory-mapping them by 10 MB
 READ_WHOLE = 4 << 20
 
 

@@ -4,12 +4,12 @@ gzip decompression, format sniffing by magic bytes, and run names from paths."""
 
 from __future__ import annotations
 
-import contextlib
-import mmap
+import io
 import os
 import stat
 import sys
 import threading
+import weakref
 import zlib
 
 from ..core.errors import InputError
@@ -72,41 +72,132 @@ def read_raw(path: str | os.PathLike) -> bytes:
 def stored(path: str | os.PathLike, whole: int = 0):
     """The bytes of ``path`` as stored, ``path`` opened once: standard input and other
     streams (:func:`is_stream`) read whole (:func:`read_raw`), a regular file of at most
-    ``whole`` bytes too; a larger one mapped into memory, read only (its pages come from
-    the system's page cache when used, not copied; the map keeps a descriptor of the
-    file before Python 3.13), or read whole where it cannot be mapped (an empty file, a
-    file system without ``mmap``).  A file that cannot be opened is an
-    :class:`InputError`."""
+    ``whole`` bytes too; a larger one a :class:`StoredFile` (its bytes read when used,
+    from the system's page cache, not held by the process).  A file that cannot be
+    opened is an :class:`InputError`."""
     path = os.fspath(path)
     if is_stream(path):
         return read_raw(path)
     try:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size > whole:
-                try:
-                    return _mapped(handle.fileno())
-                except (ValueError, OSError):
-                    pass
+                return StoredFile(path, handle.fileno())
             return handle.read()
     except OSError as error:
         raise InputError(path, None, f"cannot read file: {error.strerror or error}") from None
 
 
-def _mapped(fd: int) -> mmap.mmap:
-    """A read-only map of the whole file ``fd`` (without a descriptor of its own where
-    Python allows: 3.13's ``trackfd``)."""
-    try:
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ, trackfd=False)
-    except TypeError:  # before Python 3.13
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+#: bytes a :class:`StoredFile` reads at a time
+_READ = 1 << 26
 
 
-def let_go(data) -> None:
-    """Hand back the pages of a mapping of :func:`stored` that this process touched (the
-    system keeps them in its page cache; they are read again from there when used)."""
-    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        with contextlib.suppress(ValueError, OSError):
-            data.madvise(mmap.MADV_DONTNEED)
+class StoredFile:
+    """A regular file opened once, read as its bytes are used: by length, slices and
+    ``bytes()`` as :class:`bytes` is, or as a file (:meth:`reader`); each read made
+    at an offset (``pread``, safe from any thread) and checked.  A file changed while it
+    is read (truncated, rewritten or grown in place: its size or modification time not
+    those it had when opened) is an :class:`InputError`; not a crash, as a memory map of
+    a file truncated meanwhile is (SIGBUS)."""
+
+    def __init__(self, path: str, fd: int):
+        self.path = path
+        self._fd = os.dup(fd)
+        self._finalizer = weakref.finalize(self, os.close, self._fd)
+        info = os.fstat(self._fd)
+        self._size = info.st_size
+        self._identity = (info.st_size, info.st_mtime_ns)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, key) -> bytes:
+        if isinstance(key, int):
+            at = key + self._size if key < 0 else key
+            if not 0 <= at < self._size:
+                raise IndexError("StoredFile index out of range")
+            return self.read(at, 1)[0]
+        if not isinstance(key, slice):
+            raise TypeError(f"StoredFile indices must be integers or slices, not {type(key)}")
+        start, stop, step = key.indices(self._size)
+        data = self.read(start, max(0, stop - start))
+        return data if step == 1 else data[::step]
+
+    def __bytes__(self) -> bytes:
+        return self.read(0, self._size)
+
+    def read(self, offset: int, size: int) -> bytes:
+        """``size`` bytes from ``offset`` (within the file's size when opened)."""
+        size = max(0, min(size, self._size - offset))
+        parts = []
+        got = 0
+        try:
+            while got < size:
+                part = _pread(self._fd, min(size - got, _READ), offset + got)
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+            info = os.fstat(self._fd)
+        except OSError as error:
+            raise InputError(self.path, None, f"cannot read file: {error.strerror}") from None
+        if got < size or (info.st_size, info.st_mtime_ns) != self._identity:
+            raise InputError(self.path, None, "changed while being read")
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def reader(self) -> _StoredReader:
+        """The file as a binary file object of its own position (for Arrow's readers)."""
+        return _StoredReader(self)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+_seeking = threading.Lock()
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """``os.pread``, or where there is none (Windows) a seek and a read, one thread at a
+    time."""
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    with _seeking:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, size)
+
+
+class _StoredReader(io.RawIOBase):
+    """A :class:`StoredFile` read as a file: ``read``, ``seek``, ``tell`` (its reads
+    checked as the StoredFile's are)."""
+
+    def __init__(self, data: StoredFile):
+        super().__init__()
+        self._data, self._at = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._at, os.SEEK_END: len(self._data)}[whence]
+        self._at = max(0, base + offset)
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = len(self._data) - self._at
+        data = self._data.read(self._at, size)
+        self._at += len(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
 
 
 def _read_file(path: str) -> bytes:
@@ -139,8 +230,8 @@ _GZIP_INPUT = 1 << 20
 
 
 def gunzip_blocks(data, path: str, size: int = 1 << 26):
-    """The text of gzip-compressed ``data`` (bytes or a memory map; every member of a
-    multi-member file) in blocks of at most ``size`` bytes, as it is decompressed: the
+    """The text of gzip-compressed ``data`` (bytes or a :class:`StoredFile`; every member
+    of a multi-member file) in blocks of at most ``size`` bytes, as it is decompressed: the
     errors of a corrupt or truncated file, of bytes after a member that start no other
     member (:func:`_check_trailing`), and of a file decompressing to more than
     :func:`memory_limit` bytes, come when the decompression reaches them."""
@@ -205,7 +296,7 @@ def text_bytes(raw: bytes, path: str) -> bytes:
 
     data = decompress(raw, path)
     if data is raw and not isinstance(data, bytes):
-        return bytes(data)  # a mapped file's text, copied once for the parsers
+        return bytes(data)  # a stored file's text, read once for the parsers
     if data is not raw and is_parquet(data):
         raise InputError(
             path,

@@ -10,15 +10,15 @@ their order in the run; a second pass reduces one file at a time
 (:func:`prefeval.core.positions.reduce_rows`, as ``run_positions`` reduces a whole
 run: ranks depend only on each query's rows) and joins the positions
 (:func:`prefeval.core.positions.join_positions`), the same arrays as the whole file
-gives.  The temporary folder is removed when the reduction ends, on success, on an
-error and on an interrupt alike.
+gives.  The temporary folder (:class:`prefeval.io.writers.TemporaryFolder`) is removed
+when the reduction ends, on success, on an error and on an interrupt alike; one a killed
+command left is removed by a later one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 
@@ -29,6 +29,7 @@ from ..core import limits
 from ..core.errors import InputError, SystemLimitError
 from ..core.positions import RunPositions, join_positions, reduce_rows, set_like
 from .columns import RunColumns, duplicate_message
+from .writers import TemporaryFolder
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ class Spill:
         # raised to that where the hard limit allows (else opening tells, as before)
         with contextlib.suppress(SystemLimitError):
             limits.open_files(self.parts + 64, "a spill")
-        self._folder = tempfile.TemporaryDirectory(prefix="prefeval-spill-")
+        self._folder = TemporaryFolder("spill")
         return self
 
     def __exit__(self, *exc) -> None:

@@ -34,7 +34,7 @@ from .columns import (
     first_uncastable,
     qrels_rows,
 )
-from .source import BOM, GZIP_MAGIC, PARQUET_MAGIC, gunzip_blocks, let_go, run_name, strip_bom
+from .source import BOM, GZIP_MAGIC, PARQUET_MAGIC, gunzip_blocks, run_name, strip_bom
 
 # --------------------------------------------------------------------------- lines and fields
 
@@ -352,11 +352,9 @@ def _text_blocks(raw, path: str, size: int):
                 raise InputError(path, None, "a gzip-compressed Parquet file?")  # read whole
             first = False
             yield block
-            let_go(raw)
         return
     for at in range(0, len(raw), size):
         yield bytes(raw[at : at + size])
-        let_go(raw)  # the pages of a mapped file read so far: not held till the end
 
 
 def _line_pieces(blocks, size: int):

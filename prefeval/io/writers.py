@@ -32,6 +32,7 @@ import secrets
 import stat
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -901,6 +902,117 @@ def sweep_temporaries(folder_fd: int, names=None) -> int:
             pass
         finally:
             os.close(fd)
+    return removed
+
+
+# ----------------------------------------------------------- temporary folders
+
+#: the name of prefeval's temporary folders (``prefeval-KIND-`` and random letters)
+TEMP_FOLDER = re.compile(r"^prefeval-[a-z]+-[A-Za-z0-9_]+$")
+#: the file of a temporary folder its process holds locked while it lives
+FOLDER_LOCK = ".prefeval-lock"
+
+
+class TemporaryFolder:
+    """The one way prefeval makes a temporary folder (``tempfile.TemporaryDirectory``'s
+    :attr:`name` and :meth:`cleanup`, and a context manager): ``prefeval-KIND-XXXX`` in
+    the system's temporary folder (``$TMPDIR``), mode 0700, holding a file
+    :data:`FOLDER_LOCK` under an exclusive ``flock`` while the process lives; removed by
+    :meth:`cleanup` on success, on an error and on an interrupt alike.  A process
+    killed outright (SIGKILL, the OOM killer) cannot remove it; its lock dies with it,
+    so the next temporary folder made by a prefeval command of this user removes it
+    first (:func:`sweep_folders`), as writers do with temporary files."""
+
+    def __init__(self, kind: str):
+        import tempfile
+
+        sweep_folders(tempfile.gettempdir())
+        self.name = tempfile.mkdtemp(prefix=f"prefeval-{kind}-")
+        held: list[int] = []  # the lock's descriptor, once open
+        # removed at the latest when the interpreter exits (an exit that skipped cleanup)
+        self._finalizer = weakref.finalize(self, _remove_folder, self.name, held)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            path = os.path.join(self.name, FOLDER_LOCK)
+            held.append(os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600))
+            fcntl = _flock()
+            if fcntl is not None:
+                fcntl.flock(held[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __enter__(self) -> TemporaryFolder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        """Remove the folder and what it holds (locked until it is gone); again: nothing."""
+        self._finalizer()
+
+
+def _remove_folder(name: str, held: list[int]) -> None:
+    """Remove the temporary folder ``name``, then let go of its lock (``held``)."""
+    import shutil
+
+    shutil.rmtree(name, ignore_errors=True)
+    for fd in held:
+        os.close(fd)
+    held.clear()
+
+
+def sweep_folders(parent: str) -> int:
+    """Remove the temporary folders that killed prefeval commands left in ``parent``
+    (:class:`TemporaryFolder`); returns how many.  Only a folder that is provably stale
+    and ours is removed: named like prefeval's temporary folders, a folder (not a link)
+    of this user, untouched for :data:`STALE_SECONDS`, and not locked (its process
+    holds :data:`FOLDER_LOCK` locked while it lives; a folder without it was left
+    before the lock was made)."""
+    import shutil
+
+    fcntl = _flock()
+    if fcntl is None:
+        return 0
+    try:
+        parent_fd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    removed = 0
+    try:
+        names = [name for name in os.listdir(parent_fd) if TEMP_FOLDER.match(name)]
+        uid, limit = os.geteuid(), time.time() - STALE_SECONDS
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        for name in names:
+            try:
+                info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+                if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mtime > limit:
+                    continue
+                folder = os.open(name, flags | os.O_DIRECTORY, dir_fd=parent_fd)
+            except OSError:
+                continue
+            lock = None
+            try:
+                try:
+                    lock = os.open(FOLDER_LOCK, flags, dir_fd=folder)
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while it lives
+                except FileNotFoundError:
+                    pass
+                now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+                if os.path.samestat(now, os.fstat(folder)):
+                    shutil.rmtree(name, dir_fd=parent_fd)
+                    removed += 1
+            except OSError:
+                pass
+            finally:
+                if lock is not None:
+                    os.close(lock)
+                os.close(folder)
+    except OSError:
+        pass
+    finally:
+        os.close(parent_fd)
     return removed
 
 

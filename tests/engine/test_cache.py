@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import as_other_user
+from helpers import as_other_user, readable_copies
 
 from prefeval.engine import cache
 from prefeval.engine.local import load_runs
@@ -257,13 +257,17 @@ def test_digest_of_arrays_takes_empty_and_transposed_arrays():
     )
 
 
-def _order(tmp_path, *extra):
-    """order of three sample runs, in-process (a result and its stdout)."""
+_SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+#: the qrels and three runs :func:`_order` reads
+_INPUTS = [_SAMPLE / "qrels.txt", *(_SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3))]
+
+
+def _order(tmp_path, *extra, inputs=_INPUTS):
+    """order of three sample runs (``inputs``: the qrels and the runs, or copies of them
+    another user can read), in-process (a result and its stdout)."""
     from helpers import invoke
 
-    sample = Path(__file__).resolve().parents[2] / "sample_data"
-    runs = [sample / "runs" / f"input.sys0{i}" for i in (1, 2, 3)]
-    result = invoke("order", "--no-baselines", "-m", "rpp", *extra, sample / "qrels.txt", *runs)
+    result = invoke("order", "--no-baselines", "-m", "rpp", *extra, *inputs)
     assert result.exit_code == 0, result.stderr
     return result
 
@@ -349,6 +353,30 @@ def test_secret_is_the_users_own(tmp_path, monkeypatch):
         cache._refused.clear()
 
 
+def test_a_fifo_as_the_secret_is_refused_at_once(tmp_path):
+    """A FIFO (no writer) where the secret should be: the command neither waits on it
+    nor reads it; the cache is not used, with one notice, and the results are right."""
+    import subprocess
+    import sys
+
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
+    runs = [str(sample / "runs" / f"input.sys0{i}") for i in (1, 2, 3)]
+    args = [sys.executable, "-m", "prefeval", "order", "--no-baselines", "-m", "rpp"]
+    args += [str(sample / "qrels.txt"), *runs]
+    env = {**os.environ, "PREFEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    fresh = subprocess.run([*args, "--no-cache"], capture_output=True, env=env, check=True)
+    subprocess.run(args, capture_output=True, env=env, check=True)
+    secret = next((tmp_path / "cache").rglob("secret"))
+    secret.unlink()
+    os.mkfifo(secret, 0o600)
+    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == fresh.stdout.decode()
+    assert result.stderr.count("cache not used") == 1, result.stderr
+    assert "secret is not a 32-byte file of this user (0600)" in result.stderr
+    assert secret.is_fifo()
+
+
 def _other_uid() -> int:
     return os.geteuid() + 4242
 
@@ -395,14 +423,14 @@ def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(folder))
 
     try:
-        with as_other_user():
-            assert _order(tmp_path).stdout == fresh
+        with readable_copies(*_INPUTS) as inputs, as_other_user():
+            assert _order(tmp_path, inputs=inputs).stdout == fresh
             entries = _entry_files(folder)
             assert len(entries) == 4
             for entry in entries:
                 entry.chmod(0)
             try:
-                assert _order(tmp_path).stdout == fresh
+                assert _order(tmp_path, inputs=inputs).stdout == fresh
                 assert all(entry.exists() for entry in entries)
             finally:
                 for entry in entries:
@@ -437,8 +465,8 @@ def test_shared_folder_lets_every_user_have_their_own_folder(monkeypatch, shared
     cache._refused.clear()
 
     def as_nobody():
-        with as_other_user(group=True):
-            return _order(None)
+        with readable_copies(*_INPUTS) as inputs, as_other_user(group=True):
+            return _order(None, inputs=inputs)
 
     try:
         first = _order(None)

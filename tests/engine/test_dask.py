@@ -24,12 +24,29 @@ RUNS = sorted(glob.glob(str(SAMPLE / "runs" / "input.*")))
 
 
 @pytest.fixture(scope="module")
-def scheduler():
+def _cluster():
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     yield cluster.scheduler_address
     cluster.close()
+
+
+@pytest.fixture
+def scheduler(_cluster, monkeypatch):
+    """The address of the module's cluster, which lives as long as the module's tests:
+    the bounds a command gives a scheduler to answer and to have a worker (15 s each,
+    for an address that never answers) are raised for the test, so that its outcome
+    never depends on how long a connection takes.  Under ``pytest -n 2`` on a loaded
+    machine the client's event loop thread (in this process, beside the scheduler's)
+    took over 10 s to start (distributed's own check, made again by the command until
+    its bound): a live scheduler then "cannot connect" (tests of the bounds set their
+    own)."""
+    from prefeval.engine import dask as engine
+
+    monkeypatch.setattr(engine, "CONNECT_SECONDS", 300)
+    monkeypatch.setattr(engine, "WORKER_SECONDS", 300)
+    return _cluster
 
 
 def small_partitions(monkeypatch, cells: int = 6 * 15 * 6) -> None:
@@ -224,6 +241,78 @@ def test_kernel_is_the_engine_on_one_partition():
 def test_dask_equals_local_on_web2012(scheduler, web2012, qrels):
     runs = sorted((web2012 / "runs").glob("*.run.gz"))
     same_output(["-q", web2012 / qrels, *runs], scheduler)
+
+
+#: ``python -m prefeval`` whose local cluster, while it starts (before its workers),
+#: says so on descriptor READY and waits until descriptor GO is closed: a signal sent
+#: then comes in the middle of the start on any machine under any load
+STARTING = """
+import os
+import signal
+import sys
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+from distributed.deploy import spec
+
+from prefeval.cli import main
+
+READY, GO = int(sys.argv.pop(1)), int(sys.argv.pop(1))
+started = spec.SpecCluster._correct_state_internal
+
+
+async def held(self):
+    global READY
+    if READY >= 0:  # the first time only
+        os.write(READY, b"s")
+        os.read(GO, 1)  # the event loop's thread stops here until GO is closed
+        READY = -1
+    return await started(self)
+
+
+spec.SpecCluster._correct_state_internal = held
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_while_the_cluster_starts_leaves_no_folder(tmp_path, signum):
+    """SIGTERM or Ctrl-C while --engine dask starts its local cluster: the cluster is
+    started whole, then closed, and its scratch folder removed after it (removed while
+    the cluster's processes started, it was made again by them and left in $TMPDIR; an
+    interrupted start failed an assertion at exit, with its traceback)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    signum = getattr(signal, signum)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    args = ["compare", "--engine", "dask", "--no-cache", SAMPLE / "qrels.txt", *RUNS[:2]]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STARTING, str(ready_w), str(go_r), *map(str, args)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(ready_w, go_r),
+        env={**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(SAMPLE.parent)},
+    )  # fmt: skip
+    os.close(ready_w)
+    os.close(go_r)
+    try:
+        assert os.read(ready_r, 1) == b"s"
+        proc.send_signal(signum)
+        time.sleep(1)  # the signal handled (the main thread waits on the start)
+    finally:
+        os.close(go_w)
+        os.close(ready_r)
+    status = proc.wait(timeout=120)
+    stderr = proc.stderr.read().decode()
+    assert status == (128 + signum if signum == signal.SIGTERM else 1), stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    time.sleep(2)  # nothing made again by a process of the cluster
+    assert list(scratch.iterdir()) == []
 
 
 def test_scheduler_needs_the_dask_engine():

@@ -87,7 +87,7 @@ def test_each_run_file_opened_once(args):
 @pytest.mark.parametrize("whole", [0, 32 << 20])
 def test_kinds_and_names(tmp_path, monkeypatch, whole):
     """One function names runs and tells their kind, from the bytes (not the file name),
-    files read whole or memory-mapped (``READ_WHOLE``)."""
+    files read whole or as they are used (``READ_WHOLE``)."""
     monkeypatch.setattr(runs_module, "READ_WHOLE", whole)
     text = tmp_path / "input.a"
     text.write_bytes(RUNS[0].read_bytes())
@@ -116,6 +116,65 @@ def test_kinds_and_names(tmp_path, monkeypatch, whole):
     assert list(got["b"].read().doc_id) == list(read_run(RUNS[1]).doc_id)
     with pytest.raises(InputError, match="two runs are named 'a'"):
         resolve_runs([text, text])
+
+
+#: ``python -m prefeval`` whose run files, once resolved (opened, not yet read), are
+#: truncated in place, as a pipeline rewriting them does
+TRUNCATED = """
+import sys
+
+from prefeval.cli import main, params
+
+resolve = params.resolve_runs
+
+
+def truncated(*args, **kwargs):
+    got = resolve(*args, **kwargs)
+    for run in got.values():
+        with open(run.path, "r+b") as handle:
+            handle.truncate(100)
+    return got
+
+
+params.resolve_runs = truncated
+main()
+"""
+
+
+@pytest.mark.parametrize("size", ["read whole", "in pieces", "parquet table"])
+def test_a_run_truncated_while_read_is_an_input_error(tmp_path, size):
+    """A run file truncated after it is opened, before or while it is read (one read
+    whole, one beyond 16 MiB read in pieces and spilled, a Parquet table of runs): one
+    line saying so, exit 2, and no temporary folder left (its memory map crashed the
+    command with SIGBUS, exit 135, and left the spill's folder)."""
+    run = tmp_path / "input.big"
+    if size == "parquet table":
+        import numpy as np
+
+        rows = 300_000
+        docs = np.random.default_rng(1).integers(0, 1 << 62, rows).astype(str)
+        columns = {"run": np.repeat(["a", "b"], rows // 2), "query_id": ["301"] * rows}
+        columns |= {"doc_id": docs, "score": np.arange(rows, dtype=float)}
+        pq.write_table(pa.table(columns), run)
+        assert run.stat().st_size > 5 << 20  # beyond READ_WHOLE
+    else:
+        lines = RUNS[0].read_bytes()
+        repeat = (5 << 20 if size == "read whole" else 17 << 20) // len(lines) + 1
+        with open(run, "wb") as handle:
+            for k in range(repeat):  # other queries each time (k301, ...): no document twice
+                handle.write(b"".join(b"%d" % k + line for line in lines.splitlines(True)))
+    other = tmp_path / RUNS[1].name  # truncated too
+    other.write_bytes(RUNS[1].read_bytes())
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, PREFEVAL_CACHE="0", PYTHONPATH=str(REPO), TMPDIR=str(scratch))
+    done = subprocess.run(
+        [sys.executable, "-c", TRUNCATED, "compare", str(QRELS), str(run), str(other)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (2, f"{run}: changed while being read\n")
+    assert done.stdout == ""
+    assert list(scratch.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- naming

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import as_other_user, invoke, on_terminal
+from helpers import as_other_user, invoke, on_terminal, readable_copies
 
 from prefeval.io import writers
 
@@ -420,44 +420,48 @@ def test_another_users_file_in_a_sticky_folder_is_refused_up_front(what):
         pytest.skip("needs root to run as a second user (run the tests as root)")
     pytest.importorskip("matplotlib")
     folder = Path(tempfile.mkdtemp(prefix="prefeval-sticky-"))  # root's, reachable by nobody
-    try:
-        folder.chmod(0o1777)
-        name = {"-o": "out.tsv", "--plot": "curves.png", "report figure": "r-tau.svg"}[what]
-        victim = folder / name
-        victim.write_text("not yours\n")
-        victim.chmod(0o666)  # root's, writable by anyone
-        bad = folder / "bad.run"
-        bad.write_text("not a run\n")
-        bad.chmod(0o644)
-        runs = [str(ARGS[0]), str(ARGS[1]), str(bad)]
-        args = {
-            "-o": ["compare", "-o", victim, *runs],
-            "--plot": ["discpower", "--trials", "20", "--plot", victim, *runs],
-        }.get(what, ["report", "--trials", "20", "-o", folder / "r.md", *runs])
-        warm = [a if a != str(bad) else str(ARGS[2]) for a in args]
-        warm = [str(a).replace(str(folder), str(folder / "warm")) for a in warm]
-        (folder / "warm").mkdir()
-        assert invoke(*warm).exit_code == 0  # imports everything the command needs
-        with as_other_user():
-            result = invoke(*args)
-        assert result.exit_code == 2, result.stderr
-        assert (
-            f"cannot write {victim}: it belongs to another user and directory "
-            f"'{folder}' is sticky (only its owner may replace or remove it): write "
-            "another file\n"
-        ) in result.stderr
-        assert "Traceback" not in result.stderr and "bad.run" not in result.stderr
-        assert victim.read_text() == "not yours\n"
-        assert sorted(p.name for p in folder.iterdir()) == sorted([victim.name, "bad.run", "warm"])
-        # a file of one's own there is replaced as ever
-        os.chown(victim, 65534, 65534)
-        good = [a if a != str(bad) else str(ARGS[2]) for a in args]
-        with as_other_user():
-            result = invoke(*good)
-        assert result.exit_code == 0, result.stderr
-        assert victim.read_bytes() != b"not yours\n"
-    finally:
-        shutil.rmtree(folder)
+    # the inputs copied where nobody may read them
+    with readable_copies(*ARGS) as inputs:
+        try:
+            folder.chmod(0o1777)
+            name = {"-o": "out.tsv", "--plot": "curves.png", "report figure": "r-tau.svg"}[what]
+            victim = folder / name
+            victim.write_text("not yours\n")
+            victim.chmod(0o666)  # root's, writable by anyone
+            bad = folder / "bad.run"
+            bad.write_text("not a run\n")
+            bad.chmod(0o644)
+            runs = [str(inputs[0]), str(inputs[1]), str(bad)]
+            args = {
+                "-o": ["compare", "-o", victim, *runs],
+                "--plot": ["discpower", "--trials", "20", "--plot", victim, *runs],
+            }.get(what, ["report", "--trials", "20", "-o", folder / "r.md", *runs])
+            warm = [a if a != str(bad) else str(inputs[2]) for a in args]
+            warm = [str(a).replace(str(folder), str(folder / "warm")) for a in warm]
+            (folder / "warm").mkdir()
+            assert invoke(*warm).exit_code == 0  # imports everything the command needs
+            with as_other_user():
+                result = invoke(*args)
+            assert result.exit_code == 2, result.stderr
+            assert (
+                f"cannot write {victim}: it belongs to another user and directory "
+                f"'{folder}' is sticky (only its owner may replace or remove it): write "
+                "another file\n"
+            ) in result.stderr
+            assert "Traceback" not in result.stderr and "bad.run" not in result.stderr
+            assert victim.read_text() == "not yours\n"
+            assert sorted(p.name for p in folder.iterdir()) == sorted(
+                [victim.name, "bad.run", "warm"]
+            )
+            # a file of one's own there is replaced as ever
+            os.chown(victim, 65534, 65534)
+            good = [a if a != str(bad) else str(inputs[2]) for a in args]
+            with as_other_user():
+                result = invoke(*good)
+            assert result.exit_code == 0, result.stderr
+            assert victim.read_bytes() != b"not yours\n"
+        finally:
+            shutil.rmtree(folder)
 
 
 def test_tsv_refuses_names_it_cannot_hold(tmp_path):

@@ -191,14 +191,14 @@ def scratch(tmp_path, monkeypatch):
 def test_no_file_remains_after_success(tmp_path, scratch, monkeypatch):
     rel = relevant(tmp_path)
     seen = []
-    real = tempfile.TemporaryDirectory
+    real = tempfile.mkdtemp
 
     def watched(*args, **kw):
         made = real(*args, **kw)
-        seen.append(made.name)
+        seen.append(made)
         return made
 
-    monkeypatch.setattr(tempfile, "TemporaryDirectory", watched)
+    monkeypatch.setattr(tempfile, "mkdtemp", watched)
     load_runs(layouts(tmp_path), rel, notify=None, streaming=TINY)
     assert len(seen) == 4 and all(Path(name).parent == scratch for name in seen)
     assert os.listdir(scratch) == []
@@ -288,6 +288,67 @@ def test_interrupted_reading_leaves_no_file(tmp_path, scratch):
     with pytest.raises(KeyboardInterrupt):
         spill.spilled_positions(run.name, run.path, pieces(), rel, None, 3)
     assert os.listdir(scratch) == []
+
+
+#: a process that spills and waits inside the spill (a line on stdout once there): the
+#: folder it holds, as a command killed in the middle of a spill leaves it
+SPILLING = """
+import sys
+from prefeval.io.spill import Spill
+with Spill(2):
+    print("spilling", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_killed_spill_s_folder_is_swept_by_a_later_one(tmp_path, scratch):
+    """kill -9 in the middle of a spill leaves its folder (nothing of the process runs
+    to remove it); the next spill of this user removes it once it is stale (untouched
+    a minute) and unlocked (its lock died with the process), and leaves a live spill's
+    folder (locked), a fresh one, and what is not prefeval's alone."""
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(scratch)}
+
+    def spilling():
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SPILLING], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env=env,
+        )  # fmt: skip
+        assert proc.stdout.readline() == b"spilling\n"
+        return proc
+
+    def aged(folders):
+        for folder in folders:
+            os.utime(folder, (time.time() - 3600,) * 2)
+        return folders
+
+    killed = spilling()
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=60)
+    [left] = aged(list(scratch.iterdir()))
+    assert left.name.startswith("prefeval-spill-")
+    live = spilling()
+    try:
+        [held] = aged([p for p in scratch.iterdir() if p != left])
+        unlocked = scratch / "prefeval-spill-nolock"  # killed before its lock was made
+        unlocked.mkdir()
+        (unlocked / "0-1.arrow").write_bytes(b"rows")
+        aged([unlocked])
+        fresh = scratch / "prefeval-spill-fresh"
+        fresh.mkdir()
+        others = [scratch / "prefeval-spill-link", scratch / "prefeval-notes.txt"]
+        others[0].symlink_to(unlocked)
+        others[1].write_text("not a folder\n")
+        aged([unlocked])
+        load_runs(layouts(tmp_path), relevant(tmp_path), notify=None, streaming=TINY)
+        assert sorted(scratch.iterdir()) == sorted([held, fresh, *others])
+    finally:
+        live.kill()
+        live.wait(timeout=60)
+    load_runs(layouts(tmp_path), relevant(tmp_path), notify=None, streaming=TINY)
+    assert sorted(scratch.iterdir()) == sorted([fresh, *others])  # the live one, killed
 
 
 MEMORY = """
@@ -446,8 +507,6 @@ def test_no_room_to_spill_reads_whole_with_one_notice(tmp_path, monkeypatch, job
     runs are read whole, the same positions, and one notice says so and why."""
     import errno
 
-    from prefeval.io import spill
-
     rel = relevant(tmp_path)
     paths = layouts(tmp_path)
     want = load_runs(paths, rel, notify=None, jobs=jobs)
@@ -455,7 +514,7 @@ def test_no_room_to_spill_reads_whole_with_one_notice(tmp_path, monkeypatch, job
     def full(*args, **kw):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(spill.tempfile, "TemporaryDirectory", full)
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
     notices: list[str] = []
     got = load_runs(paths, rel, notify=notices.append, jobs=jobs, streaming=TINY)
     for a, b in zip(got, want, strict=True):
