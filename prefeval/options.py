@@ -36,8 +36,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
+from .core.limits import MAX_RANK
 from .core.parallel import usable_cpus
-from .core.positions import MAX_RANK
 
 #: query partitions hold at most this many cube cells (queries x pairs x measures)
 PARTITION_CELLS = 1 << 22

@@ -11,10 +11,8 @@ from contextlib import contextmanager
 import click
 
 from ..core import limits, progress
-from ..core.errors import InputError, SystemLimitError
+from ..core.errors import CacheSettingError, InputError, OutputError, SystemLimitError
 from ..core.terminal import shown
-from ..engine.cache import CacheSettingError
-from ..io.writers import OutputError
 from ..options import OptionError
 
 

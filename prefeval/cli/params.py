@@ -8,8 +8,9 @@ import click
 
 from .. import options
 from ..analysis.baselines import parse_baselines
+from ..core.errors import OutputError
 from ..io.runs import NAMINGS, resolve_runs, run_argument
-from ..io.writers import OutputError, check_output
+from ..io.writers import check_output
 from ..measures import measure_help
 from ..options import OptionError, Options
 from ..present.plots import plot_format

@@ -32,3 +32,19 @@ class PrefevalWarning(UserWarning):
 class SystemLimitError(RuntimeError):
     """What was asked does not fit this process's resource limits (``ulimit``: open files,
     address space) or the machine; the CLI prints ``prefeval: message``, exit status 2."""
+
+
+class OutputError(OSError):
+    """The output could not be written; the CLI prints ``prefeval: cannot write FILE:
+    reason`` and exits with status 2."""
+
+    def __init__(self, path: str, reason: str):
+        self.path, self.reason = str(path), reason
+        super().__init__(f"cannot write {self.path}: {reason}")
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
+
+
+class CacheSettingError(ValueError):
+    """An environment variable of the cache has a value that makes no sense."""

@@ -23,6 +23,10 @@ WORKER_FILES = 16
 BLAS_ROOM = 256 << 20
 
 
+#: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
+MAX_RANK = 2**31 - 1
+
+
 def _resource():
     try:
         import resource

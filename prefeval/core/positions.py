@@ -19,13 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .limits import MAX_RANK
 from .qrels import RelevantSet
 
-#: largest rank a run can have (positions are 32-bit); a larger -M cuts nothing
-MAX_RANK = 2**31 - 1
 #: Imputed position of an unretrieved relevant document: below any real rank (the
-#: largest int32, ``np.iinfo(np.int32).max``; a plain int so that importing this module
-#: does not import numpy)
+#: largest int32, ``np.iinfo(np.int32).max``)
 UNRETRIEVED = MAX_RANK
 
 

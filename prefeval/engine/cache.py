@@ -46,6 +46,7 @@ import threading
 
 import numpy as np
 
+from ..core.errors import CacheSettingError
 from ..core.progress import stderr_notice
 from ..io.source import StoredFile
 from ..io.writers import Replacement, sweep_temporaries
@@ -63,10 +64,6 @@ _SECRET_BYTES = 32
 DEFAULT_MAX_GB = 2.0
 #: bytes of a stored run file hashed at a time
 _HASH_BLOCK = 8 << 20
-
-
-class CacheSettingError(ValueError):
-    """An environment variable of the cache has a value that makes no sense."""
 
 
 def cache_dir() -> str:

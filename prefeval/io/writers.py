@@ -38,6 +38,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
+from ..core.errors import OutputError
 from ..core.progress import beside_bar
 from ..core.terminal import LINES, escaped
 
@@ -389,18 +390,6 @@ def file_beside(output, part: str) -> str:
     if os.path.dirname(path) != folder or os.path.basename(path) != part or part in ("..", "."):
         raise ValueError(f"{output}: the file name {part!r} would leave the folder {folder!r}")
     return path
-
-
-class OutputError(OSError):
-    """The output could not be written; the CLI prints ``prefeval: cannot write FILE:
-    reason`` and exits with status 2."""
-
-    def __init__(self, path: str, reason: str):
-        self.path, self.reason = str(path), reason
-        super().__init__(f"cannot write {self.path}: {reason}")
-
-    def __str__(self) -> str:
-        return f"cannot write {self.path}: {self.reason}"
 
 
 def _reason(error: BaseException) -> str:

@@ -38,11 +38,11 @@ from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
 from ..core import ties
+from ..core.errors import OutputError
 from ..core.qrels import query_sort_key
 from ..io.writers import (
     FILE_NAME_CHARS,
     TEX_FILE_NAME_CHARS,
-    OutputError,
     atomic_output,
     file_beside,
     file_name_part,

@@ -121,3 +121,40 @@ def test_ctrl_c_in_the_first_second_prints_no_traceback(delay, tmp_path):
     if proc.returncode != 0:  # interrupted (a fast machine may finish first)
         assert stderr.strip().splitlines()[-1] == "Aborted!", stderr
         assert list(tmp_path.iterdir()) == []
+
+
+HELP = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print(sorted(m for m in ('numpy', 'pandas', 'pyarrow') "
+    "if m in sys.modules), file=sys.stderr))\n"
+    "sys.argv[0] = 'prefeval'\n"
+    "from prefeval.cli import main\n"
+    "main()\n"
+)
+
+
+def test_the_group_s_help_imports_no_library():
+    """``prefeval --help`` lists every command without importing them (nor numpy,
+    pandas or pyarrow with them); a command's own help imports it."""
+    listing = subprocess.run(
+        [sys.executable, "-c", HELP, "--help"], capture_output=True, text=True, env=ENV
+    )
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stderr.strip() == "[]"
+    assert "  compare     Preference of every pair of RUNs on QRELS.\n" in listing.stdout
+    own = subprocess.run(
+        [sys.executable, "-c", HELP, "compare", "--help"], capture_output=True, text=True, env=ENV
+    )
+    assert own.returncode == 0 and own.stderr.strip() == "['numpy', 'pandas', 'pyarrow']"
+
+
+@pytest.mark.parametrize("limit", [20, 45, 74, 200])
+def test_the_group_s_listing_is_each_command_s_own_summary(limit):
+    """The line of each command in ``prefeval --help``, read from its module's source,
+    is the one click makes of the imported command, whatever the width."""
+    from prefeval.cli.group import COMMANDS, Commands
+
+    unloaded, loaded = Commands(COMMANDS), Commands(COMMANDS)
+    for name in COMMANDS:
+        assert unloaded.summary(name, limit) == loaded[name].get_short_help_str(limit)
+    assert list(unloaded) == list(COMMANDS)
