@@ -35,22 +35,20 @@ def _terminate(signum, frame):
 
 def main(argv=None):
     """Console-script entry point."""
-
-    if not sys.warnoptions:
-        # a safety net only: the cases numpy warns about (empty slices, NaN casts) are
-        # handled where they arise, and the tests turn these warnings into errors
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _terminate)
     try:
+        if not sys.warnoptions:
+            # a safety net only: the cases numpy warns about (empty slices, NaN casts)
+            # are handled where they arise, and the tests turn these warnings into errors
+            warnings.simplefilter("ignore", RuntimeWarning)
+        for name in ("SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), _terminate)
         limits.under_address_limit()  # before numpy: see there
-        from .group import cli  # numpy, pandas and the library, imported once
+        from .group import cli  # the commands, each imported when used
 
         cli.entry_point = True
         cli.main(args=argv, prog_name="prefeval")
-    except KeyboardInterrupt:  # Ctrl-C before click took over (while importing)
+    except KeyboardInterrupt:  # Ctrl-C before click took over
         print("\nAborted!", file=sys.stderr)
         sys.exit(1)
     except Exception as error:  # a resource running out, also in imports: one line
