@@ -16,6 +16,7 @@ import sys
 import warnings
 
 from ..core import limits
+from ..core.terminal import shown
 
 
 def __getattr__(name: str):
@@ -26,6 +27,20 @@ def __getattr__(name: str):
 
         return cli
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Python's warnings (a library's, such as matplotlib's) as Python writes them, with
+    their control characters escaped when the stream is a terminal
+    (:func:`prefeval.core.terminal.shown`): a warning may quote a name from the data."""
+    stream = sys.stderr if file is None else file
+    if stream is None:
+        return
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    try:
+        stream.write(shown(text, stream))
+    except OSError:  # stderr gone: the warning is lost, as Python's own would be
+        pass
 
 
 def _terminate(signum, frame):
@@ -40,6 +55,7 @@ def main(argv=None):
             # a safety net only: the cases numpy warns about (empty slices, NaN casts)
             # are handled where they arise, and the tests turn these warnings into errors
             warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.showwarning = _show_warning
         for name in ("SIGTERM", "SIGHUP"):
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), _terminate)

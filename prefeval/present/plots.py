@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 
+from ..core.terminal import escaped
 from ..io.writers import atomic_output
 from ..measures import MEASURES
 
@@ -88,8 +89,10 @@ def _rc():
 
 def plain(name) -> str:
     r"""``name`` (a run's or a measure's) as matplotlib draws it literally: each ``$``
-    as ``\$``, so that no pair of them starts mathtext (``$$``, ``$\input{x}$``)."""
-    return str(name).replace("$", r"\$")
+    as ``\$``, so that no pair of them starts mathtext (``$$``, ``$\input{x}$``), and
+    its control characters escaped as a terminal shows them
+    (:func:`prefeval.core.terminal.escaped`: ``\x1b``), not as glyphs no font has."""
+    return escaped(str(name)).replace("$", r"\$")
 
 
 def _legend(fig, styles, extra=()) -> None:

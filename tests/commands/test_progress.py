@@ -231,3 +231,23 @@ def test_control_characters_escaped_as_a_terminal_shows_them():
 
     assert shown(text, Stream(True)) == escaped(text, LINES)
     assert shown(text, Stream(False)) is text
+
+
+def test_python_warnings_escape_control_characters_on_a_terminal():
+    """A library's warning quoting a name (matplotlib's missing glyph) is written by the
+    command with its control characters escaped on a terminal, exact elsewhere."""
+    import io
+    import warnings
+
+    from prefeval.cli import _show_warning
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        _show_warning(UserWarning("Glyph 27 (\x1b) missing"), UserWarning, "f.py", 3, stream)
+    expected = warnings.formatwarning("Glyph 27 (\x1b) missing", UserWarning, "f.py", 3)
+    assert pipe.getvalue() == expected
+    assert terminal.getvalue() == expected.replace("\x1b", "\\x1b")

@@ -348,6 +348,8 @@ def test_heatmap_legible_at_150_runs():
 
 
 DOLLARS = ["$$", "$\\input{x}$", "a$b$c", "x\\$y", "$"]
+#: names holding control characters, and what a figure draws of them
+CONTROLS = {"r\x1b]0;PWNED\x07": "r\\x1b]0;PWNED\\x07", "a\rb\x00": "a\\x0db\\x00"}
 
 
 def _shown(texts) -> list[str]:
@@ -385,3 +387,17 @@ def test_names_with_dollars_are_drawn_literally(fmt):
     assert _shown(overlay.legends[0].get_texts()) == DOLLARS
     for fig in (taus, panels, grid, overlay):
         assert plotting.figure_bytes(fig, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_names_with_control_characters_are_drawn_escaped(fmt, recwarn):
+    """A name holding control characters is drawn with them escaped, as a terminal shows
+    them: no glyph that no font has, and no warning that would print them raw."""
+    names = list(CONTROLS)
+    n = len(names)
+    matrix = np.full((n, n), 0.5)
+    np.fill_diagonal(matrix, np.nan)
+    heat = plotting.preference_heatmap_figure(matrix, names, np.ones((n, n), bool), width=3.3)
+    assert _shown(heat.axes[0].get_yticklabels()) == list(CONTROLS.values())
+    assert plotting.figure_bytes(heat, fmt)
+    assert [str(w.message) for w in recwarn if "Glyph" in str(w.message)] == []
