@@ -185,8 +185,7 @@ def parse_baseline(text) -> Baseline:
         import ir_measures
 
         if isinstance(text, ir_measures.Measure):
-            shown = f"{type(text).__name__.lstrip('_')}{text.params or ''}"
-            return _parse_irm(text, shown, from_text=False)
+            return _parse_irm(text, str(text), from_text=False)
         raise ValueError(f"baseline measure must be a string, not {type(text).__name__}")
     text = text.strip()
     if text == GM_MAP:
@@ -309,9 +308,10 @@ def _parse_irm(measure, text: str, from_text: bool = True) -> Baseline:
     rel = measure.params.get("rel")
     if provider.NAME == "pytrec_eval" and isinstance(rel, int) and rel < 1:
         # pytrec_eval takes a positive relevance level only (its TypeError otherwise)
+        example = re.sub(r"rel=-?[0-9]+", "rel=1", str(measure))
         raise ValueError(
             f"baseline measure {text!r}: rel must be >= 1 (pytrec_eval, which computes "
-            f"{measure.NAME}, takes no lower relevance level), e.g. {measure.NAME}(rel=1)"
+            f"{measure.NAME}, takes no lower relevance level), e.g. {example}"
         )
     intent_aware = provider.NAME == "pyndeval"
     if intent_aware and "cutoff" in measure.SUPPORTED_PARAMS:

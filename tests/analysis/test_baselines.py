@@ -469,7 +469,7 @@ def test_parse_baseline():
         ("AP(x=1)", "unknown baseline measure|unsupported"),
         ("AP(rel=1.5)", "invalid param"),
         ("AP(rel=0)", r"'AP\(rel=0\)': rel must be >= 1 .*e\.g\. AP\(rel=1\)"),
-        ("P(rel=0)@5", r"'P\(rel=0\)@5': rel must be >= 1"),
+        ("P(rel=0)@5", r"'P\(rel=0\)@5': rel must be >= 1 .*e\.g\. P\(rel=1\)@5$"),
         ("NumRet(rel=0)", r"'NumRet\(rel=0\)': rel must be >= 1"),
         ("nDCG@", "unknown baseline measure"),
         ("ERR_IA", "needs a cutoff"),
