@@ -245,11 +245,12 @@ def run_argument(text: str) -> str:
     """A RUN argument of the command line: ``NAME=PATH`` names the run of the file PATH
     NAME (a :class:`NamedPath`); anything else is a path, named by :func:`resolve_runs`.
 
-    An input that exists (:func:`~prefeval.io.source.is_input`: a file, ``-``, a pipe;
-    not a folder or a dangling link) is a path, whatever ``=`` it holds (``k=10.txt``).
-    Otherwise the argument is cut at an ``=`` that has a name before it (not empty, no
-    ``/`` or blank) and a path after it: at the one ``=`` whose right side is such an
-    input, so a name may hold ``=`` (``bm25_k1=0.9=runs/a.txt`` names a run
+    An argument that exists is a path, whatever ``=`` it holds (``k=10.txt``; a folder
+    or a dangling link too, refused as such when read).  Otherwise the argument is cut
+    at an ``=`` that has a name before it (not empty, no ``/`` or blank) and a path
+    after it: at the one ``=`` whose right side is an input a reader opens
+    (:func:`~prefeval.io.source.is_input`: a file, ``-``, a pipe; not a folder or a
+    dangling link), so a name may hold ``=`` (``bm25_k1=0.9=runs/a.txt`` names a run
     ``bm25_k1=0.9``); when no right side is, at the first such ``=`` (the path is then
     what the error cites).  Two right sides that are both inputs are an
     :class:`InputError` (``./`` before the path says which is meant).  A ``/`` before
@@ -259,7 +260,7 @@ def run_argument(text: str) -> str:
         for at, char in enumerate(text)
         if char == "=" and at and at < len(text) - 1 and not _NOT_IN_NAME.search(text[:at])
     ]
-    if not cuts or is_input(text):
+    if not cuts or os.path.lexists(text):
         return text
     there = [(name, path) for name, path in cuts if is_input(path)]
     if len(there) > 1:
