@@ -33,9 +33,9 @@ from .frames import (
 from .source import (
     GZIP_MAGIC,
     PARQUET_MAGIC,
-    STDIN,
     gunzip_blocks,
     is_frame,
+    is_input,
     is_parquet,
     is_stream,
     read_raw,
@@ -245,12 +245,14 @@ def run_argument(text: str) -> str:
     """A RUN argument of the command line: ``NAME=PATH`` names the run of the file PATH
     NAME (a :class:`NamedPath`); anything else is a path, named by :func:`resolve_runs`.
 
-    An existing file is a path, whatever ``=`` it holds (``k=10.txt``).  Otherwise the
-    argument is cut at an ``=`` that has a name before it (not empty, no ``/`` or blank)
-    and a path after it: at the one ``=`` whose right side exists (a file, ``-``, a
-    pipe), so a name may hold ``=`` (``bm25_k1=0.9=runs/a.txt`` names a run
-    ``bm25_k1=0.9``); when no right side exists, at the first such ``=`` (the missing
-    path is then what the error cites).  Two right sides that both exist are an
+    An argument that exists is a path, whatever ``=`` it holds (``k=10.txt``; a folder
+    or a dangling link too, refused as such when read).  Otherwise the argument is cut
+    at an ``=`` that has a name before it (not empty, no ``/`` or blank) and a path
+    after it: at the one ``=`` whose right side is an input a reader opens
+    (:func:`~prefeval.io.source.is_input`: a file, ``-``, a pipe; not a folder or a
+    dangling link), so a name may hold ``=`` (``bm25_k1=0.9=runs/a.txt`` names a run
+    ``bm25_k1=0.9``); when no right side is, at the first such ``=`` (the path is then
+    what the error cites).  Two right sides that are both inputs are an
     :class:`InputError` (``./`` before the path says which is meant).  A ``/`` before
     every ``=`` makes a path: ``runs/k=10/bm25.txt``."""
     cuts = [
@@ -260,7 +262,7 @@ def run_argument(text: str) -> str:
     ]
     if not cuts or os.path.lexists(text):
         return text
-    there = [(name, path) for name, path in cuts if path == STDIN or os.path.lexists(path)]
+    there = [(name, path) for name, path in cuts if is_input(path)]
     if len(there) > 1:
         shown = " or ".join(f"run {name!r} of {path!r}" for name, path in there)
         raise InputError(
@@ -297,9 +299,11 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
         raise ValueError(f"names: {names!r}; expected one of {', '.join(NAMINGS)}")
     if isinstance(runs, (str, os.PathLike, RunColumns, Run)) or is_frame(runs):
         runs = [runs]
+    given = "key"  # what names the runs given by name: a dict's keys, or NAME=PATH
     if isinstance(runs, dict):
         items = list(runs.items())
     else:
+        given = "NAME=PATH"
         items = [(s.name, s) if isinstance(s, NamedPath) else (None, s) for s in runs]
     expanded: list[tuple[int, Run]] = []
     held = 0  # bytes of the files read whole so far
@@ -310,16 +314,12 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
         expanded.extend((i, run) for run in got)
         if got and got[0].path is not None and isinstance(got[0].data, bytes):
             held += len(got[0].data)  # a table's runs share its bytes
-    out: list[Run] = []
-    seen: dict[str, tuple[int, Run]] = {}
     keys = [key for key, _ in items]
-    for i, run in expanded:
-        alike = _printed(run.name)
-        if alike in seen:
-            raise _same_name(seen[alike], (i, run), keys, names)
-        seen[alike] = (i, run)
-        out.append(run)
-    return RunSet(out)
+    same = alike([run.name for _, run in expanded], exact=True)
+    if same is not None:
+        k, m = same
+        raise _same_name(expanded[k], expanded[m], keys, names, given)
+    return RunSet([run for _, run in expanded])
 
 
 #: the kinds of run named by their tag with ``names="tag"`` (a many-run table's runs are
@@ -333,8 +333,34 @@ def _printed(name: str) -> str:
     return unicodedata.normalize("NFC", name)
 
 
-def _same_name(first: tuple[int, Run], second: tuple[int, Run], keys, names) -> InputError:
-    """The error of two runs named alike, saying how to name them apart."""
+def alike(names, exact: bool = False) -> tuple[int, int] | None:
+    """The positions (k, m), k < m, of the first name of ``names`` (in their order) that
+    is one name with an earlier one (:func:`_printed`): equal once normalized but
+    written otherwise, or, with ``exact``, written the same too; None when there is
+    none.  Every source of run names refuses such names: :func:`resolve_runs`, and
+    the ``--prefs``/``--metrics`` tables (:mod:`prefeval.io.tables`), whose rows name
+    one run by writing its name the same."""
+    seen: dict[str, tuple[int, str]] = {}
+    for m, name in enumerate(names):
+        k, first = seen.setdefault(_printed(str(name)), (m, name))
+        if k != m and (exact or first != name):
+            return k, m
+    return None
+
+
+def named_alike(a: str, b: str) -> str:
+    """How a message words two run names that are one name (:func:`alike`): ``named
+    'a'``, or, when written otherwise, both by their code points."""
+    if a == b:
+        return f"named {a!r}"
+    return f"named alike, {ascii(a)} and {ascii(b)} (one Unicode NFC name)"
+
+
+def _same_name(
+    first: tuple[int, Run], second: tuple[int, Run], keys, names, given: str
+) -> InputError:
+    """The error of two runs named alike, saying how to name them apart; ``given``:
+    what the names given came from (``key`` or ``NAME=PATH``)."""
     (i, a), (j, b) = first, second
     where = f"inputs {i + 1} and {j + 1}"
     if a.path is not None and b.path is not None and a.path != b.path:
@@ -343,14 +369,13 @@ def _same_name(first: tuple[int, Run], second: tuple[int, Run], keys, names) -> 
         how = "give runs distinct names"
         if keys[i] != keys[j]:
             shown = repr if str(keys[i]) == str(keys[j]) else ascii
-            how = f"keys {shown(keys[i])} and {shown(keys[j])} are one name; {how}"
+            what = "keys" if given == "key" else "the names of NAME=PATH arguments"
+            how = f"{what} {shown(keys[i])} and {shown(keys[j])} are one name; {how}"
     else:
         how = "name them NAME=PATH (in Python, a dict {name: run})"
         if names == "file":
             how += " or use --names tag (trec_eval's runid, each file's run tag)"
-    named = f"named {b.name!r}"
-    if a.name != b.name:  # alike once normalized: their code points tell them apart
-        named = f"named alike, {ascii(a.name)} and {ascii(b.name)} (one Unicode NFC name)"
+    named = named_alike(a.name, b.name)
     return InputError(b.where, None, f"two runs are {named} ({where}); {how}")
 
 

@@ -46,6 +46,14 @@ def is_stream(path: str | os.PathLike) -> bool:
     return path == STDIN or _is_special(path)
 
 
+def is_input(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is something a reader opens: standard input (``-``), or a path
+    that exists, its links followed, and is not a folder (a regular file, a pipe, a
+    FIFO, ``/dev/fd/N``, a character device); a folder or a dangling link is not."""
+    path = os.fspath(path)
+    return path == STDIN or os.path.isfile(path) or _is_special(path)
+
+
 def read_raw(path: str | os.PathLike) -> bytes:
     """The bytes of ``path`` as stored (possibly gzip-compressed), read whole.
 

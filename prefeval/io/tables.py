@@ -26,6 +26,7 @@ from ..measures import parse_measure
 from . import parquet
 from .columns import id_strings
 from .frames import float_values
+from .runs import alike, named_alike
 from .source import BOM, is_parquet, read_raw, text_bytes
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
@@ -116,6 +117,7 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
 
     frame, rows = _per_query_rows(frame, path)
     codes = _TableCodes.of(frame)
+    _check_names(codes.runs, [frame["run_a"], frame["run_b"]], rows, path)
     raw = frame["value"].to_numpy(dtype=float)
     _check_preferences(codes, raw, rows, path)
     flat = _cells(codes, rows, path)
@@ -133,6 +135,28 @@ def cube_from_table(frame: pd.DataFrame, path: str = "<table>", measures=None):
         values = values[keep]
     pairs = np.stack([codes.ia, codes.ja], 1)
     return PreferenceCube(measure_names, codes.runs, codes.query_ids, pairs, values)
+
+
+def _check_names(runs: list, columns, rows, path: str) -> None:
+    """InputError for two runs of ``runs`` that are one name written two ways
+    (:func:`prefeval.io.runs.alike`, the rule of every run name), citing the first row
+    of ``columns`` (rows of the table numbered ``rows``, from 0) that names each."""
+    same = alike(runs)
+    if same is None:
+        return
+    a, b = (runs[k] for k in same)
+
+    def first(name) -> int:
+        named = np.zeros(len(rows), dtype=bool)
+        for column in columns:
+            named |= (column == name).to_numpy()
+        return int(rows[np.argmax(named)]) + 1
+
+    where = sorted({first(a), first(b)})
+    rows_shown = f"row {where[0]}" if len(where) == 1 else f"rows {where[0]} and {where[1]}"
+    raise InputError(
+        path, None, f"two runs are {named_alike(a, b)} ({rows_shown}); give runs distinct names"
+    )
 
 
 def _per_query_rows(frame: pd.DataFrame, path: str):
@@ -317,6 +341,7 @@ def metrics_from_table(
             "sums over queries cannot overflow)"
         )
         raise InputError(path, None, f"row {int(frame.index[k]) + 1}: value {value!r} {what}")
+    _check_names(list(pd.unique(frame["run"])), [frame["run"]], frame.index.to_numpy(), path)
     repeated = frame.duplicated(["measure", "run", "query_id"]).to_numpy()
     if repeated.any():
         second = frame.iloc[int(np.flatnonzero(repeated)[0])]

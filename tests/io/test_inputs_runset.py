@@ -230,6 +230,25 @@ def test_name_holding_equals_cut_where_the_path_exists(tmp_path, monkeypatch):
     assert (run_argument("a=b=./c").name, str(run_argument("a=b=./c"))) == ("a=b", "./c")
 
 
+def test_only_a_readable_input_is_a_path_to_cut_at(tmp_path, monkeypatch):
+    """A folder or a dangling link is no run input to cut at: ``x=d=c`` with a folder
+    ``d=c`` (or a link ``e=c`` to nothing) and a file ``c`` names the run ``x=d`` of
+    ``c``; the folder itself given is a path (refused when read)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c").write_bytes(RUNS[0].read_bytes())
+    (tmp_path / "d=c").mkdir()
+    (tmp_path / "e=c").symlink_to(tmp_path / "nothing")
+    for argument, name in (("x=d=c", "x=d"), ("x=e=c", "x=e")):
+        got = run_argument(argument)
+        assert (got.name, str(got)) == (name, "c")
+        assert list(resolve_runs([got])) == [name]
+    assert type(run_argument("d=c")) is str
+    (tmp_path / "f=c").symlink_to(tmp_path / "c")  # a link to a file is a file
+    assert type(run_argument("f=c")) is str
+    with pytest.raises(InputError, match="run 'x' of 'f=c' or run 'x=f' of 'c'"):
+        run_argument("x=f=c")
+
+
 def test_name_holding_equals_on_the_command_line(tmp_path):
     """``compare QRELS bm25_k1=0.9=PATH ...`` names the run ``bm25_k1=0.9``."""
     out = tmp_path / "prefs.tsv"
@@ -345,6 +364,13 @@ def test_colliding_names_say_how_to_name_them(tmp_path):
         resolve_runs([RUNS[0], same], names="tag")
     with pytest.raises(InputError, match="two runs are named 'n' .*give runs distinct names"):
         resolve_runs([run_argument(f"n={a}"), run_argument(f"n={b}")])
+    result = invoke("compare", QRELS, f"caf\u00e9={a}", f"cafe\u0301={b}")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"{b}: two runs are named alike, 'caf\\xe9' and 'cafe\\u0301' (one Unicode NFC "
+        f"name) (inputs 1 and 2: {a} and {b}); the names of NAME=PATH arguments "
+        "'caf\\xe9' and 'cafe\\u0301' are one name; give runs distinct names\n"
+    )
 
 
 def test_names_alike_after_unicode_normalisation_refused(tmp_path):

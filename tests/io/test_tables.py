@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from helpers import invoke, write_qrels, write_run
 
+import prefeval
 from prefeval.analysis.evidence import gather_inputs
 from prefeval.core.errors import InputError
 from prefeval.core.qrels import query_sort_key
@@ -369,6 +370,50 @@ def test_duplicate_metric_rows(tmp_path):
     line = fails(invoke("order", "--prefs", prefs, "--metrics", bad), bad)
     assert "metric RR, run sys02, query 310 appears more than once" in line
     assert ok(invoke("order", "--prefs", prefs, "--metrics", metrics)) == good
+
+
+def test_run_names_alike_in_a_table_are_refused(tmp_path):
+    """A --prefs or --metrics table naming one run two ways that print alike (equal in
+    Unicode NFC: a composed and a decomposed 'é') is refused as run files are: one line,
+    exit 2; in Python the InputError."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    prefs = tmp_path / "prefs.tsv"
+    metrics = tmp_path / "metrics.tsv"
+    two = SAMPLE_RUNS[:2]
+    ok(invoke("compare", "-q", "-m", "rpp", "-o", prefs, SAMPLE / "qrels.txt", *two))
+    ok(invoke("metrics", "-q", "-n", "-m", "AP", "-o", metrics, SAMPLE / "qrels.txt", *two))
+    renamed = {"sys01": composed, "sys02": decomposed}
+    table = read_table(str(prefs), PREF_COLUMNS)
+    alike_prefs = write_tsv(
+        tmp_path / "alike-prefs.tsv",
+        table.assign(run_a=table["run_a"].map(renamed), run_b=table["run_b"].map(renamed)),
+    )
+    named = "two runs are named alike, 'caf\\xe9' and 'cafe\\u0301' (one Unicode NFC name)"
+    line = fails(invoke("order", "--prefs", alike_prefs, "--no-baselines"), alike_prefs)
+    assert line == f"{alike_prefs}: {named} (row 1); give runs distinct names"
+    with pytest.raises(InputError) as error:
+        prefeval.order(prefs=str(alike_prefs), baselines=())
+    assert error.value.message == f"{named} (row 1); give runs distinct names"
+    with pytest.raises(InputError, match="named alike"):
+        prefeval.pairs(prefs=str(alike_prefs))
+    # names that differ in Unicode NFC too are two runs
+    apart = {"sys01": composed, "sys02": "cafe"}
+    distinct = write_tsv(
+        tmp_path / "distinct.tsv",
+        table.assign(run_a=table["run_a"].map(apart), run_b=table["run_b"].map(apart)),
+    )
+    ranked = prefeval.order(prefs=str(distinct), baselines=())
+    assert sorted(set(ranked["run"])) == ["cafe", composed]
+    # a metrics table: its run column
+    mtable = read_table(str(metrics), METRIC_COLUMNS)
+    alike_metrics = write_tsv(
+        tmp_path / "alike-metrics.tsv", mtable.assign(run=mtable["run"].map(renamed))
+    )
+    line = fails(invoke("order", "--prefs", prefs, "--metrics", alike_metrics), alike_metrics)
+    assert line == f"{alike_metrics}: {named} (rows 1 and 21); give runs distinct names"
+    with pytest.raises(InputError) as error:
+        prefeval.order(prefs=str(prefs), metrics=str(alike_metrics))
+    assert error.value.message == f"{named} (rows 1 and 21); give runs distinct names"
 
 
 # --------------------------------------------------------------------------- BOM and quoting
