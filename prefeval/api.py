@@ -831,7 +831,7 @@ def report(
         for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
             notify(caveat)
         document = reports.build(got, options, sources=sources, engine=engine)
-    return reports.write(document, output)
+    return reports.write(document, output, inputs=[*paths, *tables])
 
 
 def _source_name(table) -> str | None:

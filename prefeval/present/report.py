@@ -756,6 +756,8 @@ _LATEX_PATTERN = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS))
 #: HTML and entities, tables, GFM strikethrough, pandoc math); CommonMark lets a backslash
 #: escape any ASCII punctuation
 _MD_SPECIALS = re.compile(r"([\\`*_\[\]<>|#!&~$])")
+#: the control characters (C0, DEL, C1), which would end or break a line of a table
+_MD_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def latex_escape(text: str) -> str:
@@ -767,8 +769,8 @@ def latex_escape(text: str) -> str:
 
 def markdown_escape(text: str) -> str:
     """``text`` as literal Markdown within a line: the characters that can start markup
-    backslash-escaped, newlines as spaces."""
-    return _MD_SPECIALS.sub(r"\\\1", text.replace("\n", " "))
+    backslash-escaped, control characters (C0, DEL, C1: newline, CR, tab, NUL...) as spaces."""
+    return _MD_SPECIALS.sub(r"\\\1", _MD_CONTROLS.sub(" ", text))
 
 
 #: the figures a report may have (``OUT-<name>.svg|pdf`` beside a .md or .tex report)
@@ -807,12 +809,14 @@ def output_paths(output) -> list[str]:
     return [*figures, *downloads, os.fspath(output)]
 
 
-def check_targets(output, inputs) -> None:
-    """ValueError when the report or one of its figures would be written over one of
-    the ``inputs`` (paths; ``-`` and paths that do not exist are skipped)."""
+def check_targets(output, inputs, paths=None) -> None:
+    """ValueError when the report or one of its side files would be written over one of
+    the ``inputs`` (paths; ``-`` and paths that do not exist are skipped); ``paths``: the
+    files the report writes (default :func:`output_paths`, whose side files are those of
+    the built-in measures; :func:`write` checks the ones it renders)."""
 
     given = [os.fspath(p) for p in inputs if p is not None and os.fspath(p) != "-"]
-    for path in output_paths(output):
+    for path in output_paths(output) if paths is None else paths:
         target = output_target(path)
         if not os.path.exists(target):
             continue
@@ -855,17 +859,21 @@ def render(report: Report, output) -> dict[str, bytes]:
     return files
 
 
-def write(report: Report, output) -> list[str]:
+def write(report: Report, output, inputs=()) -> list[str]:
     """Write the report's files (figures and CSV files first, then the report), each
     atomically, then remove the files an earlier report written to ``output`` left
     beside it that this one does not write (:func:`earlier_files`); returns the paths
-    written."""
+    written.  ValueError, before anything is written, when one of them would be written
+    over one of the ``inputs`` (paths, as :func:`check_targets`): a side file's name
+    holds a measure's name, known only now."""
 
     files = render(report, output)
+    check_targets(output, inputs, files)
+    earlier = _earlier_report(output)
     for path, data in files.items():
         with atomic_output(path) as handle:
             handle.write(data)
-    for path in earlier_files(output, files):
+    for path in earlier_files(output, files, earlier):
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -889,13 +897,43 @@ _SIDE_MARKS = {"csv": (b"run,mc4_rank,", None), "figure": (None, b"Matplotlib")}
 _SIDE_PEEK = 1 << 14
 
 
-def earlier_files(output, written) -> list[str]:
-    """The files beside ``output`` that a report written to it writes (``OUT-matrix-*.csv``
+def _earlier_report(output) -> bytes | None:
+    """The bytes of the report at ``output`` before it is replaced, or None when there is
+    none or it is not a regular file that can be read."""
+    try:
+        with open(output, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            return f.read()
+    except OSError:
+        return None
+
+
+def _references(fmt: str, name: str) -> list[str]:
+    r"""How a report in format ``fmt`` names its side file ``name`` (a file name beside
+    it): an HTML link's ``href``, a Markdown link or image target, LaTeX's
+    ``\includegraphics`` argument (with or without the extension) or the comment line
+    of a CSV file."""
+    if fmt == "html":
+        return [f'href="{_html_href(name)}"']
+    if fmt == "md":
+        return [f"(<{_md_target(name)}>)"]
+    return [f"{{{name}}}", f"{{{os.path.splitext(name)[0]}}}", f"% {name}: "]
+
+
+def earlier_files(output, written, earlier: bytes | None) -> list[str]:
+    r"""The files beside ``output`` that a report written to it writes (``OUT-matrix-*.csv``
     in every format, ``OUT-<figure>.svg`` beside a .md report, ``.pdf`` beside a .tex one)
     and that are not among ``written``: those of an earlier report (more runs, other
-    measures, --robustness), which would be read as this one's.  Only files of those
-    names that hold what prefeval writes there are listed: a CSV file starting with the
-    matrix's header, a figure with matplotlib's metadata."""
+    measures, --robustness), which would be read as this one's.  ``earlier``: the bytes
+    of the earlier report at ``output`` (None: none), the list of its side files; only
+    the files it names (a link, an image, ``\includegraphics``, a CSV file's comment)
+    and that hold what prefeval writes there are listed: a CSV file starting with the
+    matrix's header, a figure with matplotlib's metadata.  A file of a report written to
+    another path (``OUT.html`` beside ``OUT.md``, ``OUT-matrix-x.html`` beside
+    ``OUT.html``) or of the user is never listed."""
+    if not earlier:
+        return []
     fmt = report_format(output)
     kinds = {
         "csv": "csv",
@@ -920,7 +958,11 @@ def earlier_files(output, written) -> list[str]:
             ):
                 continue
             path = os.path.join(folder, name)
-            if os.path.normpath(path) in written or not _holds(path, head, tail):
+            if os.path.normpath(path) in written or not any(
+                ref.encode("utf-8", "surrogateescape") in earlier for ref in _references(fmt, name)
+            ):
+                continue
+            if not _holds(path, head, tail):
                 continue
             found.append(path)
     return found
@@ -1004,6 +1046,11 @@ def _html_table(block: Table) -> list[str]:
     return out
 
 
+def _html_href(name: str) -> str:
+    """The ``href`` of a file ``name`` beside an HTML report (quoted, then escaped)."""
+    return html.escape(urllib.parse.quote(name))
+
+
 def _html(report: Report, files: dict[str, str]) -> str:
 
     out = [
@@ -1023,7 +1070,7 @@ def _html(report: Report, files: dict[str, str]) -> str:
                 if "html" in block.formats:
                     out += _html_table(block)
             elif isinstance(block, Download):
-                target = html.escape(urllib.parse.quote(files[block.name]))
+                target = _html_href(files[block.name])
                 out.append(
                     f'<p class="legend"><a href="{target}" download>'
                     f"{html.escape(files[block.name])}</a>: {html.escape(block.caption)}.</p>"
@@ -1056,6 +1103,12 @@ def _md_cell(cell: Cell) -> str:
     return _styled(text, cell, "**%s**", "<sup>%s</sup>")
 
 
+def _md_target(name: str) -> str:
+    """The target of a Markdown link to the file ``name`` beside the report, written
+    between ``<`` and ``>``."""
+    return name.replace("<", "%3C").replace(">", "%3E")
+
+
 def _markdown(report: Report, files: dict[str, str]) -> str:
     out = [f"# {markdown_escape(report.title)}", ""]
     for section in report.sections:
@@ -1079,12 +1132,12 @@ def _markdown(report: Report, files: dict[str, str]) -> str:
                     out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
                 out.append("")
             elif isinstance(block, Download):
-                target = files[block.name].replace("<", "%3C").replace(">", "%3E")
+                target = _md_target(files[block.name])
                 name = markdown_escape(files[block.name])
                 out += [f"[{name}](<{target}>): {markdown_escape(block.caption)}.", ""]
             else:
                 alt = markdown_escape(block.caption)
-                target = files[block.name].replace("<", "%3C").replace(">", "%3E")
+                target = _md_target(files[block.name])
                 out += [f"![{alt}](<{target}>)", "", f"*{alt}*", ""]
     return "\n".join(out)
 

@@ -308,6 +308,8 @@ def test_names_are_escaped(tmp_path):
 def test_escapes():
     assert markdown_escape("a*b_c|d`e") == r"a\*b\_c\|d\`e"
     assert markdown_escape("x\ny") == "x y"
+    assert markdown_escape("a\rb\x00c\td\x1be\x7ff\x85g") == "a b c d e f g"
+    assert markdown_escape("**\r\n|") == r"\*\*  \|"
     assert latex_escape("100%~^{}") == r"100\%\textasciitilde{}\textasciicircum{}\{\}"
     assert latex_escape("back\\slash & $x$ #1 a_b") == (
         r"back\textbackslash{}slash \& \$x\$ \#1 a\_b"
@@ -768,6 +770,53 @@ def test_a_second_report_removes_the_side_files_the_first_left(tmp_path, twelve)
     assert written == [str(tmp_path / "rep.html")]
     assert names() == sorted([*figures, "rep.html"])
     assert notes.read_text() == "my notes\n" and drawn.read_text() == "<svg/>\n"
+
+
+def test_a_second_report_removes_only_the_files_the_first_named(tmp_path, twelve):
+    """Only the side files the earlier report at the same path links are removed: not
+    those of a report to another extension or to a name starting like ``OUT-matrix-``,
+    nor a user's figure holding matplotlib's name."""
+    qrels, runs = twelve
+    few = ["--trials", "20", "-B", "AP"]
+    build(tmp_path, "study.html", *few, "-m", "lexirecall", inputs=[qrels, *runs])
+    build(tmp_path, "study.md", *few, "-m", "rpp", inputs=[qrels, *runs])
+    assert (tmp_path / "study-matrix-lexirecall.csv").exists()
+    assert (tmp_path / "study-matrix-rpp.csv").exists()
+    build(tmp_path, "r-matrix-2024.html", *few, "-m", "rpp", inputs=[qrels, *runs])
+    build(tmp_path, "r.html", *few, "-m", "rpp", inputs=[qrels, *runs])
+    build(tmp_path, "r.html", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
+    assert not (tmp_path / "r-matrix-rpp.csv").exists()
+    kept = (tmp_path / "r-matrix-2024-matrix-rpp.csv").read_text().splitlines()
+    assert kept[0].startswith("run,mc4_rank,") and len(kept) == 13
+    notes = tmp_path / "rep-heatmap-notes.svg"
+    notes.write_text("<svg><!-- drawn with Matplotlib --></svg>\n")
+    build(tmp_path, "rep.md", *few, "-m", "rpp", inputs=[qrels, *runs])
+    build(tmp_path, "rep.md", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
+    assert notes.read_text() == "<svg><!-- drawn with Matplotlib --></svg>\n"
+    assert not (tmp_path / "rep-heatmap-rpp.svg").exists()
+    build(tmp_path, "tex.tex", *few, "-m", "rpp", inputs=[qrels, *runs])
+    assert {"tex-heatmap-rpp.pdf", "tex-matrix-rpp.csv"} <= {p.name for p in tmp_path.iterdir()}
+    build(tmp_path, "tex.tex", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
+    tex = sorted(p.name for p in tmp_path.glob("tex*"))
+    assert tex == ["tex-discpower.pdf", "tex-tau.pdf", "tex.tex"]
+
+
+def test_a_side_file_named_by_a_measure_never_overwrites_an_input(tmp_path, twelve):
+    """A --prefs table named like the matrix file of one of its own measures (a name not
+    built in) is refused before anything is written."""
+    source = _hostile_prefs(tmp_path, twelve, {"rpp": "foo", "lexirecall": "bar"})
+    folder = tmp_path / "o"
+    folder.mkdir()
+    prefs = folder / "rep-matrix-foo.csv"
+    pd.read_csv(source, sep="\t", dtype={"query_id": str}).to_csv(prefs, index=False)
+    before = prefs.read_bytes()
+    result = invoke("report", "--prefs", prefs, "--no-baselines", "-o", folder / "rep.html")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert f"its file {prefs} would overwrite the input {prefs}" in result.stderr
+    with pytest.raises(ValueError, match="would overwrite the input"):
+        prefeval.report(prefs=prefs, baselines=[], output=folder / "rep.md", trials=20)
+    assert prefs.read_bytes() == before
+    assert [p.name for p in folder.iterdir()] == ["rep-matrix-foo.csv"]
 
 
 def test_runs_tied_everywhere_name_no_least_agreeing_baseline(tmp_path):
