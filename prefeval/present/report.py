@@ -27,6 +27,7 @@ import io
 import os
 import re
 import stat
+import unicodedata
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -751,7 +752,17 @@ _LATEX_SPECIALS = {
     "±": r"$\pm$",
     "…": r"\ldots{}",
 }
-_LATEX_PATTERN = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS))
+#: any of them, or a character outside printable ASCII
+_LATEX_PATTERN = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS) + "|[^ -~]")
+#: the non-ASCII characters pdflatex typesets without packages, besides the letters of
+#: Latin-1 and Latin Extended-A that are an ASCII letter with one accent it knows
+#: (:func:`_latex_char`)
+_LATEX_TEXT = frozenset("\u00a0¡¢£¤¥¦§¨©ª¬®¯°±²³´µ¶·¸¹º¼½¾¿×÷ßæÆøØœŒŁłı")
+#: those accents (combining grave, acute, circumflex, tilde, macron, breve, dot above,
+#: diaeresis, ring, double acute, caron, cedilla)
+_LATEX_ACCENTS = frozenset(
+    "\u0300\u0301\u0302\u0303\u0304\u0306\u0307\u0308\u030a\u030b\u030c\u0327"
+)
 #: the characters that can start Markdown markup inside a line (emphasis, code, links,
 #: HTML and entities, tables, GFM strikethrough, pandoc math); CommonMark lets a backslash
 #: escape any ASCII punctuation
@@ -762,9 +773,26 @@ _MD_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def latex_escape(text: str) -> str:
     """``text`` as LaTeX (text mode): its ten special characters and the few non-ASCII
-    symbols the report uses replaced."""
-    text = _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+    symbols the report uses replaced, and every character pdflatex cannot typeset
+    without packages (a control character, CJK, most of Unicode: :func:`_latex_char`)
+    written as its code point, ``U+65E5`` in typewriter type, so that any name
+    compiles."""
+    text = _LATEX_PATTERN.sub(lambda m: _latex_char(m.group(0)), text)
     return re.sub("-(?=-)", "-{}", text)  # "--" and "---" are dashes in LaTeX
+
+
+def _latex_char(char: str) -> str:
+    """One character of :data:`_LATEX_PATTERN` as LaTeX."""
+    if char in _LATEX_SPECIALS:
+        return _LATEX_SPECIALS[char]
+    if char in _LATEX_TEXT:
+        return char
+    if "\u00c0" <= char <= "\u017f":
+        letter, *accents = unicodedata.normalize("NFD", char)
+        if letter.isascii() and letter.isalpha() and len(accents) == 1:
+            if accents[0] in _LATEX_ACCENTS:
+                return char
+    return f"\\texttt{{U+{ord(char):04X}}}"
 
 
 def markdown_escape(text: str) -> str:

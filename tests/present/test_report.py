@@ -314,6 +314,11 @@ def test_escapes():
     assert latex_escape("back\\slash & $x$ #1 a_b") == (
         r"back\textbackslash{}slash \& \$x\$ \#1 a\_b"
     )
+    # what pdflatex typesets without packages kept, anything else as its code point
+    assert latex_escape("café Łódź ß £ τ ≥") == r"café Łódź ß £ $\tau$ $\geq$"
+    assert (
+        latex_escape("日\x00Ąð") == r"\texttt{U+65E5}\texttt{U+0000}\texttt{U+0104}\texttt{U+00F0}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -837,7 +842,7 @@ def test_runs_tied_everywhere_name_no_least_agreeing_baseline(tmp_path):
 
 #: run names LaTeX or mathtext could read as code: an optional argument of the ``\\``
 #: (or ``\midrule``) before a row, a star, math
-HOSTILE = ["[1em]a", "*b", "$$", "$\\input{x}$", "[x]", "c"]
+HOSTILE = ["[1em]a", "*b", "$$", "$\\input{x}$", "[x]", "c", "日本", "«Ą»\x07", "Łódź"]
 
 
 def test_hostile_run_names_in_latex_rows_and_figures(tmp_path):
@@ -864,6 +869,8 @@ def test_hostile_run_names_in_latex_rows_and_figures(tmp_path):
         assert not [line for line in rows if line.startswith(("[", "*"))]
         assert "{}[1em]a & " in text and "{}*b & " in text and "{}[x] & " in text
         assert r"\$\textbackslash{}input\{x\}\$" in text
+        assert r"\texttt{U+65E5}\texttt{U+672C}" in text and "Łódź" in text
+        assert r"\texttt{U+00AB}\texttt{U+0104}\texttt{U+00BB}\texttt{U+0007}" in text
         assert (tmp_path / "report-heatmap-rpp.pdf").exists() == many
         if shutil.which("pdflatex") is None:
             continue
