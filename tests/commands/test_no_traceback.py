@@ -120,12 +120,15 @@ def test_bad_input_is_one_message(command, tmp_path):
 def test_a_baseline_pytrec_eval_cannot_compute_is_one_message(command, tmp_path):
     """pytrec_eval takes a relevance level >= 1 only: ``rel=0`` is refused by name."""
     out = tmp_path / OUT_NAME.get(command, "out.tsv")
-    for measure, name in [("AP(rel=0)", "AP"), ("P(rel=0)@5", "P")]:
+    for measure, name, example in [
+        ("AP(rel=0)", "AP", "AP(rel=1)"),
+        ("P(rel=0)@5", "P", "P(rel=1)@5"),
+    ]:
         result = invoke(command, *EXTRA.get(command, []), "-B", measure, "-o", out, QRELS, *RUNS)
         _no_trace(result)
         assert _message_lines(result.stderr) == [
             f"Error: baseline measure '{measure}': rel must be >= 1 (pytrec_eval, which "
-            f"computes {name}, takes no lower relevance level), e.g. {name}(rel=1)"
+            f"computes {name}, takes no lower relevance level), e.g. {example}"
         ], result.stderr
         assert not out.exists()
 

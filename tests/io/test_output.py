@@ -37,7 +37,7 @@ import sys
 
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
-import prefeval.cli.group  # the commands first: the cache's entries are not held
+import prefeval.engine.cache  # imported first: the cache's entries are not held
 from prefeval.cli import main
 from prefeval.io import writers
 
