@@ -62,6 +62,11 @@ def main(argv=None):
         limits.under_address_limit()  # before numpy: see there
         from .group import cli  # the commands, each imported when used
 
+        if limits.address_space() is not None:
+            # near an address-space limit the library is loaded before any computing,
+            # where running short is the one-line message (a C function that could not
+            # allocate returns an error without setting one: a SystemError)
+            cli.commands.load()
         cli.entry_point = True
         cli.main(args=argv, prog_name="prefeval")
     except KeyboardInterrupt:  # Ctrl-C before click took over

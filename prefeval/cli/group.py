@@ -58,6 +58,11 @@ class Commands(MutableMapping):
     def __len__(self) -> int:
         return len(self._modules)
 
+    def load(self) -> None:
+        """Import every command now."""
+        for name in self._modules:
+            self[name]
+
     def summary(self, name: str, limit: int) -> str:
         """The command's line in the group's help, as click words it from the command's
         help (its docstring), read from its module's source when it is not imported."""

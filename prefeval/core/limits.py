@@ -163,10 +163,10 @@ def under_address_limit() -> None:
 def limit_message(error: BaseException) -> str | None:
     """The one line the CLI prints for ``error`` when it is a resource running out: memory
     (MemoryError; a library that cannot be mapped, ``failed to map segment``, an
-    ImportError under an address-space limit), open files (EMFILE, ENFILE) or threads
-    (``can't start new thread``: no room for a thread's stack, or a limit on processes)
-    or room for temporary files (ENOSPC, or EFBIG under a file size limit: outputs say so
-    where they are written); None for another error."""
+    ImportError, or a SystemError under an address-space limit), open files (EMFILE,
+    ENFILE) or threads (``can't start new thread``: no room for a thread's stack, or a
+    limit on processes) or room for temporary files (ENOSPC, or EFBIG under a file size
+    limit: outputs say so where they are written); None for another error."""
     if isinstance(error, MemoryError):
         return out_of_memory_message()
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG):
@@ -182,6 +182,10 @@ def limit_message(error: BaseException) -> str | None:
             ": free some, or set TMPDIR to a folder with room"
         )
     if isinstance(error, ImportError) and "failed to map segment" in str(error):
+        return out_of_memory_message()
+    if isinstance(error, SystemError) and address_space() is not None:
+        # C code that could not allocate near the limit returns an error without setting
+        # one ("returned NULL without setting an exception"), in an import or a call
         return out_of_memory_message()
     if isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE):
         limit = ""
