@@ -25,11 +25,9 @@ threads; a Ctrl-C in the main thread waits until that import is whole, then inte
 from __future__ import annotations
 
 import importlib
-import signal
-import threading
-from contextlib import contextmanager
 
 from ._version import __version__
+from .core.signals import SignalsHeld
 
 #: module -> the names ``prefeval`` exports from it, imported on first use
 _EXPORTS = {
@@ -66,28 +64,9 @@ def __getattr__(name: str):
     """An exported name, imported on first use (then kept on the package)."""
     if name not in _MODULE_OF:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _ctrl_c_after():
+    held = SignalsHeld()  # Ctrl-C waits until the import is whole, then interrupts
+    with held:
         module = importlib.import_module(f"{__name__}.{_MODULE_OF[name]}")
+    held.deliver()
     value = globals()[name] = getattr(module, name)
     return value
-
-
-@contextmanager
-def _ctrl_c_after():
-    """Ctrl-C (SIGINT as KeyboardInterrupt, in the main thread) held until the block
-    ends, then raised: an import interrupted inside Python's import machinery can leave
-    a module lock held, and then every other thread that imports waits for ever."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    received = []
-    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if received:
-        raise KeyboardInterrupt

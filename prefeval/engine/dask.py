@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import operator
 import os
-import signal
 import threading
 import time
 import warnings
@@ -33,6 +32,7 @@ from ..core.errors import InputError, SystemLimitError
 from ..core.positions import RunPositions, join_positions, missing_notice, run_positions
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels
+from ..core.signals import SignalsHeld
 from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
 from ..io.runs import Run, resolve_runs
@@ -779,7 +779,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
         # started whole (a signal meanwhile is held, then handled with the cluster
         # closed): one interrupted while it starts left its processes writing in the
         # folder removed meanwhile, and failed an assertion at exit
-        held = _SignalsHeld()
+        held = SignalsHeld()
         with held:
             client = _local_client(workers, slots)
         try:
@@ -838,48 +838,6 @@ def _local_client(workers: int, slots: dict):
 
 def _quiet(loop, context) -> None:
     """The exception handler of the event loop of a local cluster: nothing is printed."""
-
-
-class _SignalsHeld:
-    """Context manager: in the main thread, the signals handled in Python (Ctrl-C's
-    SIGINT; SIGTERM and SIGHUP under the command) held while the body runs, so that a
-    local cluster is started or closed whole; :meth:`deliver` then hands the first one
-    that came to its handler.  A second one is handled at once (a cluster whose start
-    hangs can still be interrupted; a folder it leaves is swept later)."""
-
-    def __init__(self):
-        self.handlers: dict = {}
-        self.pending = None
-
-    def __enter__(self) -> _SignalsHeld:
-        if threading.current_thread() is threading.main_thread():
-            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-                signum = getattr(signal, name, None)
-                handler = None if signum is None else signal.getsignal(signum)
-                if callable(handler):
-                    self.handlers[signum] = handler
-                    signal.signal(signum, self._hold)
-        return self
-
-    def _hold(self, signum, frame) -> None:
-        if self.pending is None:
-            self.pending = (signum, frame)
-            return
-        # a second one (a start that hangs): handled at once, what is left to the sweep
-        self.__exit__()
-        self.pending = None
-        self.handlers[signum](signum, frame)
-
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self.handlers.items():
-            signal.signal(signum, handler)
-
-    def deliver(self) -> None:
-        """The held signal, if one came, handed to its handler (which may raise)."""
-        if self.pending is not None:
-            signum, frame = self.pending
-            self.pending = None
-            self.handlers[signum](signum, frame)
 
 
 #: tasks per worker thread that :meth:`DaskEngine.blocks` makes of its items (a few, so
@@ -1028,7 +986,7 @@ def _close(client, own_cluster: bool) -> None:
     """Close ``client``, and its cluster with ``own_cluster`` (then its scratch folder,
     once no process of the cluster writes there), whole: a signal meanwhile is handled
     once they are closed."""
-    held = _SignalsHeld()
+    held = SignalsHeld()
     with held:
         cluster = client.cluster
         client.close()

@@ -1,0 +1,48 @@
+"""Signals held while a piece of work that must not be cut short runs."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+
+class SignalsHeld:
+    """Context manager: in the main thread, the signals handled in Python (Ctrl-C's
+    SIGINT; SIGTERM and SIGHUP under the command) held while the body runs, so that the
+    body is done whole (an import, a local Dask cluster started or closed);
+    :meth:`deliver` then hands the first one that came to its handler.  A second one is
+    handled at once (a body that hangs can still be interrupted)."""
+
+    def __init__(self):
+        self.handlers: dict = {}
+        self.pending = None
+
+    def __enter__(self) -> SignalsHeld:
+        if threading.current_thread() is threading.main_thread():
+            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+                signum = getattr(signal, name, None)
+                handler = None if signum is None else signal.getsignal(signum)
+                if callable(handler):
+                    self.handlers[signum] = handler
+                    signal.signal(signum, self._hold)
+        return self
+
+    def _hold(self, signum, frame) -> None:
+        if self.pending is None:
+            self.pending = (signum, frame)
+            return
+        # a second one (a body that hangs): handled at once
+        self.__exit__()
+        self.pending = None
+        self.handlers[signum](signum, frame)
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self.handlers.items():
+            signal.signal(signum, handler)
+
+    def deliver(self) -> None:
+        """The held signal, if one came, handed to its handler (which may raise)."""
+        if self.pending is not None:
+            signum, frame = self.pending
+            self.pending = None
+            self.handlers[signum](signum, frame)
