@@ -45,7 +45,7 @@ PARTITION_CELLS = 1 << 22
 ENGINES = ("local", "dask")
 METHODS = ("mc4", "borda", "winrate", "copeland")
 TESTS = ("ttest", "sign", "hsd")
-CORRECTIONS = ("bonferroni", "holm", "none")
+CORRECTIONS = ("bonferroni", "holm", "bh", "by", "none")
 POLICIES = ("uniform", "pool")
 
 #: the options with a fixed set of values

@@ -9,7 +9,8 @@ Tests (distributions from scipy.stats):
 - ``hsd``: Carterette's randomized Tukey HSD on a queries x runs score matrix
   (metric values; for a preference, the per-query win rate W_q).
 
-Corrections for the pairwise tests: Bonferroni, Holm, or none; the HSD p-values
+Corrections for the pairwise tests: Bonferroni, Holm, Benjamini-Hochberg (``bh``),
+Benjamini-Yekutieli (``by``), or none; the HSD p-values
 already control the family-wise error (correction reported as ``tukey``).
 """
 
@@ -323,20 +324,36 @@ def hsd_pvalues(
 
 
 def adjust(pvalues: np.ndarray, correction: str) -> np.ndarray:
-    """Family-wise correction over all run pairs."""
+    """p-values adjusted for the m tests of ``pvalues`` (NaN: not tested, kept NaN and not
+    counted), as ``statsmodels.stats.multitest.multipletests`` adjusts them:
+    ``bonferroni`` min(1, m p); ``holm``, step-down, the running maximum of (m - i + 1)
+    p_(i) over the sorted p-values; ``bh`` (Benjamini-Hochberg, false discovery rate),
+    step-up, the running minimum from the largest of m p_(i) / i; ``by``
+    (Benjamini-Yekutieli, any dependence) bh times sum_{k<=m} 1/k; each at most 1."""
     p = np.asarray(pvalues, dtype=float)
+    tested = ~np.isnan(p)
+    if not tested.all():
+        out = np.full(len(p), np.nan)
+        out[tested] = adjust(p[tested], correction)
+        return out
     m = len(p)
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
     if correction == "none" or m == 0:
         return p.copy()
     if correction == "bonferroni":
         return np.minimum(1.0, p * m)
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
     if correction == "holm":
-        order = np.argsort(p, kind="stable")
-        stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
-        out = np.empty(m)
-        out[order] = np.minimum(1.0, stepped)
-        return out
-    raise ValueError(f"unknown correction {correction!r}; use one of {', '.join(CORRECTIONS)}")
+        stepped = np.maximum.accumulate(ranked * (m - np.arange(m)))
+    else:
+        scale = 1.0 if correction == "bh" else float(np.sum(1.0 / np.arange(1, m + 1)))
+        scaled = ranked * m * scale / np.arange(1, m + 1)
+        stepped = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(1.0, stepped)
+    return out
 
 
 #: fewer evaluated queries than this: a significance test's p-values are a weak guide
