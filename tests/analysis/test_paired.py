@@ -46,7 +46,7 @@ def test_sign_test_is_scipys_binomial_test(alternative):
 
 
 def test_constant_differences_have_no_t():
-    values = np.array([[0.2] * 6, [-0.2] * 6, [0.0] * 6, [0.5, np.nan, np.nan, np.nan, np.nan, np.nan]])
+    values = np.array([[0.2] * 6, [-0.2] * 6, [0.0] * 6, [0.5] + [np.nan] * 5])
     assert paired.ttest_pvalues(values, "less").tolist() == [1.0, 0.0, 1.0, 1.0]
     assert paired.ttest_pvalues(values, "greater").tolist() == [0.0, 1.0, 1.0, 1.0]
     assert paired.ttest_pvalues(values, "less", null=0.3).tolist() == [0.0, 0.0, 0.0, 1.0]
