@@ -660,7 +660,8 @@ def pairs(
     relevance_level: float | None = None,
     max_docs: int | None = None,
     binary: bool = False,
-    ci: float = 0.95,
+    ci="t",
+    level: float | None = None,
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
@@ -692,7 +693,7 @@ def pairs(
     evidence = _evidence_only(
         qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
     )
-    return _plain(pair_summary(evidence, options.ci))
+    return _plain(pair_summary(evidence, options.level))
 
 
 @_command

@@ -44,7 +44,13 @@ PARTITION_CELLS = 1 << 22
 
 ENGINES = ("local", "dask")
 METHODS = ("mc4", "borda", "winrate", "copeland")
-TESTS = ("ttest", "sign", "hsd")
+#: the significance tests; the default ones of discpower and report come first
+TESTS = ("ttest", "sign", "hsd", "randomization")
+DEFAULT_TESTS = ("ttest", "sign", "hsd")
+#: the one-sided tests of gate (the HSD compares every pair, not one with a reference)
+GATE_TESTS = ("ttest", "sign", "randomization")
+#: the confidence intervals of a mean difference: Student's t, or the percentile bootstrap
+INTERVALS = ("t", "bootstrap")
 CORRECTIONS = ("bonferroni", "holm", "bh", "by", "none")
 POLICIES = ("uniform", "pool")
 
@@ -55,6 +61,7 @@ CHOICES = {
     "tests": TESTS,
     "correction": CORRECTIONS,
     "policy": POLICIES,
+    "ci": INTERVALS,
 }
 
 
@@ -91,7 +98,10 @@ RANGES = {
     "max_docs": Range(1, integer=True),  # beyond the largest rank: cuts nothing
     "teleport": Range(0, 1, lo_open=True),
     "alpha": Range(0, 1, lo_open=True, hi_open=True),
-    "ci": Range(0, 1, lo_open=True, hi_open=True),
+    "level": Range(0, 1, lo_open=True, hi_open=True),
+    "resamples": Range(1, integer=True),
+    "margin": Range(0),
+    "min_queries": Range(1, integer=True),
     "trials": Range(1, integer=True),
     "seed": SEED,
     "samples": Range(1, 10**6, integer=True),
@@ -196,8 +206,8 @@ class Options:
     #     query partitions at once, HSD threads; default the usable CPUs (usable_cpus)
     method: str = "mc4"  # aggregation of per-query rankings (order, tau)
     teleport: float = 0.05  # MC4's teleport weight
-    tests: tuple[str, ...] = TESTS  # significance tests (discpower, report; judged: the
-    #                                 command's default, ttest and sign with --against)
+    tests: tuple[str, ...] = DEFAULT_TESTS  # significance tests (discpower, report, gate;
+    #     judged: the command's default, ttest and sign with --against, ttest for gate)
     correction: str = "bonferroni"  # multiple-comparison correction of ttest and sign
     alpha: float = 0.05  # significance level
     trials: int = 10000  # randomized HSD trials
@@ -208,7 +218,12 @@ class Options:
     labels: tuple[float, ...] = ()  # robustness: fractions of relevant labels to keep
     policy: str = "uniform"  # robustness: which labels go first
     samples: int = 10  # robustness: samples per level
-    ci: float = 0.95  # pairs: confidence level of the t interval
+    ci: str = "t"  # pairs, gate: the interval of the mean difference, t or bootstrap
+    level: float = 0.95  # pairs: its confidence level (gate: 1 - alpha)
+    resamples: int = 10000  # bootstrap resamples
+    margin: float = 0.0  # gate: a regression is a mean difference significantly below -margin
+    min_queries: int = 25  # gate: fewer evaluated queries make a verdict inconclusive
+    strict: bool = False  # gate: an inconclusive verdict fails (exit status 3)
     robustness: bool = False  # report: with the robustness curves
     digits: int = 3  # report: decimals in the tables
     top: int | None = None  # explain: the N queries with the largest |Delta|
@@ -322,7 +337,11 @@ _RULES: dict[str, Callable] = {
     "tests": lambda f, v: _tests(v),
     "teleport": _number,
     "alpha": _number,
-    "ci": _number,
+    "ci": _choice,
+    "level": _number,
+    "resamples": lambda f, v: _number(f, v, integer=True),
+    "margin": _number,
+    "min_queries": lambda f, v: _number(f, v, integer=True),
     "trials": lambda f, v: _number(f, v, integer=True),
     "seed": lambda f, v: _number(f, v, integer=True),
     "samples": lambda f, v: _number(f, v, integer=True),
@@ -333,7 +352,9 @@ _RULES: dict[str, Callable] = {
     "queries": lambda f, v: () if v is None else _numbers(f, v, integer=True),
     "labels": lambda f, v: () if v is None else _numbers(f, v, integer=False),
 }
-_FLAGS = ("binary", "per_query", "summary", "both_directions", "pairs", "ties", "robustness")
+_FLAGS = (
+    "binary", "per_query", "summary", "both_directions", "pairs", "ties", "robustness", "strict",
+)  # fmt: skip
 
 
 def check(field: str, value):
@@ -362,6 +383,13 @@ def judge(**given) -> Options:
     metrics = given.pop("metrics", None) is not None
     qrels = given.pop("qrels", None) is not None
     given.setdefault("cache", None)  # not given: the environment's (cache_default)
+    if given.get("level") is None:
+        given.pop("level", None)
+    ci = given.get("ci")
+    if isinstance(ci, numbers.Real) and not isinstance(ci, bool):  # a level: a t interval
+        if "level" in given:
+            raise OptionError("ci", "{ci=} (a confidence level) and {level=} contradict each other")
+        given["level"], given["ci"] = ci, "t"
     values = {name: check(name, value) for name, value in given.items()}
     options = Options(**{"tests": None, **values})  # tests=None: the command's, below
 
@@ -411,6 +439,19 @@ def judge(**given) -> Options:
         )
     if options.command == "robustness" and not (options.queries or options.labels):
         raise OptionError("queries", "give {queries=} and/or {labels=}")
+    if options.command == "gate":
+        tests = options.tests or ("ttest",)
+        if len(tests) != 1 or tests[0] not in GATE_TESTS:
+            raise OptionError(
+                "tests", f"gate takes one test: one of {', '.join(GATE_TESTS)}", tests
+            )
+        if tests[0] == "sign" and options.margin:
+            raise OptionError(
+                "margin",
+                "{margin=} with the sign test: it counts wins and losses, not by how much; "
+                "use ttest or randomization",
+            )
+        options = replace(options, tests=tests)
     if options.tests is None:  # the command's default: the HSD needs every pair
-        options = replace(options, tests=("ttest", "sign") if options.against else TESTS)
+        options = replace(options, tests=("ttest", "sign") if options.against else DEFAULT_TESTS)
     return options

@@ -29,7 +29,7 @@ from ..core.parallel import usable_cpus
 from ..core.progress import progress_bar, series
 from ..engine.job import Engine
 from ..engine.local import LocalEngine
-from ..options import CORRECTIONS, TESTS
+from ..options import CORRECTIONS, DEFAULT_TESTS, TESTS
 from .orderings import Evidence
 
 DEFAULT_TRIALS = 10000
@@ -362,7 +362,7 @@ def adjust(pvalues: np.ndarray, correction: str) -> np.ndarray:
 MIN_QUERIES = 25
 
 
-def sample_caveats(evidence: Evidence, tests=TESTS) -> list[str]:
+def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
     """What makes the p-values of ``tests`` on ``evidence`` a weak guide, as notices
     (empty when nothing): fewer than :data:`MIN_QUERIES` queries; for ``ttest``, run
     pairs whose differences are the same on every query (no variance: p = 0 by the
@@ -392,7 +392,7 @@ def sample_caveats(evidence: Evidence, tests=TESTS) -> list[str]:
 
 def pair_tests(
     evidence: Evidence,
-    tests=TESTS,
+    tests=DEFAULT_TESTS,
     correction: str = "bonferroni",
     trials: int = DEFAULT_TRIALS,
     seed: int | None = 0,

@@ -249,7 +249,7 @@ def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, outpu
 @click.option(
     "--ci",
     "ci",
-    type=judged("ci"),
+    type=judged("level"),
     default=0.95,
     show_default=True,
     help="Confidence level of the t interval of the mean difference.",
