@@ -5,10 +5,11 @@ Recall-paired preference (RPP; Diaz & Ferraro, SIGIR 2022), lexicographic recall
 between pairs of TREC runs, trec_eval style.
 
 ``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree``,
-``robustness``, ``pairs`` and ``explain`` (:mod:`prefeval.api`) return the DataFrame the
-command of the same name writes; ``prefeval.report`` writes the report.  ``dir(prefeval)``
-lists them (a notebook's tab completion offers them), and each one's docstring has an
-example on the sample data.
+``robustness``, ``pairs``, ``explain`` and ``gate`` (:mod:`prefeval.api`) return the
+DataFrame the command of the same name writes; ``prefeval.report`` writes the report;
+``prefeval.gate(..., check=True)`` raises :class:`Regression` when a run regressed.
+``dir(prefeval)`` lists them (a notebook's tab completion offers them), and each one's
+docstring has an example on the sample data.
 
 >>> import prefeval
 >>> prefeval.compare("sample_data/qrels.txt",
@@ -42,8 +43,9 @@ _EXPORTS = {
         "pairs",
         "explain",
         "report",
+        "gate",
     ],
-    "core.errors": ["PrefevalWarning", "InputError"],
+    "core.errors": ["PrefevalWarning", "InputError", "Regression"],
     "core.cube": ["PreferenceCube"],
     "io.runs": ["read_qrels", "read_run"],
     "core.qrels": ["Qrels"],

@@ -49,6 +49,8 @@ from .analysis.baselines import (
     without_runid,
 )
 from .analysis.evidence import gather_inputs
+from .analysis.gate import Verdicts, needs_differences
+from .analysis.gate import gate as gate_table
 from .analysis.orderings import order as order_table
 from .analysis.robustness import robustness as run_robustness
 from .analysis.significance import (
@@ -59,7 +61,7 @@ from .analysis.significance import (
 )
 from .core import progress as bars
 from .core.cube import against_pairs
-from .core.errors import PrefevalWarning
+from .core.errors import PrefevalWarning, Regression
 from .core.terminal import shown
 from .engine.engines import engine_for
 from .engine.job import Job, compare_tables, whole_frame
@@ -83,6 +85,7 @@ __all__ = [
     "pairs",
     "explain",
     "report",
+    "gate",
 ]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -694,6 +697,106 @@ def pairs(
         qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
     )
     return _plain(pair_summary(evidence, options.level))
+
+
+@_command
+def gate(
+    qrels=None,
+    runs=None,
+    *,
+    against,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    test: str = "ttest",
+    margin: float = 0.0,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    min_queries: int = 25,
+    ci: str = "t",
+    resamples: int = 10000,
+    trials: int = 10000,
+    seed: int = 0,
+    check: bool = False,
+    engine: str = "local",
+    scheduler: str | None = None,
+    cache: bool | None = None,
+    jobs: int | None = None,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """The regression gate (``prefeval gate``): is any run worse than the reference run
+    ``against``?  Rows ``measure, candidate, reference, queries, mean, ci_low, ci_high,
+    wins, ties, losses, effect, test, p_value, p_adjusted, verdict`` per gated measure
+    (``measures``, default ``rpp``; ``baselines``, default none) and candidate (every
+    other run, by name).
+
+    Per query the difference candidate vs reference (as :func:`pairs` with ``against``),
+    tested one-sided and paired by ``test`` (``ttest``, ``sign`` or ``randomization``:
+    ``trials`` sign flips, ``seed``; every flip when 2**n <= trials): H1 the candidate
+    is worse, its mean difference below ``-margin`` (a non-inferiority margin in the
+    measure's units; not with ``sign``).  p-values are corrected (``correction``:
+    ``holm``, ``bonferroni``, ``bh``, ``by`` or ``none``) over every (candidate, measure)
+    tested; below ``alpha`` the verdict is ``regression``; the opposite one-sided test
+    (mean above ``+margin``), corrected the same way, makes it ``improvement``; else
+    ``no difference``; with fewer than ``min_queries`` evaluated queries
+    ``inconclusive`` (not tested; ``notify`` says why).  ``ci``: the two-sided (1 -
+    alpha) interval of the mean, ``t`` or the percentile ``bootstrap`` (``resamples``,
+    ``seed``); effect: mean / sd.  ``check=True`` raises :class:`prefeval.Regression`
+    (an AssertionError) listing the regressions, if any.  Inputs as :func:`order`.
+
+    >>> import prefeval, glob
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> table = prefeval.gate("sample_data/qrels.txt", runs, against="sys03", min_queries=20)
+    >>> table[["measure", "candidate", "mean", "p_adjusted", "verdict"]]
+      measure candidate      mean    p_adjusted        verdict
+    0     rpp     sys01 -0.774219  2.463473e-11     regression
+    1     rpp     sys02 -0.686049  1.342222e-08     regression
+    2     rpp     sys04 -0.208734  1.637873e-01  no difference
+    3     rpp     sys05 -0.379847  3.119088e-03     regression
+    4     rpp     sys06  0.249267  9.572542e-01  no difference
+    """
+
+    if isinstance(against, (str, os.PathLike)) or against is None:
+        reference = against
+    else:
+        names = list(text_list(against, "against"))
+        if len(names) != 1:
+            raise ValueError(f"against={against!r}: gate compares with one reference run")
+        reference = names[0]
+    if not isinstance(reference, str) or not reference:
+        raise ValueError("against: give the reference run's name")
+    if measures is None:
+        measures = "rpp"
+    if baselines is None and metrics is None:
+        baselines = ()  # no baseline gated unless asked for
+    given = {**locals(), "tests": test, "against": reference}
+    options = _judged("gate", given, keywords={"tests": "test"})
+    if prefs is None and runs is not None:
+        names = list(_runs(runs))
+        against_pairs(names, [reference])  # an unknown reference before any run is read
+        if len(names) < 2:
+            raise ValueError(f"gate: give at least one candidate run besides {reference}")
+    evidence = _evidence_only(
+        qrels, runs, prefs, metrics, options, notify, stream=not needs_differences(options),
+        win_rates=False,
+    )  # fmt: skip
+    if len(evidence.runs) < 2:
+        raise ValueError(f"gate: give at least one candidate run besides {reference}")
+    table = _plain(gate_table(evidence, reference, options, notify))
+    if check:
+        verdicts = Verdicts.of(table)
+        if len(verdicts.regressions):
+            lines = verdicts.lines()
+            raise Regression(
+                f"{len(lines)} regression{'s' if len(lines) > 1 else ''}:\n" + "\n".join(lines),
+                table,
+            )
+    return table
 
 
 @_command

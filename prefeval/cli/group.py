@@ -24,6 +24,7 @@ COMMANDS = {
     "robustness": "analysis",
     "metrics": "compare",
     "pairs": "analysis",
+    "gate": "gate",
     "explain": "compare",
     "report": "report",
     "measures": "measures",

@@ -48,3 +48,14 @@ class OutputError(OSError):
 
 class CacheSettingError(ValueError):
     """An environment variable of the cache has a value that makes no sense."""
+
+
+class Regression(AssertionError):
+    """A regression gate failed (``prefeval.gate(..., check=True)``): some candidate run
+    is significantly worse than the reference.  ``table`` holds the gate's whole table;
+    the message lists the regressions, one line each.  An AssertionError, so a pytest
+    test that calls the gate fails with that message."""
+
+    def __init__(self, message: str, table=None):
+        super().__init__(message)
+        self.table = table
