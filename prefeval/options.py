@@ -431,14 +431,6 @@ def judge(**given) -> Options:
                 + " cannot change preferences read with {prefs=} (they were computed when "
                 "the table was written); drop " + ("them" if len(changing) > 1 else "it"),
             )
-    if options.against and options.tests is not None and "hsd" in options.tests:
-        raise OptionError(
-            "tests",
-            "{tests='hsd'} with {against=}: the HSD ranks every run by its win rate over all "
-            "pairs; drop one of them",
-        )
-    if options.command == "robustness" and not (options.queries or options.labels):
-        raise OptionError("queries", "give {queries=} and/or {labels=}")
     if options.command == "gate":
         tests = options.tests or ("ttest",)
         if len(tests) != 1 or tests[0] not in GATE_TESTS:
@@ -448,10 +440,18 @@ def judge(**given) -> Options:
         if tests[0] == "sign" and options.margin:
             raise OptionError(
                 "margin",
-                "{margin=} with the sign test: it counts wins and losses, not by how much; "
-                "use ttest or randomization",
+                "{margin} with {tests='sign'}: the sign test counts wins and losses, not "
+                "by how much; use ttest or randomization",
             )
         options = replace(options, tests=tests)
+    if options.against and options.tests is not None and "hsd" in options.tests:
+        raise OptionError(
+            "tests",
+            "{tests='hsd'} with {against=}: the HSD ranks every run by its win rate over all "
+            "pairs; drop one of them",
+        )
+    if options.command == "robustness" and not (options.queries or options.labels):
+        raise OptionError("queries", "give {queries=} and/or {labels=}")
     if options.tests is None:  # the command's default: the HSD needs every pair
         options = replace(options, tests=("ttest", "sign") if options.against else DEFAULT_TESTS)
     return options
