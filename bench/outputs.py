@@ -139,12 +139,46 @@ def _cases(sets: dict) -> list[tuple[str, list[str]]]:
                     ["explain", "-f", "tsv", "--top", "2", qrels[0], runs[0], runs[1]],
                 ),
             ]
+        if runs and not runs[0].endswith(".parquet"):
+            reference = _run_name(runs[0])
+            cases += [
+                (f"{name}/gate", ["gate", "--against", reference, "-B", "AP", *data]),
+                (
+                    f"{name}/gate-randomization",
+                    [
+                        "gate",
+                        "--against",
+                        reference,
+                        "--test",
+                        "randomization",
+                        "--ci",
+                        "bootstrap",
+                        "--trials",
+                        "500",
+                        "--resamples",
+                        "500",
+                        "--min-queries",
+                        "2",
+                        "-m",
+                        "rpp,lexirecall",
+                        *data,
+                    ],
+                ),
+            ]
         if small:
             for fmt in ("html", "md", "tex"):
                 cases.append(
                     (f"{name}/report-{fmt}", ["report", "-o", f"{{o}}/report.{fmt}", *data])
                 )
     return cases
+
+
+def _run_name(path: str) -> str:
+    """The name prefeval gives the run file ``path`` (``--names file``)."""
+    name = Path(path).name.removeprefix("input.").removesuffix(".gz")
+    for suffix in (".run", ".trec", ".txt", ".res", ".tsv"):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def _env(repo: Path) -> dict:

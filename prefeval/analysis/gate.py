@@ -162,7 +162,33 @@ def gate(
     table["verdict"] = verdict
     if notify is not None and not tested.all():
         notify(_inconclusive(table[~tested], len(table), options.min_queries))
+    if notify is not None and options.tests[0] == "randomization":
+        floor = _unreachable(table.loc[tested, "queries"].to_numpy(), options)
+        if floor is not None:
+            notify(floor)
     return table[COLUMNS]
+
+
+def _unreachable(queries: np.ndarray, options: Options) -> str | None:
+    """Why no randomization verdict can be significant, if so: its p-values are at
+    least 1 / (trials + 1) (or 1 / 2**n enumerated), and corrected over the m rows tested
+    even m of them that small stay at or above alpha."""
+    m = len(queries)
+    if m == 0:
+        return None
+    smallest = np.where(
+        (queries < 63) & (2.0 ** np.minimum(queries, 62) <= options.trials),
+        1.0 / 2.0 ** np.minimum(queries, 62),
+        1.0 / (options.trials + 1),
+    )
+    best = adjust(np.full(m, smallest.min()), options.correction).min()
+    if best < options.alpha:
+        return None
+    return (
+        f"randomization: no verdict can be significant: the smallest p-value of "
+        f"{options.trials} trials is {smallest.min():.2g}, {best:.2g} after {options.correction} "
+        f"over {m} tests, not below alpha {options.alpha:g}; raise the number of trials"
+    )
 
 
 def _inconclusive(rows: pd.DataFrame, total: int, minimum: int, shown: int = 3) -> str:

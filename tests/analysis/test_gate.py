@@ -300,3 +300,21 @@ def test_web2012_degraded_copy_regresses_identical_copy_does_not(web2012, tmp_pa
             assert row.queries == len(d) == 50
             p = stats.ttest_1samp(d, 0, alternative="less").pvalue
             assert row.p_value == pytest.approx(p, rel=1e-9)
+
+
+def test_too_few_trials_for_any_significant_verdict_is_said():
+    notices = []
+    table = prefeval.gate(
+        QRELS, RUNS, against="sys01", test="randomization", trials=100, min_queries=20,
+        measures="rpp,lexirecall,dcgrpp", notify=notices.append,
+    )  # fmt: skip
+    assert (table["p_value"] >= 1 / 101).all()
+    assert (
+        "randomization: no verdict can be significant: the smallest p-value of 100 trials "
+        "is 0.0099, 0.15 after holm over 15 tests, not below alpha 0.05; raise the number "
+        "of trials"
+    ) in notices
+    notices.clear()
+    prefeval.gate(QRELS, RUNS, against="sys01", test="randomization", notify=notices.append,
+                  min_queries=20)  # fmt: skip
+    assert not [n for n in notices if "no verdict" in n]
