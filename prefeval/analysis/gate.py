@@ -162,32 +162,40 @@ def gate(
     table["verdict"] = verdict
     if notify is not None and not tested.all():
         notify(_inconclusive(table[~tested], len(table), options.min_queries))
-    if notify is not None and options.tests[0] == "randomization":
-        floor = _unreachable(table.loc[tested, "queries"].to_numpy(), options)
+    if notify is not None:
+        floor = _unreachable(table[tested], options)
         if floor is not None:
             notify(floor)
     return table[COLUMNS]
 
 
-def _unreachable(queries: np.ndarray, options: Options) -> str | None:
-    """Why no randomization verdict can be significant, if so: its p-values are at
-    least 1 / (trials + 1) (or 1 / 2**n enumerated), and corrected over the m rows tested
-    even m of them that small stay at or above alpha."""
-    m = len(queries)
-    if m == 0:
+def _unreachable(table: pd.DataFrame, options: Options) -> str | None:
+    """Why no verdict of the rows of ``table`` can be significant, if so: a sign test's
+    p-value is at least 2**-(wins + losses), a randomization test's 1 / (trials + 1) (or
+    1 / 2**n, every flip enumerated); corrected over the m rows tested, each at its
+    smallest, none is below alpha.  None for the t-test (no such floor)."""
+    test, m = options.tests[0], len(table)
+    if m == 0 or test == "ttest":
         return None
-    smallest = np.where(
-        (queries < 63) & (2.0 ** np.minimum(queries, 62) <= options.trials),
-        1.0 / 2.0 ** np.minimum(queries, 62),
-        1.0 / (options.trials + 1),
-    )
-    best = adjust(np.full(m, smallest.min()), options.correction).min()
+    if test == "sign":
+        decided = (table["wins"] + table["losses"]).to_numpy()
+        smallest = 0.5 ** decided.astype(float)
+        why = f"the sign test on at most {decided.max()} decided queries"
+    else:
+        queries = table["queries"].to_numpy()
+        enumerated = (queries < 63) & (2.0 ** np.minimum(queries, 62) <= options.trials)
+        smallest = np.where(
+            enumerated, 0.5 ** np.minimum(queries, 62).astype(float), 1 / (options.trials + 1)
+        )
+        why = f"randomization with {options.trials} trials"
+    best = adjust(smallest, options.correction).min()
     if best < options.alpha:
         return None
     return (
-        f"randomization: no verdict can be significant: the smallest p-value of "
-        f"{options.trials} trials is {smallest.min():.2g}, {best:.2g} after {options.correction} "
-        f"over {m} tests, not below alpha {options.alpha:g}; raise the number of trials"
+        f"{test}: no verdict can be significant: the smallest p-value of {why} is "
+        f"{smallest.min():.2g}, {best:.2g} after {options.correction} over {m} tests, not "
+        f"below alpha {options.alpha:g}"
+        + ("; raise the number of trials" if test == "randomization" else "")
     )
 
 

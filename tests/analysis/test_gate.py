@@ -310,11 +310,25 @@ def test_too_few_trials_for_any_significant_verdict_is_said():
     )  # fmt: skip
     assert (table["p_value"] >= 1 / 101).all()
     assert (
-        "randomization: no verdict can be significant: the smallest p-value of 100 trials "
-        "is 0.0099, 0.15 after holm over 15 tests, not below alpha 0.05; raise the number "
-        "of trials"
+        "randomization: no verdict can be significant: the smallest p-value of "
+        "randomization with 100 trials is 0.0099, 0.15 after holm over 15 tests, not "
+        "below alpha 0.05; raise the number of trials"
     ) in notices
     notices.clear()
     prefeval.gate(QRELS, RUNS, against="sys01", test="randomization", notify=notices.append,
                   min_queries=20)  # fmt: skip
     assert not [n for n in notices if "no verdict" in n]
+
+
+def test_a_sign_test_on_few_queries_that_can_never_be_significant_is_said():
+    rows = _quiet(prefeval.compare, QRELS, RUNS, measures="rpp", per_query=True)
+    prefs = rows[rows.query_id.isin(sorted(rows.query_id.unique())[:4])]
+    notices = []
+    table = prefeval.gate(
+        prefs=prefs, against="sys01", test="sign", min_queries=4, notify=notices.append
+    )
+    assert set(table["verdict"]) == {"no difference"}
+    assert notices == [
+        "sign: no verdict can be significant: the smallest p-value of the sign test on at "
+        "most 4 decided queries is 0.062, 0.31 after holm over 5 tests, not below alpha 0.05"
+    ]
