@@ -33,6 +33,7 @@ from .checks import command
 from .errors import usage_errors
 from .params import (
     BASELINE_HELP,
+    DEFAULT_BASELINES_HELP,
     against_option,
     baseline_names,
     dask_options,
@@ -132,7 +133,7 @@ def compare(qrels, runs, precision, fmt, output):
     "baselines",
     multiple=True,
     metavar="MEASURE",
-    help=BASELINE_HELP.replace("Baseline metric(s)", "Metric(s)"),
+    help=f"{BASELINE_HELP} {DEFAULT_BASELINES_HELP}".replace("Baseline metric(s)", "Metric(s)"),
 )
 @click.option(
     "-l",

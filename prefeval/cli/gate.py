@@ -25,7 +25,11 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
 
 
 @command()
-@analysis_options
+@analysis_options(
+    against_help="The reference run REF (required): every other run is a candidate.",
+    baselines_default="Gated besides -m; default none (with --metrics FILE: its metrics).",
+    measures_default="rpp",
+)
 @click.option(
     "--test",
     "tests",

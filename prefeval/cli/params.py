@@ -76,8 +76,11 @@ def judged_options(**given) -> Options:
         raise usage_error(error, ctx) from None
 
 
-def engine_options(func):
-    """Options shared by every command that computes preferences from runs."""
+def engine_options(func=None, *, measures_default: str | None = None):
+    """Options shared by every command that computes preferences from runs;
+    ``measures_default``: the command's own default of -m, for its help."""
+    if func is None:
+        return lambda f: engine_options(f, measures_default=measures_default)
     decorators = [
         click.option(
             "-m",
@@ -85,7 +88,7 @@ def engine_options(func):
             "measures",
             multiple=True,
             metavar="NAME[,NAME...]",
-            help=measure_help(),
+            help=measure_help(measures_default),
         ),
         click.option(
             "-l",
@@ -183,20 +186,20 @@ def precision_option(func):
     )(func)
 
 
-def against_option(func):
-    return click.option(
-        "--against",
-        multiple=True,
-        metavar="RUN",
-        help="Only the pairs with RUN (repeatable), oriented with RUN as run_b.",
-    )(func)
+AGAINST_HELP = "Only the pairs with RUN (repeatable), oriented with RUN as run_b."
+
+
+def against_option(func, help: str = AGAINST_HELP):
+    return click.option("--against", multiple=True, metavar="RUN", help=help)(func)
 
 
 BASELINE_HELP = (
     "Baseline metric(s): ir-measures strings (AP, nDCG@10, RR, ERR_IA@20), trec_eval "
     "names (map, ndcg_cut_10, P_10, recip_rank), or native TSE, ASL; repeatable, lists "
-    "separated by commas or blanks. Default: AP nDCG RR R@1000 Rprec [+ ERR_IA@20 "
-    "alpha_nDCG@20 StRecall@20 AP_IA]."
+    "separated by commas or blanks."
+)
+DEFAULT_BASELINES_HELP = (
+    "Default: AP nDCG RR R@1000 Rprec [+ ERR_IA@20 alpha_nDCG@20 StRecall@20 AP_IA]."
 )
 
 
@@ -236,12 +239,25 @@ def resolved_runs(runs):
     return resolve_runs(runs, names)
 
 
-def analysis_options(func=None, *, against=True, outputs=True):
+def analysis_options(
+    func=None,
+    *,
+    against=True,
+    outputs=True,
+    against_help: str = AGAINST_HELP,
+    baselines_default: str = DEFAULT_BASELINES_HELP,
+    measures_default: str | None = None,
+):
     """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
     ``against=False``: a command that needs every pair (--against is a usage error);
-    ``outputs=False``: without the table options -f, -o, -p."""
+    ``outputs=False``: without the table options -f, -o, -p; ``against_help``,
+    ``baselines_default``, ``measures_default``: the command's own words for --against
+    and the defaults of -B and -m."""
     if func is None:
-        return lambda f: analysis_options(f, against=against, outputs=outputs)
+        return lambda f: analysis_options(
+            f, against=against, outputs=outputs, against_help=against_help,
+            baselines_default=baselines_default, measures_default=measures_default,
+        )  # fmt: skip
     decorators = [
         click.argument(
             "inputs",
@@ -271,16 +287,16 @@ def analysis_options(func=None, *, against=True, outputs=True):
             "baselines",
             multiple=True,
             metavar="MEASURE",
-            help=BASELINE_HELP,
+            help=f"{BASELINE_HELP} {baselines_default}",
         ),
         click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
         names_option,
     ]
     if against:
-        decorators.append(against_option)
+        decorators.append(lambda f: against_option(f, against_help))
     else:  # the command needs every pair: --against is refused with a reason
         decorators.append(click.option("--against", multiple=True, hidden=True))
-    func = dask_options(engine_options(func))
+    func = dask_options(engine_options(func, measures_default=measures_default))
     for option in reversed(decorators):
         func = option(func)
     return output_options(func) if outputs else func

@@ -203,17 +203,20 @@ def members(family: Family) -> list[Measure]:
     return [m for m in MEASURES.values() if m.family == family.name]
 
 
-def measure_help() -> str:
+def measure_help(default: str | None = None) -> str:
     """The help of ``-m/--measure``: the default measures (those needing subtopic qrels
-    in brackets) and the papers' spellings, from the registry."""
+    in brackets; ``default``: a command's own default instead) and the papers'
+    spellings, from the registry."""
     parts = []
     for subtopic, group in groupby(MEASURES.values(), key=lambda m: m.needs_subtopics):
         names = " ".join(m.name for m in group)
         parts.append(f"[{names}]" if subtopic else names)
     spellings = ", ".join(m.spelling for m in MEASURES.values() if m.spelling)
+    if default is None:
+        default = f"every measure the qrels support ({' '.join(parts)})"
     return (
-        "Preference measure(s); repeatable, comma lists allowed. Default: every measure "
-        f"the qrels support ({' '.join(parts)}). Case-insensitive; aliases {spellings}."
+        f"Preference measure(s); repeatable, comma lists allowed. Default: {default}. "
+        f"Case-insensitive; aliases {spellings}."
     )
 
 
