@@ -31,6 +31,8 @@ EXTRA = {
     "robustness": ["--queries", "5", "--samples", "2"],
     "discpower": ["--trials", "50"],
     "report": ["--trials", "50"],
+    # against the last run of every case; no regression (exit 0): no rpp is below -1
+    "gate": ["--against", "sys03", "--min-queries", "20", "--margin", "1"],
 }
 #: the output's name where the command needs an extension (report: .html, .md, .tex)
 OUT_NAME = {"report": "out.html"}
