@@ -60,6 +60,10 @@ def read_dataset_qrels(source: str, name: str | None = None) -> Qrels:
         import ir_datasets
     except ImportError:
         raise InputError(source, None, f"ir_datasets ids need ir-datasets: {INSTALL}") from None
+    except MemoryError:
+        raise
+    except Exception as error:  # its import makes folders in IR_DATASETS_HOME
+        raise InputError(source, None, f"ir_datasets cannot start: {_text(error)}") from None
     with _lock, _quiet(), _guarded_downloads(ir_datasets) as unreachable:
         try:
             dataset = ir_datasets.load(dataset_id)
@@ -67,11 +71,15 @@ def read_dataset_qrels(source: str, name: str | None = None) -> Qrels:
             raise InputError(
                 source, None, "no such ir_datasets id (`ir_datasets list` lists them)"
             ) from None
+        except MemoryError:
+            raise
+        except Exception as error:  # a dataset built on demand (a pattern of ids)
+            raise InputError(source, None, _why(error, unreachable, ir_datasets)) from None
         if not dataset.has_qrels():
             raise InputError(source, None, "this ir_datasets dataset has no qrels")
         try:
             frame = _qrels_frame(source, dataset.qrels_cls(), dataset.qrels_iter())
-        except (KeyboardInterrupt, MemoryError, InputError):
+        except (MemoryError, InputError):
             raise
         except Exception as error:  # whatever ir_datasets raises: a download, a parse
             raise InputError(source, None, _why(error, unreachable, ir_datasets)) from None
@@ -118,12 +126,15 @@ def _why(error: Exception, unreachable: dict, ir_datasets) -> str:
         return (
             f"the qrels are not in ir_datasets' cache ({where}) and cannot be downloaded: {reason}"
         )
-    text = " ".join(str(error).split()) or type(error).__name__
     if isinstance(error, FileNotFoundError):
-        return f"a file of the qrels is not in ir_datasets' cache ({where}): {text}"
-    if len(text) > 300:
-        text = text[:300] + "…"
-    return f"ir_datasets cannot give the qrels: {type(error).__name__}: {text}"
+        return f"a file of the qrels is not in ir_datasets' cache ({where}): {_text(error)}"
+    return f"ir_datasets cannot give the qrels: {type(error).__name__}: {_text(error)}"
+
+
+def _text(error: Exception) -> str:
+    """An exception's message on one line, at most 300 characters."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:300] + "…"
 
 
 @contextmanager

@@ -36,6 +36,7 @@ SUBTOPICS_ID = "irds:prefeval-test/subtopics"
 ABSENT_ID = "irds:prefeval-test/absent"  # downloaded from prefeval.invalid (RFC 2606)
 LOCAL_ID = "irds:prefeval-test/local-absent"  # a local file that is not there
 NO_QRELS_ID = "irds:prefeval-test/queries-only"
+MALFORMED_ID = "irds:prefeval-test/malformed"  # a qrels line of three fields
 #: ir_datasets' id of the TREC 2012 Web track (ClueWeb09), its qrels files in its cache
 WEB2012 = "irds:clueweb09/en/trec-web-2012"
 #: what a command says of an id without the package
@@ -66,6 +67,8 @@ def registered(tmp_path_factory):
 
         queries = home / "queries.tsv"
         queries.write_text("301\tone query\n", encoding="utf-8")
+        malformed = home / "malformed.txt"
+        malformed.write_text("301 0 doc1 1\n301 doc2 1\n", encoding="utf-8")
         datasets = {
             SAMPLE_ID: TrecQrels(LocalDownload(QRELS), {}),
             SUBTOPICS_ID: TrecSubQrels(LocalDownload(SUBTOPICS), {}),
@@ -78,6 +81,7 @@ def registered(tmp_path_factory):
             ),
             LOCAL_ID: TrecQrels(LocalDownload(home / "local" / "qrels"), {}),
             NO_QRELS_ID: TsvQueries(LocalDownload(queries)),
+            MALFORMED_ID: TrecQrels(LocalDownload(malformed), {}),
         }
         for name, handler in datasets.items():
             try:
@@ -234,6 +238,25 @@ def test_unknown_id_and_no_qrels_are_one_line(registered):
     )
     with pytest.raises(prefeval.InputError, match="no such ir_datasets id"):
         prefeval.read_qrels("irds:no/such/dataset")
+
+
+def test_qrels_ir_datasets_cannot_parse_are_one_line(registered):
+    _one_line(
+        invoke("compare", MALFORMED_ID, *RUNS[:2]),
+        f"{MALFORMED_ID}: ir_datasets cannot give the qrels: RuntimeError: expected 4 "
+        "columns, got 3",
+    )
+
+
+def test_a_cache_folder_ir_datasets_cannot_make_is_one_line(tmp_path):
+    pytest.importorskip("ir_datasets")
+    (tmp_path / "file").write_text("")
+    home = tmp_path / "file" / "home"  # under a file: no folder can be made there
+    proc, _ = _child(["compare", "irds:vaswani", *RUNS[:2]], home, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("irds:vaswani: ir_datasets cannot start: ")
 
 
 def test_qrels_neither_cached_nor_downloadable_are_one_line_at_once(registered, offline):
