@@ -158,7 +158,9 @@ def _guarded_downloads(ir_datasets):
     """ir_datasets' ``requests`` replaced, for the duration, by one whose ``get`` first
     checks that the URL's host (or its proxy) resolves and accepts a connection within
     :data:`REACH_SECONDS`; a host that does not is a ConnectionError at once, for every
-    retry.  Yields the unreachable hosts, host -> why."""
+    retry.  Once the resolver has not answered, it is not asked again (each further host
+    is unreachable at once), so a silent resolver costs one wait.  Yields the unreachable
+    hosts, host -> why."""
     unreachable: dict[str, str] = {}
     lazy = getattr(ir_datasets, "lazy_libs", None)
     if lazy is None or not hasattr(lazy, "requests"):
@@ -167,12 +169,21 @@ def _guarded_downloads(ir_datasets):
     real = lazy.requests
     requests = real()
     reached: set[str] = set()
+    silent: list[str] = []  # the first host the resolver did not answer for
 
     def get(url, *args, **kwargs):
         host, port = _target(requests, url)
         if host is not None and host not in reached:
             if host not in unreachable:
-                reason = _reach(host, port, REACH_SECONDS)
+                if silent:
+                    reason = (
+                        f"cannot resolve {host}: the resolver did not answer for "
+                        f"{silent[0]} within {REACH_SECONDS:g} s"
+                    )
+                else:
+                    reason, unanswered = _reach(host, port, REACH_SECONDS)
+                    if unanswered:
+                        silent.append(host)
                 if reason is None:
                     reached.add(host)
                 else:
@@ -208,10 +219,11 @@ def _target(requests, url: str):
         return None, None
 
 
-def _reach(host: str, port: int, seconds: float) -> str | None:
-    """None when ``host`` resolves and accepts a TCP connection on ``port`` within
-    ``seconds`` in all; else why not.  The name is resolved on a daemon thread (the
-    system's resolver has no timeout of its own), left behind if it does not answer."""
+def _reach(host: str, port: int, seconds: float) -> tuple[str | None, bool]:
+    """(None when ``host`` resolves and accepts a TCP connection on ``port`` within
+    ``seconds`` in all, else why not; whether the resolver did not answer in time).  The
+    name is resolved on a daemon thread (the system's resolver has no timeout of its
+    own), left behind if it does not answer."""
     found: list = []
 
     def resolve():
@@ -225,19 +237,19 @@ def _reach(host: str, port: int, seconds: float) -> str | None:
     thread.start()
     thread.join(seconds)
     if not found:
-        return f"cannot resolve {host} within {seconds:g} s"
+        return f"cannot resolve {host} within {seconds:g} s", True
     if isinstance(found[0], OSError):
-        return f"cannot resolve {host}: {found[0].strerror or found[0]}"
+        return f"cannot resolve {host}: {found[0].strerror or found[0]}", False
     reason = f"cannot connect to {host}:{port}"
     for family, kind, proto, _, address in found[0]:
         left = seconds - (time.monotonic() - start)
         if left <= 0:
-            return f"{reason} within {seconds:g} s"
+            return f"{reason} within {seconds:g} s", False
         try:
             with socket.socket(family, kind, proto) as sock:
                 sock.settimeout(left)
                 sock.connect(address)
-            return None
+            return None, False
         except OSError as error:
             reason = f"cannot connect to {host}:{port}: {error.strerror or error}"
-    return reason
+    return reason, False

@@ -33,7 +33,8 @@ RUNS = sorted((SAMPLE / "runs").glob("input.*"))
 #: datasets registered by the ``registered`` fixture
 SAMPLE_ID = "irds:prefeval-test/sample"
 SUBTOPICS_ID = "irds:prefeval-test/subtopics"
-ABSENT_ID = "irds:prefeval-test/absent"  # downloaded from prefeval.invalid (RFC 2606)
+#: downloaded from prefeval.invalid, or its mirror (.invalid never resolves: RFC 2606)
+ABSENT_ID = "irds:prefeval-test/absent"
 LOCAL_ID = "irds:prefeval-test/local-absent"  # a local file that is not there
 NO_QRELS_ID = "irds:prefeval-test/queries-only"
 MALFORMED_ID = "irds:prefeval-test/malformed"  # a qrels line of three fields
@@ -74,7 +75,10 @@ def registered(tmp_path_factory):
             SUBTOPICS_ID: TrecSubQrels(LocalDownload(SUBTOPICS), {}),
             ABSENT_ID: TrecQrels(
                 Download(
-                    [RequestsDownload("https://prefeval.invalid/qrels")],
+                    [
+                        RequestsDownload("https://prefeval.invalid/qrels"),
+                        RequestsDownload("https://mirror.prefeval.invalid/qrels"),
+                    ],
                     cache_path=str(home / "absent" / "qrels"),
                 ),
                 {},
@@ -278,12 +282,15 @@ def test_qrels_neither_cached_nor_downloadable_are_one_line_at_once(registered, 
 
 def test_a_resolver_that_does_not_answer_is_waited_for_a_bounded_time(registered, monkeypatch):
     """Every retry of ir_datasets' (3 by default) finds the host already found
-    unreachable: one wait of REACH_SECONDS in all."""
+    unreachable, and the mirror is not resolved once the resolver has been silent: one
+    wait of REACH_SECONDS in all."""
     for name in PROXIES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(irds, "REACH_SECONDS", 0.5)
+    asked = []
 
-    def hang(*args, **kwargs):
+    def hang(host, *args, **kwargs):
+        asked.append(host)
         time.sleep(30)
         raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
 
@@ -296,6 +303,7 @@ def test_a_resolver_that_does_not_answer_is_waited_for_a_bounded_time(registered
         f"{ABSENT_ID}: the qrels are not in ir_datasets' cache ({registered}) and cannot be "
         "downloaded: cannot resolve prefeval.invalid within 0.5 s",
     )
+    assert asked == ["prefeval.invalid"]
     assert took < 3
 
 
