@@ -5,21 +5,25 @@ package (``pip install 'prefeval[irds]'``), imported only when such an id is giv
 A judgment is the dataset's ``query_id, doc_id, relevance``; ``subtopic_id`` (ir_datasets'
 ``TrecSubQrel``: the Web track's diversity judgments) is its subtopic, as the
 ``iter`` column of an ndeval qrels file; any other field (a ``TrecQrel``'s
-``iteration``, an assessment round in TREC-COVID) is not a subtopic and is ignored.
+``iteration``, where ir_datasets keeps an assessment year or a user id) is ignored.
 
 The qrels are read from ir_datasets' cache (``IR_DATASETS_HOME``, by default
 ``~/.ir_datasets``) and downloaded there when absent, as ir_datasets does.  Before a
 download, each host it contacts must resolve and accept a connection within
-:data:`REACH_SECONDS` (once per host and read): offline, or with a resolver that does not
-answer, the read fails in seconds instead of waiting on ir_datasets' retries.  Every
+:data:`REACH_SECONDS` (once per host and read; a resolver that did not answer is not
+asked again): offline, or with a resolver that does not answer, the read fails in
+seconds instead of waiting on ir_datasets' retries and mirrors.  Every
 failure is an :class:`~prefeval.core.errors.InputError` ``irds:ID: what is wrong``;
-ir_datasets' own log lines are silenced while it reads (its download bars are not).
+ir_datasets' own log lines are silenced while it reads, its download bars shown on a
+terminal only.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -37,6 +41,8 @@ PREFIX = "irds:"
 REACH_SECONDS = 5.0
 #: how to install the package that reads ``irds:`` ids
 INSTALL = "pip install 'prefeval[irds]'"
+#: ir_datasets' switch that sends its download bars to /dev/null
+BARS_OFF = "IR_DATASETS_DL_DISABLE_PBAR"
 
 #: one read at a time: a read replaces ir_datasets' ``requests`` for its duration
 _lock = threading.Lock()
@@ -64,7 +70,7 @@ def read_dataset_qrels(source: str, name: str | None = None) -> Qrels:
         raise
     except Exception as error:  # its import makes folders in IR_DATASETS_HOME
         raise InputError(source, None, f"ir_datasets cannot start: {_text(error)}") from None
-    with _lock, _quiet(), _guarded_downloads(ir_datasets) as unreachable:
+    with _lock, _quiet(), _guarded_downloads(ir_datasets) as hosts:
         try:
             dataset = ir_datasets.load(dataset_id)
         except KeyError:
@@ -74,7 +80,7 @@ def read_dataset_qrels(source: str, name: str | None = None) -> Qrels:
         except MemoryError:
             raise
         except Exception as error:  # a dataset built on demand (a pattern of ids)
-            raise InputError(source, None, _why(error, unreachable, ir_datasets)) from None
+            raise InputError(source, None, _why(error, hosts, ir_datasets)) from None
         if not dataset.has_qrels():
             raise InputError(source, None, "this ir_datasets dataset has no qrels")
         try:
@@ -82,7 +88,7 @@ def read_dataset_qrels(source: str, name: str | None = None) -> Qrels:
         except (MemoryError, InputError):
             raise
         except Exception as error:  # whatever ir_datasets raises: a download, a parse
-            raise InputError(source, None, _why(error, unreachable, ir_datasets)) from None
+            raise InputError(source, None, _why(error, hosts, ir_datasets)) from None
     return qrels_from_frame(frame, name=name or source)
 
 
@@ -115,13 +121,15 @@ def _qrels_frame(source: str, kind, rows) -> pd.DataFrame:
     )
 
 
-def _why(error: Exception, unreachable: dict, ir_datasets) -> str:
-    """One line saying why ir_datasets could not give the qrels."""
+def _why(error: Exception, hosts: tuple[dict, set], ir_datasets) -> str:
+    """One line saying why ir_datasets could not give the qrels; ``hosts``: the download
+    hosts found unreachable (host -> why) and those reached."""
+    unreachable, reached = hosts
     try:
         where = ir_datasets.util.home_path()
     except (AttributeError, OSError):
         where = "IR_DATASETS_HOME"
-    if unreachable:
+    if unreachable and not reached:  # no download could start
         reason = next(iter(unreachable.values()))
         return (
             f"the qrels are not in ir_datasets' cache ({where}) and cannot be downloaded: {reason}"
@@ -140,17 +148,31 @@ def _text(error: Exception) -> str:
 @contextmanager
 def _quiet():
     """ir_datasets' log lines (``[INFO]``, ``[WARNING]``: download retries, deprecation)
-    dropped while it reads: a failure is the one line of the InputError."""
+    dropped while it reads: a failure is the one line of the InputError.  Its download
+    bars are shown on a terminal only, as prefeval's own (``IR_DATASETS_DL_DISABLE_PBAR``
+    unless set)."""
     logger = logging.getLogger("ir_datasets")
 
     def drop(record) -> bool:
         return False
 
     logger.addFilter(drop)
+    bars = None
+    if BARS_OFF not in os.environ and not _on_terminal(sys.stderr):
+        bars = os.environ[BARS_OFF] = "true"
     try:
         yield
     finally:
         logger.removeFilter(drop)
+        if bars is not None:
+            os.environ.pop(BARS_OFF, None)
+
+
+def _on_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 @contextmanager
@@ -160,15 +182,15 @@ def _guarded_downloads(ir_datasets):
     :data:`REACH_SECONDS`; a host that does not is a ConnectionError at once, for every
     retry.  Once the resolver has not answered, it is not asked again (each further host
     is unreachable at once), so a silent resolver costs one wait.  Yields the unreachable
-    hosts, host -> why."""
+    hosts (host -> why) and the hosts reached."""
     unreachable: dict[str, str] = {}
     lazy = getattr(ir_datasets, "lazy_libs", None)
+    reached: set[str] = set()
     if lazy is None or not hasattr(lazy, "requests"):
-        yield unreachable
+        yield unreachable, reached
         return
     real = lazy.requests
     requests = real()
-    reached: set[str] = set()
     silent: list[str] = []  # the first host the resolver did not answer for
 
     def get(url, *args, **kwargs):
@@ -201,7 +223,7 @@ def _guarded_downloads(ir_datasets):
     guarded = Requests()
     lazy.requests = lambda: guarded
     try:
-        yield unreachable
+        yield unreachable, reached
     finally:
         lazy.requests = real
 

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -172,6 +173,51 @@ def test_api_on_an_id_returns_the_tables_of_the_file(registered):
     assert judged.name == SUBTOPICS_ID
     assert judged.has_subtopics
     assert len(judged.query_ids()) == 20
+
+
+def test_qrels_absent_from_the_cache_are_downloaded_once(registered, monkeypatch, tmp_path):
+    """Served on this machine (no network): the first read downloads them into the
+    cache, through the reachability check; later reads need no server."""
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    import ir_datasets
+    from ir_datasets.formats import TrecQrels
+    from ir_datasets.util.download import Download, RequestsDownload
+
+    for name in PROXIES:
+        monkeypatch.delenv(name, raising=False)
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copy(QRELS, served / "qrels.txt")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(served), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    cached = tmp_path / "cache" / "qrels"
+    url = f"http://127.0.0.1:{server.server_address[1]}/qrels.txt"
+    name = f"prefeval-test/served-{tmp_path.name}"
+    ir_datasets.registry.register(
+        name, ir_datasets.Dataset(TrecQrels(Download([RequestsDownload(url)], str(cached)), {}))
+    )
+    expected = invoke("compare", "-q", QRELS, *RUNS)
+    try:
+        downloaded = invoke("compare", "-q", f"irds:{name}", *RUNS)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert downloaded.stdout_bytes == expected.stdout_bytes, downloaded.stderr
+    assert downloaded.stderr == expected.stderr  # no log line; no bar off a terminal
+    assert cached.read_bytes() == QRELS.read_bytes()
+    again = invoke("compare", "-q", f"irds:{name}", *RUNS)
+    assert again.stdout_bytes == expected.stdout_bytes
+    assert again.stderr == expected.stderr
 
 
 def test_a_file_named_like_an_id_is_read_by_its_path(tmp_path):
