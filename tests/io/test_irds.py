@@ -10,6 +10,7 @@ made to fail (or to hang) where a download would be tried."""
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 import shutil
 import socket
@@ -106,6 +107,13 @@ def offline(monkeypatch):
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(socket, "getaddrinfo", fail)
+
+
+def _needs_ir_datasets() -> None:
+    """Skip without the package, which the child processes import: not imported here,
+    where its import would make folders in the user's own IR_DATASETS_HOME."""
+    if importlib.util.find_spec("ir_datasets") is None:
+        pytest.skip("ir-datasets is not installed (the irds extra)")
 
 
 def _cache_home(folder: Path, adhoc: Path, diversity: Path) -> Path:
@@ -229,7 +237,7 @@ def test_a_file_named_like_an_id_is_read_by_its_path(tmp_path):
 def test_an_existing_id_reads_its_qrels_from_the_cache_offline(tmp_path):
     """ir_datasets' own id of the Web 2012 track, its qrels files laid out in its cache
     (the sample qrels standing for them): the command never downloads."""
-    pytest.importorskip("ir_datasets")
+    _needs_ir_datasets()
     home = _cache_home(tmp_path / "home", QRELS, SUBTOPICS)
     for args, path, dataset in (
         (["compare", "-q"], QRELS, WEB2012),
@@ -245,7 +253,7 @@ def test_an_existing_id_reads_its_qrels_from_the_cache_offline(tmp_path):
 def test_web2012_by_id_equals_the_shared_files(web2012, tmp_path):
     """The real TREC 2012 Web track qrels, ad hoc and diversity, by their ir_datasets ids
     (laid out in its cache) and by their files."""
-    pytest.importorskip("ir_datasets")
+    _needs_ir_datasets()
     adhoc, diversity = web2012 / "qrels.adhoc.txt.gz", web2012 / "qrels.diversity-ndeval.txt.gz"
     home = _cache_home(tmp_path / "home", adhoc, diversity)
     runs = sorted((web2012 / "runs").glob("*.run.gz"))[:3]
@@ -299,7 +307,7 @@ def test_qrels_ir_datasets_cannot_parse_are_one_line(registered):
 
 
 def test_a_cache_folder_ir_datasets_cannot_make_is_one_line(tmp_path):
-    pytest.importorskip("ir_datasets")
+    _needs_ir_datasets()
     (tmp_path / "file").write_text("")
     home = tmp_path / "file" / "home"  # under a file: no folder can be made there
     proc, _ = _child(["compare", "irds:vaswani", *RUNS[:2]], home, timeout=60)
@@ -372,7 +380,7 @@ def test_a_host_that_refuses_connections_is_one_line(registered, monkeypatch):
 
 def test_the_command_offline_on_an_uncached_id_ends_in_one_line_quickly(tmp_path):
     """The console entry point, a real id (vaswani), an empty cache and no network."""
-    pytest.importorskip("ir_datasets")
+    _needs_ir_datasets()
     home = tmp_path / "empty"
     proc, took = _child(["compare", "irds:vaswani", *RUNS[:2]], home, timeout=60)
     assert proc.returncode == 2
