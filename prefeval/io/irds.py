@@ -1,6 +1,7 @@
-"""Qrels of an ir_datasets id, given as ``irds:ID`` wherever qrels are taken (as
-ir-measures, ranx and PyTerrier take them), read with the optional ``ir-datasets``
-package (``pip install 'prefeval[irds]'``), imported only when such an id is given.
+"""Qrels of an ir_datasets id, given as ``irds:ID`` wherever qrels are taken (PyTerrier's
+prefix; ir-measures' command and ranx take the same ids), read with the optional
+``ir-datasets`` package (``pip install 'prefeval[irds]'``), imported only when such an id
+is given.
 
 A judgment is the dataset's ``query_id, doc_id, relevance``; ``subtopic_id`` (ir_datasets'
 ``TrecSubQrel``: the Web track's diversity judgments) is its subtopic, as the
