@@ -45,14 +45,15 @@ WEB2012 = "irds:clueweb09/en/trec-web-2012"
 #: what a command says of an id without the package
 NO_PACKAGE = "ir_datasets ids need ir-datasets: pip install 'prefeval[irds]'"
 #: a child that runs the command with name resolution failing: no download can happen
-OFFLINE_MAIN = (
+OFFLINE = (
     "import socket, sys\n"
     "def offline(*args, **kwargs):\n"
     "    raise socket.gaierror(socket.EAI_NONAME, 'Name or service not known')\n"
     "socket.getaddrinfo = offline\n"
-    "from prefeval.cli import main\n"
-    "main(sys.argv[1:])\n"
 )
+OFFLINE_MAIN = OFFLINE + "from prefeval.cli import main\nmain(sys.argv[1:])\n"
+#: ``ir_datasets ARGS`` (its command) offline
+OFFLINE_EXPORT = OFFLINE + "import ir_datasets\nir_datasets.main_cli()\n"
 PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -129,14 +130,16 @@ def _cache_home(folder: Path, adhoc: Path, diversity: Path) -> Path:
     return folder
 
 
-def _child(args, home: Path, timeout: float = 120):
-    """``prefeval ARGS`` in a child process with ``IR_DATASETS_HOME=home``, offline."""
+def _child(args, home: Path, timeout: float = 120, main: str = OFFLINE_MAIN, stdin=None):
+    """``prefeval ARGS`` (or another ``main``) in a child process with
+    ``IR_DATASETS_HOME=home``, offline; ``stdin``: bytes on its standard input."""
     env = {k: v for k, v in os.environ.items() if k not in PROXIES}
     env["IR_DATASETS_HOME"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-c", OFFLINE_MAIN, *map(str, args)],
+        [sys.executable, "-c", main, *map(str, args)],
+        input=stdin,
         capture_output=True,
         timeout=timeout,
         env=env,
@@ -248,6 +251,27 @@ def test_an_existing_id_reads_its_qrels_from_the_cache_offline(tmp_path):
         assert on_id.returncode == 0, on_id.stderr
         assert on_id.stdout == on_file.stdout_bytes
         assert on_id.stderr.decode() == on_file.stderr
+
+
+def test_ir_datasets_export_piped_in_gives_the_same_tables(tmp_path):
+    """docs/formats.md's pipes: ``ir_datasets export ID qrels | prefeval compare -``, and
+    for subtopic qrels the columns in ndeval order (TSV)."""
+    _needs_ir_datasets()
+    home = _cache_home(tmp_path / "home", QRELS, SUBTOPICS)
+    ndeval = ["--format", "tsv", "--fields", "query_id", "subtopic_id", "doc_id", "relevance"]
+    for args, path, export in (
+        (["compare", "-q"], QRELS, ["export", WEB2012[5:], "qrels"]),
+        (
+            ["compare", "-q", "-m", "ST-RPP"],
+            SUBTOPICS,
+            ["export", f"{WEB2012[5:]}/diversity", "qrels", *ndeval],
+        ),
+    ):
+        exported, _ = _child(export, home, main=OFFLINE_EXPORT)
+        assert exported.returncode == 0, exported.stderr
+        piped, _ = _child([*args, "-", *RUNS], home, stdin=exported.stdout)
+        assert piped.returncode == 0, piped.stderr
+        assert piped.stdout == invoke(*args, path, *RUNS).stdout_bytes
 
 
 def test_web2012_by_id_equals_the_shared_files(web2012, tmp_path):
