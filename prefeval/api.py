@@ -7,9 +7,10 @@
 Inputs (:mod:`prefeval.io.frames`): paths (``str`` or ``pathlib.Path``), DataFrames with
 ir-measures (``query_id, doc_id, score``/``relevance[, iteration]``) or PyTerrier
 (``qid, docno, score``/``label``) columns, iterables of ``ir_measures.ScoredDoc``/``Qrel``,
-``{query_id: {doc_id: value}}`` dicts (pytrec_eval); several runs as a list, a dict
-name -> run, or one DataFrame with a ``run`` (or ``name``) column.  The analysis
-functions also take ``prefs=`` (a table of ``compare(..., per_query=True)``) and
+``{query_id: {doc_id: value}}`` dicts (pytrec_eval); qrels also as an ir_datasets id
+``"irds:ID"`` (:mod:`prefeval.io.irds`, ``pip install 'prefeval[irds]'``); several runs as
+a list, a dict name -> run, or one DataFrame with a ``run`` (or ``name``) column.  The
+analysis functions also take ``prefs=`` (a table of ``compare(..., per_query=True)``) and
 ``metrics=`` (a table of :func:`metrics`), as paths or DataFrames.
 
 Outputs: ids, run and measure names are plain strings (pandas' string columns, not

@@ -30,6 +30,7 @@ from .frames import (
     records_frame,
     run_frame,
 )
+from .irds import is_dataset_id, read_dataset_qrels
 from .source import (
     GZIP_MAGIC,
     PARQUET_MAGIC,
@@ -537,7 +538,8 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
 
 
 def read_qrels(source, *, name: str | None = None):
-    """Read qrels from a path or a pandas DataFrame into a :class:`prefeval.core.qrels.Qrels`.
+    """Read qrels from a path, an ir_datasets id ``irds:ID`` (:mod:`prefeval.io.irds`) or a
+    pandas DataFrame into a :class:`prefeval.core.qrels.Qrels`.
 
     A DataFrame uses ir-measures' column names ``query_id, doc_id, relevance`` (or
     PyTerrier's ``qid, docno, label``) and, optionally, ``iteration`` (``0``/``Q0`` or an
@@ -553,6 +555,8 @@ def read_qrels(source, *, name: str | None = None):
         return source
     if is_frame(source):
         return qrels_from_frame(source, name=name or "<qrels DataFrame>")
+    if is_dataset_id(source):
+        return read_dataset_qrels(source, name=name)
 
     path = os.fspath(source)
     raw = read_raw(path)
