@@ -756,7 +756,7 @@ def report(
     qrels=None,
     runs=None,
     *,
-    output,
+    output=None,
     prefs=None,
     metrics=None,
     measures=None,
@@ -778,12 +778,16 @@ def report(
     jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
-) -> list[str]:
+) -> list[str] | reports.InlineReport:
     """The whole study in one document (``prefeval report``), written to ``output``:
     ``.html`` (self-contained, figures as inline SVG), ``.md`` (figures as SVG beside it)
     or ``.tex`` (booktabs tables, figures as PDF beside it, ``OUT-<figure>.pdf``).
     Returns the paths written, the report last; the side files an earlier report to
     ``output`` left and this one does not write are removed (``docs/report.md``).
+    Without ``output`` nothing is written: it returns an
+    :class:`~prefeval.present.report.InlineReport`, which a Jupyter notebook displays
+    inline (``_repr_html_``) and whose ``html`` is the page an ``.html`` report holds
+    (the CSV files of the whole matrices inline too).
 
     Sections: a summary; the data; the baselines' means per run; per preference measure
     the runs x runs matrix of mean Delta with significance marks (``tests``,
@@ -802,11 +806,13 @@ def report(
     ...                           tests="ttest", output=os.path.join(folder, "report.html"))
     >>> [os.path.basename(path) for path in written]
     ['report.html']
+    >>> shown = prefeval.report("sample_data/qrels.txt", runs, baselines="AP", tests="ttest")
+    >>> "<h2>Summary</h2>" in shown.html  # a notebook displays it inline
+    True
     """
 
-    if output is None:
-        raise ValueError("output: give the report's file (.html, .md or .tex)")
-    reports.report_format(output)
+    if output is not None:
+        reports.report_format(output)
     tables = [t for t in (prefs, metrics) if isinstance(t, (str, os.PathLike))]
     paths = [qrels] if isinstance(qrels, (str, os.PathLike)) else []
     if isinstance(runs, (str, os.PathLike)):
@@ -815,7 +821,8 @@ def report(
         paths += [r for r in runs if isinstance(r, (str, os.PathLike))]
     elif isinstance(runs, dict):
         paths += [r for r in runs.values() if isinstance(r, (str, os.PathLike))]
-    reports.check_targets(output, [*paths, *tables])
+    if output is not None:
+        reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
     options = _judged("report", locals())
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
@@ -831,6 +838,8 @@ def report(
         for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
             notify(caveat)
         document = reports.build(got, options, sources=sources, engine=engine)
+    if output is None:
+        return reports.InlineReport(document)
     return reports.write(document, output, inputs=[*paths, *tables])
 
 
