@@ -4,7 +4,8 @@ or RecordBatchReader, a polars DataFrame, a DuckDB relation...
 
 The object is read once, whole, into a pyarrow Table (``pyarrow.table``: no copy for a
 pyarrow Table, none or little for a polars DataFrame; a RecordBatchReader is consumed,
-a DuckDB relation's query run); nothing of its library is imported here.  Its columns
+a DuckDB relation's query run; polars' string views need pyarrow >= 16); nothing of
+its library is imported here.  Its columns
 are found by the names a Parquet file's are (ir-measures' ``query_id, doc_id, score`` /
 ``relevance[, iteration]`` or PyTerrier's ``qid, docno, score`` / ``label``; a ``run``
 (or ``name``) column makes a table of many runs) and read by the Parquet reader's rules
@@ -43,12 +44,16 @@ def what(obj) -> str:
 
 def arrow_table(obj, where: str):
     """``obj`` (:func:`is_arrow`) as a pyarrow Table; an :class:`InputError` citing
-    ``where`` when its stream cannot be read."""
+    ``where`` when its stream cannot be read (whatever the exporting library raises: a
+    DuckDB relation of DuckDB before 1.2 gives its rows once; pyarrow before 16 reads no
+    string views, which polars exports)."""
     import pyarrow as pa
 
     try:
         table = pa.table(obj)
-    except (pa.ArrowException, TypeError, ValueError) as error:
+    except MemoryError:
+        raise
+    except Exception as error:  # the exporting library's own errors too
         message = " ".join(str(error).split())
         raise InputError(
             where, None, f"not a table Arrow can read ({message}; pyarrow {pa.__version__})"

@@ -169,6 +169,8 @@ def test_subtopic_qrels_as_a_table(tables):
 
 def test_polars(tables, reference):
     pl = pytest.importorskip("polars")
+    if not hasattr(pa.types, "is_string_view"):
+        pytest.skip(f"pyarrow {pa.__version__} reads no string views, which polars exports")
     runs = {n: pl.from_arrow(t) for n, t in tables["runs"].items()}
     qrels = pl.from_arrow(tables["qrels"])
     assert_as_text(qrels, runs, reference, "polars DataFrames")
@@ -182,10 +184,11 @@ def test_polars(tables, reference):
 def test_duckdb(tables, reference):
     duckdb = pytest.importorskip("duckdb")
     con = duckdb.connect()
-    qrels, many = tables["qrels"], tables["many"]  # noqa: F841  (DuckDB reads them by name)
-    assert_as_text(
-        con.sql("select * from qrels"),
-        con.sql("select run as name, query_id as qid, doc_id as docno, score from many"),
+    con.register("qrels", tables["qrels"])
+    con.register("many", tables["many"])
+    assert_as_text(  # relations made for each call: before DuckDB 1.2 one gives its rows once
+        lambda: con.sql("select * from qrels"),
+        lambda: con.sql("select run as name, query_id as qid, doc_id as docno, score from many"),
         reference,
         "DuckDB relations",
     )
