@@ -6,9 +6,11 @@
 
 Inputs (:mod:`prefeval.io.frames`): paths (``str`` or ``pathlib.Path``), DataFrames with
 ir-measures (``query_id, doc_id, score``/``relevance[, iteration]``) or PyTerrier
-(``qid, docno, score``/``label``) columns, iterables of ``ir_measures.ScoredDoc``/``Qrel``,
-``{query_id: {doc_id: value}}`` dicts (pytrec_eval); several runs as a list, a dict
-name -> run, or one DataFrame with a ``run`` (or ``name``) column.  The analysis
+(``qid, docno, score``/``label``) columns, tables with those columns that export Arrow's
+C stream (pyarrow, polars, DuckDB: :mod:`prefeval.io.arrow`), iterables of
+``ir_measures.ScoredDoc``/``Qrel``, ``{query_id: {doc_id: value}}`` dicts (pytrec_eval)
+and ranx's ``Qrels``/``Run``; several runs as a list, a dict name -> run, or one
+DataFrame or table with a ``run`` (or ``name``) column.  The analysis
 functions also take ``prefs=`` (a table of ``compare(..., per_query=True)``) and
 ``metrics=`` (a table of :func:`metrics`), as paths or DataFrames.
 
