@@ -1,8 +1,7 @@
 """Qrels and runs from whatever the user gives (a path to TREC text or Parquet, a
 many-run Parquet table, a DataFrame, a table of Arrow's C stream, records, a dict): the
-format decided by the
-bytes, the runs of a command resolved once into a :class:`RunSet` (:func:`resolve_runs`:
-named, each file opened once, parsed once)."""
+format decided by the bytes, the runs of a command resolved once into a :class:`RunSet`
+(:func:`resolve_runs`: named, each file opened once, parsed once)."""
 
 from __future__ import annotations
 
@@ -66,8 +65,8 @@ class Run:
     a stream's bytes or a :class:`~prefeval.io.source.StoredFile`, shared by the runs of a
     many-run table), or the DataFrame, RunColumns or ArrowRun itself.  ``error``: why the
     file cannot be read, raised when the run is read (its judgments are read and checked
-    first, as always).  ``keep``: keep the parsed columns once read (:meth:`read`), for a second
-    reader of the same command (the baselines)."""
+    first, as always).  ``keep``: keep the parsed columns once read (:meth:`read`), for a
+    second reader of the same command (the baselines)."""
 
     name: str
     kind: str
@@ -298,9 +297,8 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
     its runs (named by that column, in sorted name order), and so do a DataFrame and a
     table of Arrow's C stream with such a column
     (:func:`~prefeval.io.frames.frame_runs`, :func:`~prefeval.io.arrow.table_runs`); each
-    given under a name,
-    as one run, is an error.  Two runs with one name are an error that says how to name
-    them.
+    given under a name, as one run, is an error.  Two runs with one name are an error
+    that says how to name them.
     """
 
     if isinstance(runs, RunSet):
