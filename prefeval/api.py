@@ -6,10 +6,12 @@
 
 Inputs (:mod:`prefeval.io.frames`): paths (``str`` or ``pathlib.Path``), DataFrames with
 ir-measures (``query_id, doc_id, score``/``relevance[, iteration]``) or PyTerrier
-(``qid, docno, score``/``label``) columns, iterables of ``ir_measures.ScoredDoc``/``Qrel``,
-``{query_id: {doc_id: value}}`` dicts (pytrec_eval); qrels also as an ir_datasets id
-``"irds:ID"`` (:mod:`prefeval.io.irds`, ``pip install 'prefeval[irds]'``); several runs as
-a list, a dict name -> run, or one DataFrame with a ``run`` (or ``name``) column.  The
+(``qid, docno, score``/``label``) columns, tables with those columns that export Arrow's
+C stream (pyarrow, polars, DuckDB: :mod:`prefeval.io.arrow`), iterables of
+``ir_measures.ScoredDoc``/``Qrel``, ``{query_id: {doc_id: value}}`` dicts (pytrec_eval)
+and ranx's ``Qrels``/``Run``; qrels also as an ir_datasets id ``"irds:ID"``
+(:mod:`prefeval.io.irds`, ``pip install 'prefeval[irds]'``); several runs as a list, a
+dict name -> run, or one DataFrame or table with a ``run`` (or ``name``) column.  The
 analysis functions also take ``prefs=`` (a table of ``compare(..., per_query=True)``) and
 ``metrics=`` (a table of :func:`metrics`), as paths or DataFrames.
 
@@ -861,7 +863,7 @@ def report(
     qrels=None,
     runs=None,
     *,
-    output,
+    output=None,
     prefs=None,
     metrics=None,
     measures=None,
@@ -883,12 +885,16 @@ def report(
     jobs: int | None = None,
     progress: bool = False,
     notify: Notify = warn,
-) -> list[str]:
+) -> list[str] | reports.InlineReport:
     """The whole study in one document (``prefeval report``), written to ``output``:
     ``.html`` (self-contained, figures as inline SVG), ``.md`` (figures as SVG beside it)
     or ``.tex`` (booktabs tables, figures as PDF beside it, ``OUT-<figure>.pdf``).
     Returns the paths written, the report last; the side files an earlier report to
     ``output`` left and this one does not write are removed (``docs/report.md``).
+    Without ``output`` nothing is written: it returns an
+    :class:`~prefeval.present.report.InlineReport`, which a Jupyter notebook displays
+    inline (``_repr_html_``) and whose ``html`` is the page an ``.html`` report holds
+    (the CSV files of the whole matrices inline too).
 
     Sections: a summary; the data; the baselines' means per run; per preference measure
     the runs x runs matrix of mean Delta with significance marks (``tests``,
@@ -907,11 +913,13 @@ def report(
     ...                           tests="ttest", output=os.path.join(folder, "report.html"))
     >>> [os.path.basename(path) for path in written]
     ['report.html']
+    >>> shown = prefeval.report("sample_data/qrels.txt", runs, baselines="AP", tests="ttest")
+    >>> "<h2>Summary</h2>" in shown.html  # a notebook displays it inline
+    True
     """
 
-    if output is None:
-        raise ValueError("output: give the report's file (.html, .md or .tex)")
-    reports.report_format(output)
+    if output is not None:
+        reports.report_format(output)
     tables = [t for t in (prefs, metrics) if isinstance(t, (str, os.PathLike))]
     paths = [qrels] if isinstance(qrels, (str, os.PathLike)) else []
     if isinstance(runs, (str, os.PathLike)):
@@ -920,7 +928,8 @@ def report(
         paths += [r for r in runs if isinstance(r, (str, os.PathLike))]
     elif isinstance(runs, dict):
         paths += [r for r in runs.values() if isinstance(r, (str, os.PathLike))]
-    reports.check_targets(output, [*paths, *tables])
+    if output is not None:
+        reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
     options = _judged("report", locals())
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
@@ -936,6 +945,8 @@ def report(
         for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
             notify(caveat)
         document = reports.build(got, options, sources=sources, engine=engine)
+    if output is None:
+        return reports.InlineReport(document)
     return reports.write(document, output, inputs=[*paths, *tables])
 
 

@@ -7,7 +7,10 @@ Accepted flavours:
   ``[, iteration]``) or PyTerrier ones (``qid, docno, score`` / ``label``);
 - an iterable (list, generator) of namedtuples with those fields, such as
   ``ir_measures.ScoredDoc`` / ``ir_measures.Qrel``;
-- a ``{query_id: {doc_id: value}}`` dict, as pytrec_eval takes.
+- a ``{query_id: {doc_id: value}}`` dict, as pytrec_eval takes, or an object giving
+  one by ``to_dict()`` with a ``name`` (a ranx ``Qrels`` or ``Run``);
+- a table exporting Arrow's C stream (a pyarrow Table, a polars DataFrame, a DuckDB
+  relation...), read by :mod:`prefeval.io.arrow`.
 
 Several runs are a dict ``name -> run``, a list of runs, or one DataFrame with a
 ``run`` (or ``name``) column holding many runs.  Ids become strings exactly as the
@@ -154,6 +157,31 @@ def is_nested(obj) -> bool:
         return False
     inner = next((v for v in obj.values() if v), None)
     return inner is not None and not isinstance(next(iter(inner.values())), Mapping)
+
+
+def is_named_dict(obj) -> bool:
+    """An object that gives its ``{query_id: {doc_id: value}}`` dict by ``to_dict()`` and
+    has a ``name`` (a ranx ``Qrels`` or ``Run``, found by these two, ranx not imported);
+    not a dict, a pandas object, or a table of Arrow's C stream (polars' DataFrame has a
+    ``to_dict`` of its own)."""
+    return (
+        callable(getattr(obj, "to_dict", None))
+        and hasattr(obj, "name")
+        and not isinstance(obj, (Mapping, pd.DataFrame, pd.Series))
+        and not hasattr(obj, "__arrow_c_stream__")
+    )
+
+
+def named_dict(obj, value: str, where: str) -> Mapping:
+    """``obj.to_dict()`` (:func:`is_named_dict`), which must be ``{query_id: {doc_id:
+    value}}``."""
+    mapping = obj.to_dict()
+    if not isinstance(mapping, Mapping) or (mapping and not is_nested(mapping)):
+        raise TypeError(
+            f"{where}: {type(obj).__name__}.to_dict() must give {{query_id: {{doc_id: "
+            f"{value}}}}}, got {type(mapping).__name__}"
+        )
+    return mapping
 
 
 def is_records(obj) -> bool:

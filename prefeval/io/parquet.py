@@ -870,22 +870,39 @@ def parse_qrels(data: bytes, path: str):
     integer subtopic id."""
 
     pfile = _file(data, path)
-    names = list(pfile.schema_arrow.names)
+    columns = qrels_columns(list(pfile.schema_arrow.names), path)
+    table = _read(pfile, path, [c for c in columns if c is not None])
+    return table_qrels(table, columns, path)
+
+
+def qrels_columns(names: list[str], path: str) -> tuple:
+    """The query, iteration (None when absent), document and grade columns of a table of
+    judgments with columns ``names``."""
     query = need_column(names, QUERY, path, QRELS_COLUMNS)
     doc = need_column(names, DOC, path, QRELS_COLUMNS)
     grade = need_column(names, GRADE, path, QRELS_COLUMNS)
-    iteration = find_column(names, ITERATION, path)
-    table = _read(pfile, path, [c for c in (query, iteration, doc, grade) if c is not None])
-    qid = ids(table.column(query), "query id", path, name=query)
-    docno = ids(table.column(doc), "document id", path, name=doc)
-    relevance = numbers(table.column(grade), "relevance", path, finite=True, name=grade)
-    if iteration is not None:
-        it = ids(table.column(iteration), "iteration", path, name=iteration)
-    else:
-        import pyarrow as pa
+    return query, find_column(names, ITERATION, path), doc, grade
 
+
+def table_qrels(table, columns: tuple, path: str, first_row: int = 1):
+    """Judgment rows of an Arrow table's ``columns`` (:func:`qrels_columns`), checked as
+    :func:`parse_qrels` checks a file's; rows in errors counted from ``first_row`` (1 for
+    a file's rows, 0 for a table in memory, as its positions)."""
+    import pyarrow as pa
+
+    query, iteration, doc, grade = columns
+    offset = first_row - 1
+    qid = ids(table.column(query), "query id", path, name=query, offset=offset)
+    docno = ids(table.column(doc), "document id", path, name=doc, offset=offset)
+    relevance = numbers(
+        table.column(grade), "relevance", path, finite=True, name=grade, offset=offset
+    )
+    if iteration is not None:
+        it = ids(table.column(iteration), "iteration", path, name=iteration, offset=offset)
+    else:
         it = pa.array(np.zeros(len(qid), dtype=np.int64)).cast(pa.string())
-    return qrels_rows(qid, it, docno, lambda: relevance, RowErrors(path), None)
+    line = None if first_row == 1 else np.arange(first_row, first_row + len(qid))
+    return qrels_rows(qid, it, docno, lambda: relevance, RowErrors(path), line)
 
 
 class RowErrors(FirstError):

@@ -1,7 +1,7 @@
 """Qrels and runs from whatever the user gives (a path to TREC text or Parquet, a
-many-run Parquet table, a DataFrame, records, a dict): the format decided by the
-bytes, the runs of a command resolved once into a :class:`RunSet` (:func:`resolve_runs`:
-named, each file opened once, parsed once)."""
+many-run Parquet table, a DataFrame, a table of Arrow's C stream, records, a dict): the
+format decided by the bytes, the runs of a command resolved once into a :class:`RunSet`
+(:func:`resolve_runs`: named, each file opened once, parsed once)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,16 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
-from . import parquet, text
+from . import arrow, parquet, text
+from .arrow import is_arrow
 from .columns import RUN, RunColumns, run_from_arrays
 from .frames import (
     frame_column,
     frame_runs,
+    is_named_dict,
     is_nested,
     is_records,
+    named_dict,
     nested_frame,
     peek,
     qrels_from_frame,
@@ -49,8 +52,9 @@ from .text import line_ends, parse_qrels, parse_run, split_fields
 
 #: what a run of a :class:`RunSet` is: TREC text (plain or gzip-compressed), a Parquet
 #: file of one run, one run of a many-run Parquet table, a DataFrame ``query_id, doc_id,
-#: score``, a :class:`RunColumns`
-KINDS = ("text", "gzip", "parquet", "table", "frame", "columns")
+#: score``, a :class:`RunColumns`, a run of a table of Arrow's C stream
+#: (:class:`~prefeval.io.arrow.ArrowRun`)
+KINDS = ("text", "gzip", "parquet", "table", "frame", "columns", "arrow")
 
 
 @dataclass(eq=False)
@@ -60,10 +64,10 @@ class Run:
     ``path``: the path as given (what messages cite; None for a run in memory).
     ``data``: a file's stored bytes, the file opened once (:func:`prefeval.io.source.stored`:
     a stream's bytes or a :class:`~prefeval.io.source.StoredFile`, shared by the runs of a
-    many-run table), or the DataFrame or RunColumns itself.  ``error``: why the file cannot be
-    read, raised when the run is read (its judgments are read and checked first, as
-    always).  ``keep``: keep the parsed columns once read (:meth:`read`), for a second
-    reader of the same command (the baselines)."""
+    many-run table), or the DataFrame, RunColumns or ArrowRun itself.  ``error``: why the
+    file cannot be read, raised when the run is read (its judgments are read and checked
+    first, as always).  ``keep``: keep the parsed columns once read (:meth:`read`), for a
+    second reader of the same command (the baselines)."""
 
     name: str
     kind: str
@@ -95,6 +99,8 @@ class Run:
             return self.data
         if self.kind == "frame":
             columns = _run_from_frame(self.data, self.name)
+        elif self.kind == "arrow":
+            columns = self.data.read(self.name)
         elif self.kind == "table":
             columns = parquet.table_run(self.path, self.name, self.data)
         else:
@@ -158,7 +164,7 @@ def rows_estimate(runs) -> int:
     from Parquet footers, from the size of text."""
     total, seen = 0, set()
     for run in runs:
-        if run.kind == "frame":  # rows counted, not parsed (spill_runs parses it)
+        if run.kind in ("frame", "arrow"):  # rows counted, not parsed (spill_runs parses it)
             total += len(run.data)
         elif run.kind == "columns":
             total += len(run.data.score)
@@ -186,7 +192,7 @@ def spill_runs(spill: Spill, runs, streaming: Streaming = STREAMING) -> None:
         if run.kind == "table":
             tables.setdefault(run.path, []).append(run)
             continue
-        if run.kind in ("frame", "columns"):
+        if run.kind in ("frame", "columns", "arrow"):
             columns = run.read()
             pieces = [(columns.query_id, columns.doc_id, columns.score)]
         else:
@@ -280,25 +286,27 @@ def resolve_runs(runs, names: str = "file") -> RunSet:
     """The run set of ``runs``, each file opened once: the one function that names runs.
 
     ``runs``: a path (TREC text, gzip, Parquet; ``-``, a pipe, a FIFO, ``/dev/fd/N``), a
-    DataFrame ``query_id, doc_id, score``, a :class:`RunColumns` or a :class:`Run`, or a
-    list of them, or a dict name -> one of them; a :class:`RunSet` is returned as it is.
+    DataFrame ``query_id, doc_id, score``, a table of Arrow's C stream
+    (:mod:`prefeval.io.arrow`), a :class:`RunColumns` or a :class:`Run`, or a list of
+    them, or a dict name -> one of them; a :class:`RunSet` is returned as it is.
     Names: a dict's keys or a :class:`NamedPath`'s name (``NAME=PATH``), else, for a file,
     ``names`` (:data:`NAMINGS`) decides: ``file``, its
     :func:`~prefeval.io.source.run_name` (the base name without ``input.``, ``.gz`` and
     one of :data:`~prefeval.io.source.RUN_SUFFIXES`), or ``tag``, its :func:`run_tag`;
     a RunColumns' or Run's name, ``run{i}`` for another in-memory run at position i
     (from 1).  A path to a Parquet table with a ``run`` (or ``name``) column stands for
-    its runs (named by that column, in sorted name order), and so does a DataFrame with
-    such a column (:func:`~prefeval.io.frames.frame_runs`); either given under a name,
-    as one run, is an error.  Two runs with one name are an error that says how to name
-    them.
+    its runs (named by that column, in sorted name order), and so do a DataFrame and a
+    table of Arrow's C stream with such a column
+    (:func:`~prefeval.io.frames.frame_runs`, :func:`~prefeval.io.arrow.table_runs`); each
+    given under a name, as one run, is an error.  Two runs with one name are an error
+    that says how to name them.
     """
 
     if isinstance(runs, RunSet):
         return runs
     if names not in NAMINGS:
         raise ValueError(f"names: {names!r}; expected one of {', '.join(NAMINGS)}")
-    if isinstance(runs, (str, os.PathLike, RunColumns, Run)) or is_frame(runs):
+    if isinstance(runs, (str, os.PathLike, RunColumns, Run)) or is_frame(runs) or is_arrow(runs):
         runs = [runs]
     given = "key"  # what names the runs given by name: a dict's keys, or NAME=PATH
     if isinstance(runs, dict):
@@ -498,6 +506,20 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
         return [source if name is None else replace(source, name=name)]
     if isinstance(source, RunColumns):
         return [Run(name or str(source.name), "columns", source.path, source)]
+    if is_arrow(source):
+        kind = arrow.what(source)
+        where = f"<runs {kind} {i + 1}>" if name is None else f"<run {name}>"
+        one, many = arrow.table_runs(source, where)
+        if many is None:
+            return [Run(name or f"run{i + 1}", "arrow", None, one)]
+        if name is not None:
+            raise InputError(
+                where,
+                None,
+                f"a {kind} of many runs (a run column) given as the one run {name!r}; "
+                "give it in a list of runs, or drop its run column",
+            )
+        return [Run(label, "arrow", None, run) for label, run in many]
     if is_frame(source):
         where = f"<runs DataFrame {i + 1}>" if name is None else f"<run {name}>"
         runs = frame_runs(source, where)
@@ -538,10 +560,11 @@ def _resolve_one(key, source, i: int, whole: int) -> list[Run]:
 
 
 def read_qrels(source, *, name: str | None = None):
-    """Read qrels from a path, an ir_datasets id ``irds:ID`` (:mod:`prefeval.io.irds`) or a
-    pandas DataFrame into a :class:`prefeval.core.qrels.Qrels`.
+    """Read qrels from a path, an ir_datasets id ``irds:ID`` (:mod:`prefeval.io.irds`), a
+    pandas DataFrame or a table of Arrow's C stream
+    (:mod:`prefeval.io.arrow`) into a :class:`prefeval.core.qrels.Qrels`.
 
-    A DataFrame uses ir-measures' column names ``query_id, doc_id, relevance`` (or
+    A DataFrame or table uses ir-measures' column names ``query_id, doc_id, relevance`` (or
     PyTerrier's ``qid, docno, label``) and, optionally, ``iteration`` (``0``/``Q0`` or an
     integer subtopic id); see :mod:`prefeval.io.frames`.
 
@@ -553,6 +576,8 @@ def read_qrels(source, *, name: str | None = None):
 
     if isinstance(source, Qrels):
         return source
+    if is_arrow(source):
+        return arrow.read_qrels(source, name)
     if is_frame(source):
         return qrels_from_frame(source, name=name or "<qrels DataFrame>")
     if is_dataset_id(source):
@@ -568,8 +593,9 @@ def read_qrels(source, *, name: str | None = None):
 
 
 def read_run(source, *, name: str | None = None) -> RunColumns:
-    """Read one run from a path or a pandas DataFrame (``query_id, doc_id, score``, or
-    PyTerrier's ``qid, docno, score``: see :mod:`prefeval.io.frames`).
+    """Read one run from a path, a pandas DataFrame or a table of Arrow's C stream
+    (``query_id, doc_id, score``, or PyTerrier's ``qid, docno, score``: see
+    :mod:`prefeval.io.frames`).
 
     >>> import prefeval
     >>> run = prefeval.read_run("sample_data/runs/input.sys01")
@@ -581,6 +607,8 @@ def read_run(source, *, name: str | None = None) -> RunColumns:
         return source
     if isinstance(source, Run):
         return source.read()
+    if is_arrow(source):
+        return arrow.read_run(source, name or "run")
     if is_frame(source):
         return _run_from_frame(source, name or "run")
     path = os.fspath(source)
@@ -620,22 +648,33 @@ def qrels_input(qrels):
         if not is_nested(qrels):
             raise TypeError(f"{where}: a dict must be {{query_id: {{doc_id: relevance}}}}")
         return qrels_from_frame(nested_frame(qrels, "relevance", where), name="<qrels dict>")
+    if is_arrow(qrels):
+        return arrow.read_qrels(qrels)
+    if is_named_dict(qrels):
+        where = f"<qrels {type(qrels).__name__}>"
+        mapping = named_dict(qrels, "relevance", where)
+        return qrels_from_frame(nested_frame(mapping, "relevance", where), name=where)
     if isinstance(qrels, Iterable):
         return qrels_from_frame(records_frame(qrels, "relevance", where), name="<qrels records>")
     raise TypeError(
-        f"qrels: expected a path, a DataFrame, a {{query_id: {{doc_id: relevance}}}} dict or "
+        f"qrels: expected a path, a DataFrame, a table of Arrow's C stream (pyarrow, polars, "
+        f"DuckDB), a {{query_id: {{doc_id: relevance}}}} dict, a ranx Qrels or "
         f"ir_measures.Qrel rows, got {type(qrels).__name__}"
     )
 
 
 def _one_run(run, where: str):
-    """One run as a path (``str``), a RunColumns or a ``query_id, doc_id, score`` frame;
-    None when ``run`` is not one run."""
+    """One run as a path (``str``), a RunColumns, a ``query_id, doc_id, score`` frame, a
+    table of Arrow's C stream (a many-run one: its runs, :func:`resolve_runs`) or, for a
+    ranx Run with a name, a :class:`Run` of that name; None when ``run`` is not one run."""
 
     if isinstance(run, (str, os.PathLike)):
         return os.fspath(run)
-    if isinstance(run, (RunColumns, Run)):
+    if isinstance(run, (RunColumns, Run)) or is_arrow(run):
         return run
+    if is_named_dict(run):
+        frame = run_frame(nested_frame(named_dict(run, "score", where), "score", where), where)
+        return frame if run.name is None else Run(str(run.name), "frame", None, frame)
     if isinstance(run, pd.DataFrame):  # one with a run column: its runs (resolve_runs)
         many = frame_column(run, RUN, "run", where, required=False) is not None
         return run if many else run_frame(run, where)
@@ -648,11 +687,13 @@ def runs_input(runs) -> RunSet:
     """The API's runs as a :class:`RunSet` (:func:`resolve_runs`) of paths, RunColumns and
     ``query_id, doc_id, score`` frames.
 
-    Names: a dict's keys; a path's :func:`~prefeval.io.source.run_name`; ``run1``,
-    ``run2``... by position for other in-memory runs of a list; for a DataFrame with a
-    ``run`` (or ``name``) column, alone or in a list, that column, runs taken in sorted
-    name order (so the order of the rows changes nothing).  One run alone (a path, a
-    DataFrame without a run column, records, a pytrec_eval dict) is a list of one.
+    Names: a dict's keys; a path's :func:`~prefeval.io.source.run_name`; a ranx Run's
+    ``name`` (:func:`~prefeval.io.frames.is_named_dict`) when it has one; ``run1``,
+    ``run2``... by position for other in-memory runs of a list; for a DataFrame or a
+    table of Arrow's C stream with a ``run`` (or ``name``) column, alone or in a list,
+    that column, runs taken in sorted name order (so the order of the rows changes
+    nothing).  One run alone (a path, a DataFrame or table without a run column, records,
+    a pytrec_eval dict, a ranx Run) is a list of one.
     """
 
     if isinstance(runs, RunSet):
@@ -676,8 +717,9 @@ def runs_input(runs) -> RunSet:
         items = [(None, run) for run in runs]
     else:
         raise TypeError(
-            f"runs: expected paths, DataFrames, ir_measures.ScoredDoc rows or "
-            f"{{query_id: {{doc_id: score}}}} dicts (a list, or a dict name -> run), "
+            f"runs: expected paths, DataFrames, tables of Arrow's C stream (pyarrow, polars, "
+            f"DuckDB), ir_measures.ScoredDoc rows, {{query_id: {{doc_id: score}}}} dicts or "
+            f"ranx Runs (a list, or a dict name -> run), "
             f"got {type(runs).__name__}"
         )
     if not items:
@@ -691,8 +733,9 @@ def runs_input(runs) -> RunSet:
                 source = run_frame(records_frame(run, "score", where), where)
             else:
                 raise TypeError(
-                    f"{where}: expected a path, a DataFrame, ir_measures.ScoredDoc rows or a "
-                    f"{{query_id: {{doc_id: score}}}} dict, got {type(run).__name__}"
+                    f"{where}: expected a path, a DataFrame, a table of Arrow's C stream, "
+                    f"ir_measures.ScoredDoc rows, a {{query_id: {{doc_id: score}}}} dict or a "
+                    f"ranx Run, got {type(run).__name__}"
                 )
         out.append((name, source))
     if isinstance(runs, Mapping):

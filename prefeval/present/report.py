@@ -887,6 +887,27 @@ def render(report: Report, output) -> dict[str, bytes]:
     return files
 
 
+class InlineReport:
+    """A report written nowhere, shown where it is displayed: :attr:`html` is the page a
+    ``.html`` report holds (self-contained, figures as inline SVG), the CSV files of the
+    whole matrices inline too (links to ``data:`` URLs).  Jupyter displays it
+    (``_repr_html_``) in a frame of its own (``<iframe srcdoc>``), so that the page's
+    style sheet does not restyle the notebook."""
+
+    def __init__(self, report: Report):
+        self.title = report.title
+        self.html = _html(report, None)
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<iframe title="{html.escape(self.title)}" srcdoc="{html.escape(self.html)}" '
+            'style="width:100%;height:80vh;border:1px solid #ddd"></iframe>'
+        )
+
+    def __repr__(self) -> str:
+        return f"<InlineReport {self.title!r}: {len(self.html)} characters of HTML>"
+
+
 def write(report: Report, output, inputs=()) -> list[str]:
     """Write the report's files (figures and CSV files first, then the report), each
     atomically, then remove the files an earlier report written to ``output`` left
@@ -1079,7 +1100,10 @@ def _html_href(name: str) -> str:
     return html.escape(urllib.parse.quote(name))
 
 
-def _html(report: Report, files: dict[str, str]) -> str:
+def _html(report: Report, files: dict[str, str] | None) -> str:
+    """The HTML page of ``report``, figures inline; ``files``: figure or download name ->
+    its file name beside the report, None for a page written nowhere
+    (:class:`InlineReport`: the CSV files inline too, as ``data:`` links)."""
 
     out = [
         "<!DOCTYPE html>",
@@ -1097,6 +1121,14 @@ def _html(report: Report, files: dict[str, str]) -> str:
             elif isinstance(block, Table):
                 if "html" in block.formats:
                     out += _html_table(block)
+            elif isinstance(block, Download) and files is None:  # inline: the file in the link
+                name = f"report-{file_name_part(block.name, FILE_NAME_CHARS)}.csv"
+                data = base64.b64encode(block.data).decode("ascii")
+                out.append(
+                    f'<p class="legend"><a href="data:text/csv;base64,{data}" '
+                    f'download="{html.escape(name)}">{html.escape(name)}</a>: '
+                    f"{html.escape(block.caption)}.</p>"
+                )
             elif isinstance(block, Download):
                 target = _html_href(files[block.name])
                 out.append(
