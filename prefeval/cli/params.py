@@ -183,12 +183,15 @@ def precision_option(func):
     )(func)
 
 
-def against_option(func):
+def against_option(func=None, *, help: str | None = None):
+    """--against RUN; ``help``: what it means to a command that gives it another meaning."""
+    if func is None:
+        return lambda f: against_option(f, help=help)
     return click.option(
         "--against",
         multiple=True,
         metavar="RUN",
-        help="Only the pairs with RUN (repeatable), oriented with RUN as run_b.",
+        help=help or "Only the pairs with RUN (repeatable), oriented with RUN as run_b.",
     )(func)
 
 
@@ -238,7 +241,8 @@ def resolved_runs(runs):
 
 def analysis_options(func=None, *, against=True, outputs=True):
     """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
-    ``against=False``: a command that needs every pair (--against is a usage error);
+    ``against=False``: a command that needs every pair (--against is a usage error); a
+    str: the help of --against, which means something else to the command;
     ``outputs=False``: without the table options -f, -o, -p."""
     if func is None:
         return lambda f: analysis_options(f, against=against, outputs=outputs)
@@ -276,7 +280,9 @@ def analysis_options(func=None, *, against=True, outputs=True):
         click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
         names_option,
     ]
-    if against:
+    if isinstance(against, str):
+        decorators.append(against_option(help=against))
+    elif against:
         decorators.append(against_option)
     else:  # the command needs every pair: --against is refused with a reason
         decorators.append(click.option("--against", multiple=True, hidden=True))
