@@ -487,21 +487,25 @@ def _against_section(table, gate: Options, digits: int) -> Section:
             ]
         )
     margin = f" by more than {gate.margin:g}" if gate.margin else ""
+    interval = "t interval" if gate.ci == "t" else "percentile bootstrap interval"
     caption = (
         f"Against the reference {reference}: per measure and candidate run, the mean "
         f"per-query difference of the candidate with {reference} over the queries where "
         "it is defined (Δ(candidate, reference) for a preference, a baseline's difference "
         "of values, reversed where lower is better: negative favours the reference), its "
-        f"two-sided {level} interval (ci), the queries the candidate wins, ties and loses, the "
+        f"two-sided {level} {interval} (ci), the queries the candidate wins, ties and "
+        "loses, the "
         f"{_GATE_TESTS[gate.tests[0]]}'s p (H1: the candidate is worse{margin}) and that "
         f"p with {_CORRECTION_NAMES[gate.correction]} over every (candidate, measure), and "
         f"the verdict at α = {gate.alpha:g}, as prefeval gate gives it: regression (in "
         "bold), improvement, no difference, or inconclusive with fewer than "
         f"{gate.min_queries} queries (not tested)."
     )
-    header = ["measure", "candidate", "queries", "mean", "ci low", "ci high", "w/t/l", "p"]
-    header.append("p adjusted")
-    return Section("Against the reference", [Table(caption, [*header, "verdict"], rows, "against")])
+    header = [
+        "measure", "candidate", "queries", "mean", "ci low", "ci high", "w/t/l", "p",
+        "p adjusted", "verdict",
+    ]  # fmt: skip
+    return Section("Against the reference", [Table(caption, header, rows, "against")])
 
 
 def _baselines_section(ev, orders, pair_table, options) -> Section:

@@ -137,7 +137,7 @@ def test_alpha_is_the_reports(forty, tmp_path):
     text = page.read_text("utf-8")
     section = text[text.index("## Against the reference") :]
     section = section[: section.index("\n## ")]
-    assert "α = 0.001" in section and "two-sided 99.9% interval" in section
+    assert "α = 0.001" in section and "two-sided 99.9% t interval" in section
     gate = prefeval.gate(qrels, runs, against="sys03", measures="rpp,lexirecall",
                          baselines="AP", alpha=0.001, notify=None)  # fmt: skip
     rows = [line for line in section.splitlines() if line.startswith("| ") and "/" in line][1:]
