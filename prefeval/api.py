@@ -879,6 +879,7 @@ def report(
     robustness: bool = False,
     samples: int = 10,
     digits: int = 3,
+    against=None,
     engine: str = "local",
     scheduler: str | None = None,
     cache: bool | None = None,
@@ -902,8 +903,12 @@ def report(
     heat map, the whole matrix in ``OUT-matrix-<measure>.csv`` beside the report, among
     the paths returned) and its MC4 ordering beside each baseline's; discriminative power
     (table and curves); Kendall's tau between all measures (heatmap); agreement and
-    ties; with ``robustness=True`` the robustness curves (``samples`` draws).  Inputs as
-    :func:`order`; needs matplotlib (``pip install 'prefeval[plot]'``).
+    ties; with ``robustness=True`` the robustness curves (``samples`` draws).  With
+    ``against`` (one run name) a section "Against the reference" after the data: the table
+    of :func:`gate` against that run, of every measure of the report, with the gate's
+    defaults (one-sided paired t-test, Holm's correction, ``alpha``, at least 25 queries);
+    the other sections are the same.  Inputs as :func:`order`; needs matplotlib (``pip
+    install 'prefeval[plot]'``).
 
     >>> import prefeval, glob
     >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
@@ -932,6 +937,11 @@ def report(
         reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
     options = _judged("report", locals())
+    # ``against`` names the reference of a section; every pair is still compared
+    reference = options.against[0] if options.against else None
+    options = replace(options, against=())
+    if reference is not None and runs is not None and prefs is None:
+        against_pairs(list(_runs(runs)), [reference])  # an unknown name before any computing
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
         # preferences streamed: never the whole cube
         got = _checked_inputs(
@@ -944,7 +954,14 @@ def report(
         sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
         for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
             notify(caveat)
-        document = reports.build(got, options, sources=sources, engine=engine)
+        gated = None
+        if reference is not None:
+            against_pairs(got.evidence.runs, [reference])  # a --prefs table's runs
+            settings = _judged("gate", {"correction": "holm", "alpha": options.alpha,
+                                        "against": (reference,)})  # fmt: skip
+            evidence = got.evidence.against(reference)
+            gated = (_plain(gate_table(evidence, reference, settings, notify)), settings)
+        document = reports.build(got, options, sources=sources, engine=engine, against=gated)
     if output is None:
         return reports.InlineReport(document)
     return reports.write(document, output, inputs=[*paths, *tables])

@@ -194,7 +194,8 @@ class Options:
     binary: bool = False  # binary RPP (--binary)
     per_query: bool = False  # per-query rows (-q)
     summary: bool = True  # summary rows (not -n)
-    against: tuple[str, ...] = ()  # only the pairs (a, RUN) (--against)
+    against: tuple[str, ...] = ()  # only the pairs (a, RUN) (--against); report: the
+    #                                  reference run of its section against it
     both_directions: bool = False  # each pair then its reverse
     engine: str = "local"  # local or dask (--engine)
     scheduler: str | None = None  # Dask scheduler address (--scheduler)
@@ -444,7 +445,16 @@ def judge(**given) -> Options:
                 "by how much; use ttest or randomization",
             )
         options = replace(options, tests=tests)
-    if options.against and options.tests is not None and "hsd" in options.tests:
+    # report: --against names the reference run of its section "Against the reference"
+    # (every pair is still compared); one run
+    pairs_against = bool(options.against) and options.command != "report"
+    if options.command == "report" and len(set(options.against)) > 1:
+        raise OptionError(
+            "against",
+            "{against}: the report compares with one reference run (given "
+            f"{len(set(options.against))})",
+        )
+    if pairs_against and options.tests is not None and "hsd" in options.tests:
         raise OptionError(
             "tests",
             "{tests='hsd'} with {against=}: the HSD ranks every run by its win rate over all "
@@ -453,5 +463,5 @@ def judge(**given) -> Options:
     if options.command == "robustness" and not (options.queries or options.labels):
         raise OptionError("queries", "give {queries=} and/or {labels=}")
     if options.tests is None:  # the command's default: the HSD needs every pair
-        options = replace(options, tests=("ttest", "sign") if options.against else DEFAULT_TESTS)
+        options = replace(options, tests=("ttest", "sign") if pairs_against else DEFAULT_TESTS)
     return options

@@ -19,6 +19,7 @@ from ..core.cube import (
     RankTally,
     SpilledRates,
     StackedRates,
+    against_pairs,
     borda,
     pairwise_counts,
     win_rates,
@@ -172,6 +173,34 @@ class Evidence:
                 None if defined.all() else np.where(defined, np.cumsum(defined) - 1, -1)
             )
         return self._rows[name]
+
+    def against(self, reference: str) -> Evidence:
+        """The evidence of the pairs (a, ``reference``) for every other run a, in the runs'
+        order (:func:`~prefeval.core.cube.against_pairs`), from this evidence of every pair:
+        a cube's values selected (a reversed pair's negated, exactly), a streamed measure's
+        moments likewise (:meth:`PairMoments.select
+        <prefeval.core.moments.PairMoments.select>`; only its moments, not its win rates:
+        what the gate's t-test, sign test and t interval need), the metrics as they are."""
+        pairs = against_pairs(self.runs, [reference])
+        metrics, better = dict(self.metrics), dict(self.higher_is_better)
+        if self.cube is not None:
+            cube = self.cube.select_pairs(pairs)
+            return Evidence(self.runs, self.query_ids, cube, metrics, better)
+        n = len(self.runs)
+        where = np.full((n, n), -1, dtype=np.int64)
+        held = self.pairs()
+        where[held[:, 0], held[:, 1]] = np.arange(len(held))
+        forward, backward = where[pairs[:, 0], pairs[:, 1]], where[pairs[:, 1], pairs[:, 0]]
+        rows, reverse = np.where(forward >= 0, forward, backward), forward < 0
+        if (rows < 0).any():
+            raise ValueError(f"against {reference}: a pair this evidence does not hold")
+        streamed = {
+            name: (None, self.moments(name).select(rows, reverse)) for name in self.streamed
+        }
+        return Evidence(
+            self.runs, self.query_ids, None, metrics, better, streamed=streamed,
+            streamed_pairs=pairs,
+        )  # fmt: skip
 
     def restrict(self, query_index: np.ndarray, names=None) -> Evidence:
         """The same evidence on a subset of queries (by index, ascending), of the

@@ -189,8 +189,16 @@ def precision_option(func):
 AGAINST_HELP = "Only the pairs with RUN (repeatable), oriented with RUN as run_b."
 
 
-def against_option(func, help: str = AGAINST_HELP):
-    return click.option("--against", multiple=True, metavar="RUN", help=help)(func)
+def against_option(func=None, *, help: str | None = None):
+    """--against RUN; ``help``: what it means to a command that gives it another meaning."""
+    if func is None:
+        return lambda f: against_option(f, help=help)
+    return click.option(
+        "--against",
+        multiple=True,
+        metavar="RUN",
+        help=help or AGAINST_HELP,
+    )(func)
 
 
 BASELINE_HELP = (
@@ -249,10 +257,11 @@ def analysis_options(
     measures_default: str | None = None,
 ):
     """Inputs shared by the analysis commands: QRELS RUN... or --prefs, and baselines;
-    ``against=False``: a command that needs every pair (--against is a usage error);
-    ``outputs=False``: without the table options -f, -o, -p; ``against_help``,
-    ``baselines_default``, ``measures_default``: the command's own words for --against
-    and the defaults of -B and -m."""
+    ``against=False``: a command that needs every pair (--against is a usage error); a
+    str: the help of --against, which means something else to the command (as
+    ``against_help``); ``outputs=False``: without the table options -f, -o, -p;
+    ``baselines_default``, ``measures_default``: the command's own defaults of -B and -m,
+    for their help."""
     if func is None:
         return lambda f: analysis_options(
             f, against=against, outputs=outputs, against_help=against_help,
@@ -292,8 +301,10 @@ def analysis_options(
         click.option("--no-baselines", is_flag=True, help="Do not compute baselines."),
         names_option,
     ]
+    if isinstance(against, str):
+        against_help = against
     if against:
-        decorators.append(lambda f: against_option(f, against_help))
+        decorators.append(against_option(help=against_help))
     else:  # the command needs every pair: --against is refused with a reason
         decorators.append(click.option("--against", multiple=True, hidden=True))
     func = dask_options(engine_options(func, measures_default=measures_default))

@@ -7,13 +7,18 @@ import click
 from ..io.writers import check_output
 from ..present.report import check_targets, output_paths
 from .analysis import run_analysis
-from .checks import command, no_against, require_matplotlib
+from .checks import command, require_matplotlib
 from .errors import usage_errors
 from .params import analysis_options, judged, significance_options
 
 
 @command()
-@analysis_options(against=False, outputs=False)
+@analysis_options(
+    against="Add the section 'Against the reference': the table of `prefeval gate "
+    "--against RUN` (one run) on the report's measures, with its defaults (ttest, holm, "
+    "the report's --alpha, at least 25 queries).",
+    outputs=False,
+)
 @click.option(
     "-o",
     "--output",
@@ -55,7 +60,8 @@ def report(inputs, prefs, metrics_file, against, output):
     significance marks (past 10 runs a heat map, the numbers in FILE-matrix-<measure>.csv)
     and its MC4 ordering beside each baseline's; discriminative power (table and
     curves); Kendall's tau between all measures (heatmap); agreement and ties; with
-    --robustness the robustness curves. The format comes from the extension of -o:
+    --robustness the robustness curves; with --against RUN, after the data, each
+    run against RUN as `prefeval gate` tests it. The format comes from the extension of -o:
     .html is one self-contained page; .md and .tex get their figures written beside
     them (FILE-<figure>.svg, FILE-<figure>.pdf).
 
@@ -64,7 +70,6 @@ def report(inputs, prefs, metrics_file, against, output):
       prefeval report -o report.html qrels.txt runs/input.*
     """
 
-    no_against(against, "report", "shows every pair of runs")
     with usage_errors():
         check_targets(output, [*inputs, prefs, metrics_file])  # before any computing
     require_matplotlib("report")

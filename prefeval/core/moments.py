@@ -64,6 +64,28 @@ class PairMoments:
             self.block_mean = self.block_mean + delta * share
             self.n = total
 
+    def select(self, rows: np.ndarray, reverse: np.ndarray) -> PairMoments:
+        """The moments of the pairs ``rows`` (indices), those where ``reverse`` is true of
+        the negated values (the pair reversed, Delta(b, a) = -Delta(a, b)): sums, means and
+        extremes negated (``0.0 - x``, exact, as :meth:`PreferenceCube.select_pairs
+        <prefeval.core.cube.PreferenceCube.select_pairs>` negates), wins and losses
+        swapped, counts and M2 kept: the same bits as the moments of the negated values."""
+        rows, reverse = np.asarray(rows, dtype=np.int64), np.asarray(reverse, dtype=bool)
+
+        def signed(values):
+            return np.where(reverse, 0.0 - values[rows], values[rows])
+
+        out = PairMoments(len(rows))
+        out.n = self.n[rows].copy()
+        out.sums = None if self.sums is None else signed(self.sums)
+        out.block_mean, out.m2 = signed(self.block_mean), self.m2[rows].copy()
+        out.low = np.where(reverse, 0.0 - self.high[rows], self.low[rows])
+        out.high = np.where(reverse, 0.0 - self.low[rows], self.high[rows])
+        out.wins = np.where(reverse, self.losses[rows], self.wins[rows])
+        out.tied = self.tied[rows].copy()
+        out.losses = np.where(reverse, self.wins[rows], self.losses[rows])
+        return out
+
     def mean(self) -> np.ndarray:
         """Mean of the defined values (the bits of :func:`prefeval.core.ties.defined_mean`;
         NaN where none; not snapped to 0)."""

@@ -287,12 +287,16 @@ def _legend(tests, correction, alpha, trials) -> str:
     )
 
 
-def build(inputs, options: Options, *, sources: dict | None = None, engine=None) -> Report:
+def build(
+    inputs, options: Options, *, sources: dict | None = None, engine=None, against=None
+) -> Report:
     """The report of ``inputs`` (a :class:`prefeval.analysis.evidence.Inputs`) with the
     settings of ``options`` (``tests``, ``correction``, ``alpha``, ``trials``, ``seed``,
     ``robustness``, ``samples``, ``digits``, ``progress``); ``sources``: the table paths
     it was read from (``prefs``, ``metrics``), for the data section; ``engine``: where the
-    HSD's trials run (default this process)."""
+    HSD's trials run (default this process); ``against``: (the table of
+    :func:`prefeval.analysis.gate.gate`, its options) for the section "Against the
+    reference" after the data, or None for none."""
 
     tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h
     ev = inputs.evidence
@@ -319,6 +323,8 @@ def build(inputs, options: Options, *, sources: dict | None = None, engine=None)
         _summary_section(inputs, orders, taus, pair_table, means, legend, options),
         _data_section(inputs, sources),
     ]
+    if against is not None:
+        sections.append(_against_section(*against, options.digits))
     if ev.metrics:
         sections.append(_baselines_section(ev, orders, pair_table, options))
     sections.extend(_preference_sections(ev, orders, taus, pair_table, means, tests, options))
@@ -433,6 +439,73 @@ def _judged_counts(inputs, query_ids) -> tuple[int, int]:
     at = np.asarray(at.fill_null(-1), dtype=np.int64)
     n_relevant = int(relevant.sizes()[at[at >= 0]].sum())
     return int(judged.as_py() or 0), n_relevant
+
+
+#: the gate's tests, as its section names them
+_GATE_TESTS = {
+    "ttest": "one-sided paired t-test",
+    "sign": "one-sided sign test",
+    "randomization": "one-sided randomization (sign-flip) test",
+}
+_CORRECTION_NAMES = {
+    "holm": "Holm's correction",
+    "bonferroni": "Bonferroni's correction",
+    "bh": "the Benjamini-Hochberg correction",
+    "by": "the Benjamini-Yekutieli correction",
+    "none": "no correction",
+}
+
+
+def _p_value(p) -> str:
+    """A p-value in 3 decimals, or below 0.001 in scientific notation; empty for NaN."""
+    if p is None or not np.isfinite(p):
+        return ""
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def _against_section(table, gate: Options, digits: int) -> Section:
+    """The section "Against the reference": the gate's table (``prefeval gate --against
+    REF``): per measure and candidate the mean difference with REF, its interval, wins,
+    ties and losses, the regression test's p-values and the verdict (a regression in
+    bold)."""
+    reference = gate.against[0]
+    level = f"{100 * (1 - gate.alpha):g}%"
+    rows = []
+    for row in table.itertuples(index=False):
+        rows.append(
+            [
+                Cell(row.measure),
+                Cell(row.candidate),
+                Cell(str(int(row.queries)), number=True),
+                Cell(_number(row.mean, digits), number=True),
+                Cell(_number(row.ci_low, digits), number=True),
+                Cell(_number(row.ci_high, digits), number=True),
+                Cell(f"{int(row.wins)}/{int(row.ties)}/{int(row.losses)}", number=True),
+                Cell(_p_value(row.p_value), number=True),
+                Cell(_p_value(row.p_adjusted), number=True),
+                Cell(row.verdict, bold=row.verdict == "regression"),
+            ]
+        )
+    margin = f" by more than {gate.margin:g}" if gate.margin else ""
+    interval = "t interval" if gate.ci == "t" else "percentile bootstrap interval"
+    caption = (
+        f"Against the reference {reference}: per measure and candidate run, the mean "
+        f"per-query difference of the candidate with {reference} over the queries where "
+        "it is defined (Δ(candidate, reference) for a preference, a baseline's difference "
+        "of values, reversed where lower is better: negative favours the reference), its "
+        f"two-sided {level} {interval} (ci), the queries the candidate wins, ties and "
+        "loses, the "
+        f"{_GATE_TESTS[gate.tests[0]]}'s p (H1: the candidate is worse{margin}) and that "
+        f"p with {_CORRECTION_NAMES[gate.correction]} over every (candidate, measure), and "
+        f"the verdict at α = {gate.alpha:g}, as prefeval gate gives it: regression (in "
+        "bold), improvement, no difference, or inconclusive with fewer than "
+        f"{gate.min_queries} queries (not tested)."
+    )
+    header = [
+        "measure", "candidate", "queries", "mean", "ci low", "ci high", "w/t/l", "p",
+        "p adjusted", "verdict",
+    ]  # fmt: skip
+    return Section("Against the reference", [Table(caption, header, rows, "against")])
 
 
 def _baselines_section(ev, orders, pair_table, options) -> Section:

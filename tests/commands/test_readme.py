@@ -1,5 +1,5 @@
-"""The README's examples, then those of docs/commands.md and docs/api.md, run as
-written, so none can drift from the tool.
+"""The README's examples, then those of docs/commands.md, docs/api.md and docs/ci.md,
+run as written, so none can drift from the tool.
 
 Every fenced ``sh`` block runs line by line (a trailing backslash continues a line;
 comment lines are skipped), every ``python`` block as a script and every ``make``
@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the documents whose examples run, in this order
-DOCUMENTS = ("README.md", "docs/commands.md", "docs/api.md")
+DOCUMENTS = ("README.md", "docs/commands.md", "docs/api.md", "docs/ci.md")
 FENCE = re.compile(r"^[ \t]*```(\w*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
 RUN = ("sh", "python", "make")
 

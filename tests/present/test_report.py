@@ -326,7 +326,7 @@ def test_escapes():
     [
         (["-o", "r.txt"], "'.txt' is not a report format"),
         (["-o", "report"], "a report needs an extension"),
-        (["-o", "r.html", "--against", "sys01"], "--against"),
+        (["-o", "r.html", "--against", "sys01", "--against", "sys02"], "--against"),
         ([], "Missing option '-o'"),
     ],
 )
