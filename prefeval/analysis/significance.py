@@ -42,14 +42,15 @@ DEFAULT_TRIALS = 10000
 DIFFERENCE_CELLS = 1 << 22
 
 
-def difference_rows(evidence: Evidence, name: str):
+def difference_rows(evidence: Evidence, name: str, width: int = 0):
     """(the pairs' slice, their (pairs x queries) :meth:`Evidence.pair_differences`) a
     stretch of pairs at a time, :data:`DIFFERENCE_CELLS` values at most (at least one
-    pair): a preference's rows of the cube, a metric's made stretch by stretch.  The
-    tests and intervals on them give each pair's result from its own row, so the
-    stretches do not change them."""
+    pair), a pair counting for its queries or ``width`` values, the larger: a
+    preference's rows of the cube, a metric's made stretch by stretch.  The tests and
+    intervals on them give each pair's result from its own row, so the stretches do not
+    change them."""
     pairs = evidence.pairs()
-    step = max(1, DIFFERENCE_CELLS // max(1, len(evidence.query_ids)))
+    step = max(1, DIFFERENCE_CELLS // max(1, len(evidence.query_ids), width))
     for lo in range(0, len(pairs), step):
         chosen = slice(lo, min(len(pairs), lo + step))
         if evidence.is_preference(name):
@@ -557,7 +558,8 @@ def pair_summary(
             low, high = mean - half, mean + half
         else:
             low, high = np.full(len(n), np.nan), np.full(len(n), np.nan)
-            for chosen, differences in difference_rows(evidence, name):
+            # a stretch of pairs at a time: their resamples' means (resamples x pairs)
+            for chosen, differences in difference_rows(evidence, name, resamples):
                 low[chosen], high[chosen] = paired.bootstrap_intervals(
                     differences, confidence, resamples, seed
                 )
