@@ -459,11 +459,16 @@ def discpower(
     pair instead: ``measure, test, run_a, run_b, p_value, p_adjusted``.
 
     ``tests``: any of ``ttest``, ``sign``, ``hsd`` (randomized Tukey HSD, ``trials``,
-    ``seed``; default all three), as a list or a comma list (``"ttest,sign"``);
-    ``correction`` ``bonferroni``, ``holm`` or ``none`` for the t and sign tests.
-    ``against``: run name(s); only the pairs with them are tested and corrected for
-    (default tests then ttest and sign: the HSD needs every pair).  Inputs as
-    :func:`order`.
+    ``seed``), ``randomization`` (the two-sided paired sign-flip test of the mean
+    difference, exact where 2**queries <= ``trials``, else ``trials`` random flips from
+    ``seed``), as a list or a comma list (``"ttest,sign"``); default ttest, sign and
+    hsd.  ``correction`` of the t, sign and randomization tests: ``bonferroni``,
+    ``holm`` (family-wise error), ``bh`` (Benjamini-Hochberg), ``by``
+    (Benjamini-Yekutieli) (false discovery rate) or ``none``.  ``against``: run name(s);
+    only the pairs with them are tested and corrected for (default tests then ttest and
+    sign: the HSD needs every pair).  The randomization test needs every pair's
+    per-query differences: the preferences are then held whole (measures x pairs x
+    queries), not streamed.  Inputs as :func:`order`.
 
     >>> import prefeval, glob
     >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
@@ -481,8 +486,10 @@ def discpower(
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
         # the HSD's win rates in temporary files: one measure's read at a time
         hsd = "hsd" in options.tests
+        # the randomization test flips each pair's per-query differences: the whole cube
+        stream = "randomization" not in options.tests
         evidence = _evidence_only(
-            qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=hsd,
+            qrels, runs, prefs, metrics, options, notify, stream=stream, win_rates=hsd,
             spill=hsd, engine=engine,
         )  # fmt: skip
         table = pair_tests(
@@ -668,6 +675,8 @@ def pairs(
     binary: bool = False,
     ci="t",
     level: float | None = None,
+    resamples: int = 10000,
+    seed: int = 0,
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
@@ -677,9 +686,14 @@ def pairs(
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Per run pair (``prefeval pairs``): rows ``measure, run_a, run_b, queries, mean,
-    ci_low, ci_high, wins, ties, losses`` — the mean per-query difference (Delta(a, b)
-    for a preference, the metric's a - b, or b - a when lower is better), its t
-    confidence interval at level ``ci``, and the queries won, tied and lost by run_a.
+    ci_low, ci_high, wins, ties, losses, effect`` — the mean per-query difference
+    (Delta(a, b) for a preference, the metric's a - b, or b - a when lower is better),
+    its two-sided confidence interval at ``level`` (default 0.95), the queries won, tied
+    and lost by run_a, and the effect size mean / sd of the differences (sd with ddof 1;
+    NaN below two queries or when the differences all tie).  ``ci``: ``"t"`` (Student's
+    t interval) or ``"bootstrap"`` (the percentile bootstrap of the mean, ``resamples``
+    resamples seeded by ``seed``; it holds every pair's per-query differences: the
+    preferences whole, not streamed); a number as ``ci`` is the level of a t interval.
     ``against``: run name(s); only the pairs (a, RUN).  Inputs as :func:`order`.
 
     >>> import prefeval, glob
@@ -696,10 +710,13 @@ def pairs(
     """
 
     options = _judged("pairs", locals())
+    # the bootstrap resamples each pair's per-query differences: the whole cube
     evidence = _evidence_only(
-        qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
-    )
-    return _plain(pair_summary(evidence, options.level))
+        qrels, runs, prefs, metrics, options, notify, stream=options.ci == "t",
+        win_rates=False,
+    )  # fmt: skip
+    table = pair_summary(evidence, options.level, options.ci, options.resamples, options.seed)
+    return _plain(table)
 
 
 @_command
@@ -943,11 +960,12 @@ def report(
     if reference is not None and runs is not None and prefs is None:
         against_pairs(list(_runs(runs)), [reference])  # an unknown name before any computing
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
-        # preferences streamed: never the whole cube
+        # preferences streamed (never the whole cube) unless the randomization test
+        # flips each pair's per-query differences
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
-            engine=engine, stream=True, win_rates="hsd" in options.tests or options.robustness,
-            signs=True, spill=True,
+            engine=engine, stream="randomization" not in options.tests,
+            win_rates="hsd" in options.tests or options.robustness, signs=True, spill=True,
         )  # fmt: skip
         if not got.evidence.preference_measures:
             raise ValueError("no preference measure to report")

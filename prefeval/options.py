@@ -209,10 +209,10 @@ class Options:
     teleport: float = 0.05  # MC4's teleport weight
     tests: tuple[str, ...] = DEFAULT_TESTS  # significance tests (discpower, report, gate;
     #     judged: the command's default, ttest and sign with --against, ttest for gate)
-    correction: str = "bonferroni"  # multiple-comparison correction of ttest and sign
+    correction: str = "bonferroni"  # multiple-comparison correction of ttest, sign, randomization
     alpha: float = 0.05  # significance level
-    trials: int = 10000  # randomized HSD trials
-    seed: int = 0  # seed of the HSD trials and of robustness' samples
+    trials: int = 10000  # trials of the randomized HSD and of the randomization test
+    seed: int = 0  # seed of the HSD's and randomization's trials, bootstrap, robustness samples
     pairs: bool = False  # discpower: one row per run pair
     ties: bool = False  # agree: the share of ties instead
     queries: tuple[int, ...] = ()  # robustness: numbers of queries to draw

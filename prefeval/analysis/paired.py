@@ -201,8 +201,9 @@ def bootstrap_intervals(
     ``confidence``: the (1 - c)/2 and (1 + c)/2 quantiles (``numpy.quantile``, linear)
     of the means of ``resamples`` resamples of the row's n defined values, drawn with
     replacement (PCG64 seeded by ``seed``: the same resamples for every row with n
-    values).  NaN below two values; a zero-width interval at the mean when the values
-    all tie."""
+    values; each resample's draws added in the order drawn, so a row's interval is the
+    same bits whatever rows it comes with).  NaN below two values; a zero-width interval
+    at the mean when the values all tie.  Memory: ``resamples`` means per row."""
     values, groups = _defined_rows(differences)
     low = np.full(values.shape[0], np.nan)
     high = np.full(values.shape[0], np.nan)
@@ -218,9 +219,16 @@ def bootstrap_intervals(
         for start in range(0, resamples, block):
             size = min(block, resamples - start)
             picks = rng.integers(0, n, size=(size, n), dtype=np.int64)
-            flat = (picks + n * np.arange(size, dtype=np.int64)[:, None]).ravel()
-            counts = np.bincount(flat, minlength=size * n).reshape(size, n)
-            means[start : start + size] = counts @ chosen / n
+            # each resample's sum adds its draws in order (no matrix product, whose sums
+            # would follow the number of rows): a row's bits are its own; the rows a
+            # stretch at a time, _BLOCK_VALUES sums at most
+            width = max(1, _BLOCK_VALUES // size)
+            for lo in range(0, len(rows), width):
+                part = np.ascontiguousarray(chosen[:, lo : lo + width])
+                sums = np.zeros((size, part.shape[1]))
+                for k in range(n):
+                    sums += part[picks[:, k]]
+                means[start : start + size, lo : lo + width] = sums / n
         tails = np.quantile(means, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
         low[rows], high[rows] = tails[0], tails[1]
     fixed = constant & ~np.isnan(low)

@@ -8,10 +8,13 @@ Tests (distributions from scipy.stats):
   (the natural test for lexirecall and lexiprecision).
 - ``hsd``: Carterette's randomized Tukey HSD on a queries x runs score matrix
   (metric values; for a preference, the per-query win rate W_q).
+- ``randomization``: the two-sided paired randomization (sign-flip) test of the mean
+  per-query difference (:func:`prefeval.analysis.paired.randomization_pvalues`).
 
-Corrections for the pairwise tests: Bonferroni, Holm, Benjamini-Hochberg (``bh``),
-Benjamini-Yekutieli (``by``), or none; the HSD p-values
-already control the family-wise error (correction reported as ``tukey``).
+Corrections for the pairwise tests: Bonferroni, Holm (family-wise error),
+Benjamini-Hochberg (``bh``), Benjamini-Yekutieli (``by``) (false discovery rate), or
+none; the HSD p-values already control the family-wise error (correction reported as
+``tukey``).
 """
 
 from __future__ import annotations
@@ -29,10 +32,47 @@ from ..core.parallel import usable_cpus
 from ..core.progress import progress_bar, series
 from ..engine.job import Engine
 from ..engine.local import LocalEngine
-from ..options import CORRECTIONS, DEFAULT_TESTS, TESTS
+from ..options import CORRECTIONS, DEFAULT_TESTS, INTERVALS, TESTS
+from . import paired
 from .orderings import Evidence
 
 DEFAULT_TRIALS = 10000
+#: (pair, query) differences taken at a time by the tests and intervals that need them
+#: whole (randomization, bootstrap): a metric's made a stretch of pairs at a time
+DIFFERENCE_CELLS = 1 << 22
+
+
+def difference_rows(evidence: Evidence, name: str, width: int = 0):
+    """(the pairs' slice, their (pairs x queries) :meth:`Evidence.pair_differences`) a
+    stretch of pairs at a time, :data:`DIFFERENCE_CELLS` values at most (at least one
+    pair), a pair counting for its queries or ``width`` values, the larger: a
+    preference's rows of the cube, a metric's made stretch by stretch.  The tests and
+    intervals on them give each pair's result from its own row, so the stretches do not
+    change them."""
+    pairs = evidence.pairs()
+    step = max(1, DIFFERENCE_CELLS // max(1, len(evidence.query_ids), width))
+    for lo in range(0, len(pairs), step):
+        chosen = slice(lo, min(len(pairs), lo + step))
+        if evidence.is_preference(name):
+            yield chosen, evidence.preferences(name)[chosen]
+        else:
+            scores = evidence.scores(name)
+            a, b = pairs[chosen, 0], pairs[chosen, 1]
+            yield chosen, (scores[:, a] - scores[:, b]).T
+
+
+def randomization_pvalues(
+    evidence: Evidence, name: str, trials: int = DEFAULT_TRIALS, seed: int | None = 0
+) -> np.ndarray:
+    """Two-sided paired randomization (sign-flip) test p-value for every run pair, of
+    its per-query differences (:meth:`Evidence.pair_differences`, needs the cube of a
+    preference): :func:`prefeval.analysis.paired.randomization_pvalues`, all 2**n sign
+    flips of a pair's n defined differences where 2**n <= ``trials`` (exact), else
+    ``trials`` random ones seeded by ``seed``, p = (1 + count) / (1 + trials)."""
+    out = np.ones(len(evidence.pairs()))
+    for chosen, differences in difference_rows(evidence, name):
+        out[chosen] = paired.randomization_pvalues(differences, trials=trials, seed=seed)
+    return out
 
 
 def ttest_pvalues(evidence: Evidence, name: str) -> np.ndarray:
@@ -402,7 +442,9 @@ def pair_tests(
     engine: Engine | None = None,
 ) -> pd.DataFrame:
     """One row per measure, test and run pair: ``measure, test, run_a, run_b, p_value,
-    p_adjusted``; the HSD on at most ``jobs`` cores (``Options.jobs``; default the usable
+    p_adjusted``; ``randomization`` needs each pair's per-query differences (a cube of
+    the preferences, not streamed moments), with the HSD's ``trials`` and ``seed``; the
+    HSD on at most ``jobs`` cores (``Options.jobs``; default the usable
     CPUs), or on ``engine``'s workers (:func:`hsd_pvalues`), its trials one stretch of the
     progress bar (:func:`~prefeval.core.progress.series`); ``notify``: told
     :func:`sample_caveats` (None: not)."""
@@ -423,6 +465,8 @@ def _pair_tests(evidence, tests, correction, trials, seed, progress, jobs, engin
                 p, adj = ttest_pvalues(evidence, name), None
             elif test == "sign":
                 p, adj = sign_pvalues(evidence, name), None
+            elif test == "randomization":
+                p, adj = randomization_pvalues(evidence, name, trials, seed), None
             elif test == "hsd":
                 # columns by run name: the same random permutations whatever the run order
                 canonical = evidence.name_order()
@@ -465,20 +509,36 @@ PAIR_COLUMNS = [
     "wins",
     "ties",
     "losses",
+    "effect",
 ]
 
 
-def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
-    """Rows ``measure, run_a, run_b, queries, mean, ci_low, ci_high, wins, ties, losses``.
+def pair_summary(
+    evidence: Evidence,
+    confidence: float = 0.95,
+    interval: str = "t",
+    resamples: int = 10000,
+    seed: int | None = 0,
+) -> pd.DataFrame:
+    """Rows ``measure, run_a, run_b, queries, mean, ci_low, ci_high, wins, ties, losses,
+    effect``.
 
     Per measure and run pair, over the queries where the measure is defined: the mean
     per-query difference (Delta(a, b); a metric's value(a) - value(b), b - a when lower
-    is better), its two-sided t confidence interval (mean -/+ t_{(1+c)/2, n-1} s/sqrt(n),
-    ``scipy.stats.t``; zero width when the differences all tie, NaN below two queries)
-    and the queries a wins, ties and loses (signs by :mod:`prefeval.core.ties`).
+    is better), its two-sided confidence interval at level ``confidence``, the queries a
+    wins, ties and loses (signs by :mod:`prefeval.core.ties`) and the effect size mean /
+    sd of the differences (sample sd, ddof 1: Cohen's d of paired differences; NaN below
+    two queries or when they all tie).  ``interval`` ``t``: mean -/+ t_{(1+c)/2, n-1}
+    s/sqrt(n) (``scipy.stats.t``); ``bootstrap``: the percentile bootstrap of the mean,
+    ``resamples`` resamples seeded by ``seed``
+    (:func:`prefeval.analysis.paired.bootstrap_intervals`; needs each pair's per-query
+    differences, a cube of the preferences).  Either interval has zero width when the
+    differences all tie and is NaN below two queries.
     """
     from scipy import stats
 
+    if interval not in INTERVALS:
+        raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
     pairs = evidence.pairs()
     frames = []
     for name in evidence.measures:
@@ -486,13 +546,25 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
         n = moments.n
         mean = ties.snap_zero(moments.mean())
         spread = np.sqrt(np.where(n > 1, moments.variance(), 0.0))
-        half = (
-            stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1))
-            * spread
-            / np.sqrt(np.maximum(n, 1))
-        )
-        half = np.where(moments.constant(), 0.0, half)
-        half = np.where(n > 1, half, np.nan)
+        constant = moments.constant()
+        if interval == "t":
+            half = (
+                stats.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1))
+                * spread
+                / np.sqrt(np.maximum(n, 1))
+            )
+            half = np.where(constant, 0.0, half)
+            half = np.where(n > 1, half, np.nan)
+            low, high = mean - half, mean + half
+        else:
+            low, high = np.full(len(n), np.nan), np.full(len(n), np.nan)
+            # a stretch of pairs at a time: their resamples' means (resamples x pairs)
+            for chosen, differences in difference_rows(evidence, name, resamples):
+                low[chosen], high[chosen] = paired.bootstrap_intervals(
+                    differences, confidence, resamples, seed
+                )
+            fixed = constant & (n > 1)  # zero width at the mean, as the t interval
+            low[fixed] = high[fixed] = mean[fixed]
         frames.append(
             pd.DataFrame(
                 {
@@ -501,11 +573,12 @@ def pair_summary(evidence: Evidence, confidence: float = 0.95) -> pd.DataFrame:
                     "run_b": [evidence.runs[i] for i in pairs[:, 1]],
                     "queries": n.astype(np.int64),
                     "mean": mean,
-                    "ci_low": mean - half,
-                    "ci_high": mean + half,
+                    "ci_low": low,
+                    "ci_high": high,
                     "wins": moments.wins,
                     "ties": moments.tied,
                     "losses": moments.losses,
+                    "effect": paired.effect_from(n, mean, spread, constant),
                 },
                 columns=PAIR_COLUMNS,
             )

@@ -19,6 +19,7 @@ from .checks import command, no_against, plotting_for
 from .errors import usage_errors
 from .params import (
     DEFAULTS,
+    IntervalType,
     PlotFile,
     analysis_options,
     baseline_names,
@@ -249,17 +250,40 @@ def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, outpu
 @click.option(
     "--ci",
     "ci",
-    type=judged("level"),
-    default=0.95,
+    type=IntervalType(),
+    default="t",
     show_default=True,
-    help="Confidence level of the t interval of the mean difference.",
+    help="Interval of the mean difference: t (Student's t) or bootstrap (percentile "
+    "bootstrap of the mean; holds the preferences whole). A number is the --level of a "
+    "t interval.",
+)
+@click.option(
+    "--level",
+    type=judged("level"),
+    default=None,
+    help="Confidence level of the interval.  [default: 0.95]",
+)
+@click.option(
+    "--resamples",
+    type=judged("resamples"),
+    default=10000,
+    show_default=True,
+    help="Bootstrap resamples (--ci bootstrap).",
+)
+@click.option(
+    "--seed",
+    type=judged("seed"),
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap resamples.",
 )
 def pairs(inputs, prefs, metrics_file, precision, fmt, output):
-    """Per run pair: mean difference, t confidence interval, wins, ties, losses.
+    """Per run pair: mean difference, its interval, wins, ties, losses, effect size.
 
-    Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses`: per
-    query Delta(a, b) for a preference, value(a) - value(b) for a metric (b - a when
-    lower is better, ASL), so positive always favours run_a.
+    Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses
+    effect`: per query Delta(a, b) for a preference, value(a) - value(b) for a
+    metric (b - a when lower is better, ASL), so positive always favours run_a;
+    effect is mean / sd of those differences (empty when they all tie).
 
     \b
     Example:

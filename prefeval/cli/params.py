@@ -351,6 +351,29 @@ def baseline_names(baselines):
         return [b.name for b in parse_baselines(baselines)]
 
 
+class IntervalType(click.ParamType):
+    """--ci: the kind of interval (:data:`prefeval.options.INTERVALS`), or a number, the
+    confidence level of a t interval (judged as ``level``)."""
+
+    name = "interval"
+
+    def get_metavar(self, param, ctx=None):
+        return "[" + "|".join(options.INTERVALS) + "|LEVEL]"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str) or value in options.INTERVALS:
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            choices = ", ".join(options.INTERVALS)
+            self.fail(f"{value!r} is not one of {choices}, nor a confidence level.", param, ctx)
+        try:
+            return options.check("level", number)
+        except OptionError as error:
+            self.fail(error.worded(namer(ctx)), param, ctx)
+
+
 class PlotFile(click.Path):
     """--plot FILE: a writable .png, .pdf or .svg file (any case), checked before any
     computing."""
@@ -377,14 +400,19 @@ def significance_options(func):
             "tests",
             type=click.Choice(options.TESTS),
             multiple=True,
-            help="Significance test(s); repeatable. Default: all three.",
+            help="Significance test(s); repeatable: ttest (t-test of the per-query "
+            "differences), sign (sign test), hsd (randomized Tukey HSD), randomization "
+            "(paired sign-flip test of the mean difference; holds the preferences whole). "
+            "Default: ttest, sign and hsd (ttest and sign with --against).",
         ),
         click.option(
             "--correction",
             type=click.Choice(options.CORRECTIONS),
             default="bonferroni",
             show_default=True,
-            help="Multiple-comparison correction of ttest and sign p-values.",
+            help="Multiple-comparison correction of the ttest, sign and randomization "
+            "p-values: bonferroni or holm (family-wise error), bh (Benjamini-Hochberg) or "
+            "by (Benjamini-Yekutieli) (false discovery rate), none.",
         ),
         click.option(
             "--alpha",
@@ -397,14 +425,15 @@ def significance_options(func):
             type=judged("trials"),
             default=10000,
             show_default=True,
-            help="Randomized HSD trials.",
+            help="Trials of the randomized HSD and of the randomization test (exact, "
+            "every sign flip, where 2**queries <= N).",
         ),
         click.option(
             "--seed",
             type=judged("seed"),
             default=0,
             show_default=True,
-            help="Seed of the HSD trials.",
+            help="Seed of the HSD's and the randomization test's trials.",
         ),
     ]
     for option in reversed(decorators):

@@ -64,8 +64,13 @@ from .plots import (
 #: report formats by file extension
 FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".tex": "tex"}
 #: the superscript marking a pair significant under each test
-TEST_MARKS = {"ttest": "t", "sign": "s", "hsd": "h"}
-_TEST_NAMES = {"ttest": "t-test", "sign": "sign test", "hsd": "randomized Tukey HSD"}
+TEST_MARKS = {"ttest": "t", "sign": "s", "hsd": "h", "randomization": "r"}
+_TEST_NAMES = {
+    "ttest": "t-test",
+    "sign": "sign test",
+    "hsd": "randomized Tukey HSD",
+    "randomization": "randomization test",
+}
 #: shares of the queries drawn by --robustness, and of the relevant labels kept
 ROBUSTNESS_QUERY_SHARES = (0.1, 0.25, 0.5, 0.75)
 ROBUSTNESS_LABELS = (0.1, 0.25, 0.5, 0.75)
@@ -259,7 +264,7 @@ def _significance(pair_table, name, alpha) -> dict:
     """(run_a, run_b) -> the marks of the tests finding the pair significant."""
     out: dict = {}
     part = pair_table[(pair_table["measure"] == name) & (pair_table["p_adjusted"] < alpha)]
-    for test in TEST_MARKS:  # marks in a fixed order: t, s, h
+    for test in TEST_MARKS:  # marks in a fixed order: t, s, h, r
         for a, b in part.loc[part["test"] == test, ["run_a", "run_b"]].itertuples(index=False):
             out[a, b] = out.get((a, b), "") + TEST_MARKS[test]
     return out
@@ -268,7 +273,8 @@ def _significance(pair_table, name, alpha) -> dict:
 def _how(test, correction, trials) -> str:
     if test == "hsd":
         return f"{trials} trials, family-wise"
-    return "unadjusted" if correction == "none" else f"{correction}-corrected"
+    corrected = "unadjusted" if correction == "none" else f"{correction}-corrected"
+    return f"{trials} trials, {corrected}" if test == "randomization" else corrected
 
 
 def _legend(tests, correction, alpha, trials) -> str:
@@ -298,7 +304,7 @@ def build(
     :func:`prefeval.analysis.gate.gate`, its options) for the section "Against the
     reference" after the data, or None for none."""
 
-    tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h
+    tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h, r
     ev = inputs.evidence
     sources = sources or {}
     orders = order(ev)

@@ -470,28 +470,32 @@ def test_pairs_hand_counted(tiny):
         "wins",
         "ties",
         "losses",
+        "effect",
     ]
     rows = {(m, a, b): r for m, a, b, *r in table.to_numpy()}
     # rpp, one relevant document: sgn(rank_b - rank_a); A vs B: +1 -1 0 +1
     deltas = np.array([1.0, -1.0, 0.0, 1.0])
-    q, mean, low, high, wins, ties_, losses = rows[("rpp", "A", "B")]
+    q, mean, low, high, wins, ties_, losses, effect = rows[("rpp", "A", "B")]
     assert (q, wins, ties_, losses) == ("4", "2", "1", "1")
     assert float(mean) == 0.25
+    # sd (ddof 1) of +1 -1 0 +1: sqrt(2.75 / 3)
+    assert float(effect) == pytest.approx(0.25 / np.sqrt(2.75 / 3), rel=1e-14)
     interval = stats.ttest_1samp(deltas, 0.0).confidence_interval(0.95)
     assert float(low) == pytest.approx(interval.low, rel=1e-12)
     assert float(high) == pytest.approx(interval.high, rel=1e-12)
     # AP = 1/rank of r: A - B = 1/2, -1/2, 0, 2/3
     ap = np.array([0.5, -0.5, 0.0, 2 / 3])
-    q, mean, low, high, wins, ties_, losses = rows[("AP", "A", "B")]
+    q, mean, low, high, wins, ties_, losses, effect = rows[("AP", "A", "B")]
     assert (wins, ties_, losses) == ("2", "1", "1")
     assert float(mean) == pytest.approx(ap.mean(), rel=1e-15)
+    assert float(effect) == pytest.approx(ap.mean() / ap.std(ddof=1), rel=1e-14)
     lo, hi = stats.t.interval(0.95, 3, loc=ap.mean(), scale=stats.sem(ap))
     assert (float(low), float(high)) == pytest.approx((lo, hi), rel=1e-12)
-    # constant differences: a zero-width interval at the mean
-    assert rows[("rpp", "A", "C")][1:] == ["0.0", "0.0", "0.0", "0", "4", "0"]
+    # constant differences: a zero-width interval at the mean, no effect size (no spread)
+    assert rows[("rpp", "A", "C")][1:] == ["0.0", "0.0", "0.0", "0", "4", "0", ""]
     # A vs D: +1 0 +1 +1
-    assert rows[("rpp", "A", "D")][1] == "0.75" and rows[("rpp", "A", "D")][4:] == ["3", "1", "0"]
-    assert rows[("AP", "B", "D")][4:] == ["2", "1", "1"]
+    assert rows[("rpp", "A", "D")][1] == "0.75" and rows[("rpp", "A", "D")][4:7] == ["3", "1", "0"]
+    assert rows[("AP", "B", "D")][4:7] == ["2", "1", "1"]
 
 
 def test_pairs_constant_nonzero_and_confidence_level(tiny):
@@ -554,18 +558,19 @@ def test_pairs_constant_nonzero_gives_zero_width(tmp_path):
         tmp_path / "input.low", [(q, d, s) for q in "123" for d, s in (("x", 2.0), ("r", 1.0))]
     )
     table = read_tsv(ok(invoke("pairs", "-m", "rpp", "--no-baselines", qrels, top, low)))
-    assert table.iloc[0, 3:].tolist() == ["3", "1.0", "1.0", "1.0", "3", "0", "0"]
+    assert table.iloc[0, 3:].tolist() == ["3", "1.0", "1.0", "1.0", "3", "0", "0", ""]
 
 
 def test_pairs_reversed_by_the_order_of_the_runs_is_exactly_negated():
     forward = read_tsv(ok(invoke("pairs", "-m", "rpp,dcgrpp", "-B", "AP,ASL", QRELS, *RUNS)))
     backward = read_tsv(ok(invoke("pairs", "-m", "rpp,dcgrpp", "-B", "AP,ASL", QRELS, *RUNS[::-1])))
     back = {(m, a, b): r for m, a, b, *r in backward.to_numpy()}
-    for m, a, b, q, mean, low, high, wins, ties_, losses in forward.to_numpy():
+    for m, a, b, q, mean, low, high, wins, ties_, losses, effect in forward.to_numpy():
         other = back[(m, b, a)]
         assert other[0] == q and (other[4], other[5], other[6]) == (losses, ties_, wins)
         assert float(other[1]) == -float(mean)
         assert (float(other[2]), float(other[3])) == (-float(high), -float(low))
+        assert float(other[7] or "nan") == pytest.approx(-float(effect or "nan"), nan_ok=True)
 
 
 def test_tau_matrix_on_a_terminal_follows_precision():

@@ -137,6 +137,43 @@ def test_matrix_cells_are_pairs_means_and_discpower_marks(sample_html):
     assert checked == 6 * 6 * 5  # six measures, 6 x 5 off-diagonal cells each
 
 
+def test_randomization_marks_are_discpowers(tmp_path):
+    out = build(
+        tmp_path, "report.html", "--test", "ttest", "--test", "randomization", "--correction",
+        "bh", "-m", "rpp,lexirecall", "-B", "AP",
+    )  # fmt: skip
+    page = parse(out)
+    tests = prefeval.discpower(
+        QRELS, RUNS, measures="rpp,lexirecall", baselines=[], tests="ttest,randomization",
+        correction="bh", pairs=True, trials=200,
+    )  # fmt: skip
+    marks = {"ttest": "t", "randomization": "r"}
+    seen = set()
+    for measure in ("rpp", "lexirecall"):
+        rows = page.tables[f"{measure}-matrix"]
+        header = [text for text, _, _ in rows[0][1:]]
+        for row in rows[1:]:
+            a = row[0][0]
+            for b, (_, sup, _) in zip(header, row[1:]):
+                if a == b:
+                    continue
+                pair = tests[
+                    (tests.measure == measure)
+                    & (
+                        ((tests.run_a == a) & (tests.run_b == b))
+                        | ((tests.run_a == b) & (tests.run_b == a))
+                    )
+                ]
+                expected = "".join(
+                    marks[t] for t in marks if (pair[pair.test == t].p_adjusted < 0.05).any()
+                )
+                assert sup == expected, (measure, a, b)
+                seen.add(sup)
+    assert "tr" in seen  # both tests mark some pairs
+    text = Path(out).read_text(encoding="utf-8")
+    assert "r: randomization test (200 trials, bh-corrected)" in text
+
+
 def test_discpower_and_agreement_tables_equal_their_commands(sample_html):
     tables = parse(sample_html).tables
     power = prefeval.discpower(QRELS, RUNS, trials=200)
