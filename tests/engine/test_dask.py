@@ -511,6 +511,26 @@ ANALYSES = {
     "agree": [[]],
     "tau": [[]],
     "robustness": [["--queries", "5,10", "--labels", "0.3,0.6", "--samples", "3"]],
+    # exit 0: inconclusive on 20 queries; against the worst run, improvements
+    "gate": [
+        ["--against", "sys03"],
+        [
+            "--against",
+            "sys01",
+            "--test",
+            "randomization",
+            "--ci",
+            "bootstrap",
+            "--min-queries",
+            "20",
+            "-B",
+            "AP",
+            "--trials",
+            "500",
+            "--resamples",
+            "500",
+        ],
+    ],
 }
 
 
