@@ -506,6 +506,7 @@ def run_order_normaliser(reference_names):
                             r[col["mean"]] = negated(r[col["mean"]])
                             r[lo], r[hi] = negated(r[hi]), negated(r[lo])
                             r[col["wins"]], r[col["losses"]] = r[col["losses"]], r[col["wins"]]
+                            r[col["effect"]] = negated(r[col["effect"]])
                 measure = first_index(r[col["measure"]] for r in rows)
                 if "mean" in col:  # pairs
                     rows.sort(key=lambda r: (measure[r[col["measure"]]], pair_pos[(r[a], r[b])]))
