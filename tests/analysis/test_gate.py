@@ -332,3 +332,21 @@ def test_a_sign_test_on_few_queries_that_can_never_be_significant_is_said():
         "sign: no verdict can be significant: the smallest p-value of the sign test on at "
         "most 4 decided queries is 0.062, 0.31 after holm over 5 tests, not below alpha 0.05"
     ]
+
+
+def test_randomization_enumerating_every_flip_does_not_ask_for_more_trials():
+    """On 4 queries the 2**4 = 16 flips are all enumerated, the smallest p-value is
+    1/16 whatever the trials: the notice blames the queries, not the trials."""
+    rows = _quiet(prefeval.compare, QRELS, RUNS, measures="rpp", per_query=True)
+    prefs = rows[rows.query_id.isin(sorted(rows.query_id.unique())[:4])]
+    notices = []
+    table = prefeval.gate(
+        prefs=prefs, against="sys01", test="randomization", min_queries=4,
+        notify=notices.append,
+    )  # fmt: skip
+    assert set(table["verdict"]) == {"no difference"}
+    assert notices == [
+        "randomization: no verdict can be significant: the smallest p-value of "
+        "randomization on at most 4 queries (every flip enumerated) is 0.062, 0.31 after "
+        "holm over 5 tests, not below alpha 0.05"
+    ]
