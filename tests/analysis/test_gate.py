@@ -251,6 +251,7 @@ def test_check_raises_a_regression_listing_them():
         (dict(against="sys01", margin=-0.1), "margin=-0.1 is not in the range"),
         (dict(against="sys01", min_queries=0), "min_queries=0 is not in the range"),
         (dict(against="sys01", test="hsd"), "gate takes one test"),
+        (dict(against="sys01", ci=0.9), "ci=0.9: the gate's interval is at 1 - alpha"),
     ],
 )
 def test_bad_arguments(kwargs, message):
