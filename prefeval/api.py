@@ -796,6 +796,14 @@ def gate(
         baselines = ()  # no baseline gated unless asked for
     given = {**locals(), "tests": test, "against": reference}
     options = _judged("gate", given, keywords={"tests": "test"})
+    if options.baselines and metrics is None and (qrels is None or runs is None):
+        # a gate must not pass on measures it could not test
+        raise OptionError(
+            "baselines",
+            "{value}: the gate has no values of these baselines to test; give the qrels and "
+            "the runs, or {metrics=}",
+            ",".join(options.baselines),
+        )
     if prefs is None and runs is not None:
         names = list(_runs(runs))
         against_pairs(names, [reference])  # an unknown reference before any run is read

@@ -25,6 +25,10 @@ RUNS = {
     for p in sorted((REPO / "sample_data" / "runs").glob("input.*"))
 }
 REFERENCE = "sys03"
+#: a compare -q table (preferences, no baseline value)
+PREFS = pd.DataFrame(
+    {"measure": "rpp", "run_a": "sys01", "run_b": "sys02", "query_id": ["301"], "value": 1.0}
+)
 CORRECTIONS = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh", "by": "fdr_by"}
 
 
@@ -251,12 +255,14 @@ def test_check_raises_a_regression_listing_them():
         (dict(against="sys01", margin=-0.1), "margin=-0.1 is not in the range"),
         (dict(against="sys01", min_queries=0), "min_queries=0 is not in the range"),
         (dict(against="sys01", test="hsd"), "gate takes one test"),
+        (dict(against="sys01", prefs=PREFS, baselines="AP"), "baselines='AP': the gate has no"),
         (dict(against="sys01", ci=0.9), "ci=0.9: the gate's interval is at 1 - alpha"),
     ],
 )
 def test_bad_arguments(kwargs, message):
+    inputs = () if "prefs" in kwargs else (QRELS, RUNS)
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        prefeval.gate(QRELS, RUNS, **kwargs)
+        prefeval.gate(*inputs, **kwargs)
 
 
 def test_web2012_degraded_copy_regresses_identical_copy_does_not(web2012, tmp_path):

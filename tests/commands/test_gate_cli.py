@@ -177,6 +177,25 @@ def test_the_reference_alone_is_a_usage_error():
     )
 
 
+def test_baselines_asked_for_without_their_values_are_a_usage_error(tmp_path):
+    """-B AP with --prefs alone: the preferences table holds no AP; the gate would pass
+    without testing AP, so it is refused (exit 2, nothing written); with --metrics it
+    gates AP."""
+    prefs, metrics = tmp_path / "prefs.tsv", tmp_path / "metrics.tsv"
+    assert invoke("compare", "-q", "-o", prefs, QRELS, *ALL).exit_code == 0
+    assert invoke("metrics", "-q", "-m", "AP", "-o", metrics, QRELS, *ALL).exit_code == 0
+    out = tmp_path / "gate.tsv"
+    result = gate("--against", "sys03", *ENOUGH, "-B", "AP", "--prefs", prefs, "-o", out)
+    assert result.exit_code == 2, result.output
+    assert "'AP': the gate has no values of these baselines to test" in result.stderr
+    assert "give the qrels and the runs, or --metrics" in result.stderr
+    assert not out.exists()
+    tested = gate("--against", "sys03", *ENOUGH, "-B", "AP", "--prefs", prefs,
+                  "--metrics", metrics)  # fmt: skip
+    assert tested.exit_code == 1
+    assert "AP" in set(read_tsv(tested.stdout)["measure"])
+
+
 def test_strict_fails_an_inconclusive_gate_with_3():
     """20 queries, fewer than the default minimum of 25: every verdict inconclusive (not
     tested: no p_adjusted), exit 0, or 3 with --strict; a regression still exits 1."""
