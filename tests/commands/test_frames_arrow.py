@@ -294,6 +294,24 @@ def test_bad_qrels_tables():
         quiet(prefeval.compare, twice, [RUN, RUN])
 
 
+def test_a_reader_read_already_is_an_error_not_an_empty_run():
+    """A RecordBatchReader gives its rows once: the same reader as two runs, or given
+    again to a second call, would be an empty run (every query lost to the other run);
+    it is an error naming it."""
+    reader = RUN.to_reader()
+    with pytest.raises(InputError) as caught:
+        quiet(prefeval.compare, QRELS, {"a": reader, "b": reader}, measures="rpp")
+    assert str(caught.value) == (
+        "<run b>: this RecordBatchReader was read already: it gives its rows once (give a "
+        "pyarrow Table to use the same rows again)"
+    )
+    qrels = pa.table({"query_id": ["301"], "doc_id": ["a"], "relevance": [1]}).to_reader()
+    got = quiet(prefeval.compare, qrels, {"a": RUN, "b": RUN}, measures="rpp")
+    assert got["value"].tolist() == [0.0]
+    with pytest.raises(InputError, match="<qrels RecordBatchReader>: this RecordBatchReader"):
+        quiet(prefeval.compare, qrels, {"a": RUN, "b": RUN}, measures="rpp")
+
+
 _ISOLATED = """
 import sys, prefeval
 runs = sys.argv[2:]
