@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import click
 import numpy as np
 import pandas as pd
 import pytest
@@ -167,6 +168,16 @@ def test_bad_usage_exits_2_with_one_line_and_writes_nothing(args, tmp_path):
     assert len(errors) == 1 and "Traceback" not in result.stderr
     assert result.stdout == ""
     assert out.read_text() == "earlier\n"  # neither replaced nor truncated
+
+
+def test_every_option_of_the_help_says_what_it_does():
+    """Each option of gate --help has a line of help, not only its default."""
+    from prefeval.cli.gate import gate as command
+
+    silent = [p.opts[0] for p in command.params if isinstance(p, click.Option) and not p.help]
+    assert silent == []
+    shown = " ".join(invoke("gate", "--help").stdout.split())
+    assert "--alpha FLOAT Significance level of the corrected one-sided tests" in shown
 
 
 def test_the_reference_alone_is_a_usage_error():
