@@ -357,3 +357,21 @@ def test_randomization_enumerating_every_flip_does_not_ask_for_more_trials():
         "randomization on at most 4 queries (every flip enumerated) is 0.062, 0.31 after "
         "holm over 5 tests, not below alpha 0.05"
     ]
+
+
+def test_equal_nonzero_differences_have_no_effect_and_no_t_but_a_verdict():
+    """30 queries each lost by 0.5: no tie (d = 0) at all, yet the differences are all
+    equal (s = 0): effect and t are undefined, the interval has zero width at -0.5, the
+    t-test's p is 0 (the mean lies below 0) and the verdict a regression; with a margin
+    of 0.6 the mean lies above -0.6: p = 1, no difference."""
+    queries = [str(300 + i) for i in range(30)]
+    prefs = pd.DataFrame(
+        {"measure": "rpp", "run_a": "c", "run_b": "r", "query_id": queries, "value": -0.5}
+    )
+    row = prefeval.gate(prefs=prefs, against="r").iloc[0]
+    assert (row.wins, row.ties, row.losses) == (0, 0, 30)
+    assert np.isnan(row.effect)
+    assert (row.ci_low, row.ci_high) == (-0.5, -0.5)
+    assert (row.p_value, row.verdict) == (0.0, "regression")
+    row = prefeval.gate(prefs=prefs, against="r", margin=0.6).iloc[0]
+    assert (row.p_value, row.verdict) == (1.0, "no difference")
