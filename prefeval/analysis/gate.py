@@ -195,9 +195,10 @@ def _unreachable(table: pd.DataFrame, options: Options) -> str | None:
     if best < options.alpha:
         return None
     more_trials = test == "randomization" and not enumerated.all()
+    tests = f"{m} test{'s' if m > 1 else ''}"
     return (
         f"{test}: no verdict can be significant: the smallest p-value of {why} is "
-        f"{smallest.min():.2g}, {best:.2g} after {options.correction} over {m} tests, not "
+        f"{smallest.min():.2g}, {best:.2g} after {options.correction} over {tests}, not "
         f"below alpha {options.alpha:g}" + ("; raise the number of trials" if more_trials else "")
     )
 

@@ -375,3 +375,14 @@ def test_equal_nonzero_differences_have_no_effect_and_no_t_but_a_verdict():
     assert (row.p_value, row.verdict) == (0.0, "regression")
     row = prefeval.gate(prefs=prefs, against="r", margin=0.6).iloc[0]
     assert (row.p_value, row.verdict) == (1.0, "no difference")
+
+
+def test_the_unreachable_notice_of_one_test_says_test():
+    rows = _quiet(prefeval.compare, QRELS, RUNS, measures="rpp", per_query=True)
+    prefs = rows[rows.query_id.isin(sorted(rows.query_id.unique())[:4])]
+    prefs = prefs[(prefs.run_a == "sys01") & (prefs.run_b == "sys02")]
+    notices = []
+    prefeval.gate(prefs=prefs, against="sys01", test="sign", min_queries=4, notify=notices.append)
+    assert len(notices) == 1 and notices[0].endswith(
+        "after holm over 1 test, not below alpha 0.05"
+    ), notices
