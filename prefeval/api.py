@@ -796,8 +796,17 @@ def gate(
         baselines = ()  # no baseline gated unless asked for
     given = {**locals(), "tests": test, "against": reference}
     options = _judged("gate", given, keywords={"tests": "test"})
+    if options.baselines and metrics is None and (qrels is None or runs is None):
+        # a gate must not pass on measures it could not test
+        raise OptionError(
+            "baselines",
+            "{value}: the gate has no values of these baselines to test; give the qrels and "
+            "the runs, or {metrics=}",
+            ",".join(options.baselines),
+        )
     if prefs is None and runs is not None:
-        names = list(_runs(runs))
+        runs = _runs(runs)  # resolved once: an iterator or a reader gives its runs once
+        names = list(runs)
         against_pairs(names, [reference])  # an unknown reference before any run is read
         if len(names) < 2:
             raise ValueError(f"gate: give at least one candidate run besides {reference}")
@@ -958,7 +967,8 @@ def report(
     reference = options.against[0] if options.against else None
     options = replace(options, against=())
     if reference is not None and runs is not None and prefs is None:
-        against_pairs(list(_runs(runs)), [reference])  # an unknown name before any computing
+        runs = _runs(runs)  # resolved once: an iterator or a reader gives its runs once
+        against_pairs(list(runs), [reference])  # an unknown name before any computing
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
         # preferences streamed (never the whole cube) unless the randomization test
         # flips each pair's per-query differences

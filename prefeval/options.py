@@ -388,6 +388,10 @@ def judge(**given) -> Options:
         given.pop("level", None)
     ci = given.get("ci")
     if isinstance(ci, numbers.Real) and not isinstance(ci, bool):  # a level: a t interval
+        if given.get("command") == "gate":
+            raise OptionError(
+                "ci", "{value}: the gate's interval is at 1 - alpha; give 't' or 'bootstrap'", ci
+            )
         if "level" in given:
             raise OptionError("ci", "{ci=} (a confidence level) and {level=} contradict each other")
         given["level"], given["ci"] = ci, "t"

@@ -187,15 +187,19 @@ def _unreachable(table: pd.DataFrame, options: Options) -> str | None:
         smallest = np.where(
             enumerated, 0.5 ** np.minimum(queries, 62).astype(float), 1 / (options.trials + 1)
         )
-        why = f"randomization with {options.trials} trials"
+        if enumerated.all():  # more trials change nothing: too few queries
+            why = f"randomization on at most {queries.max()} queries (every flip enumerated)"
+        else:
+            why = f"randomization with {options.trials} trials"
     best = adjust(smallest, options.correction).min()
     if best < options.alpha:
         return None
+    more_trials = test == "randomization" and not enumerated.all()
+    tests = f"{m} test{'s' if m > 1 else ''}"
     return (
         f"{test}: no verdict can be significant: the smallest p-value of {why} is "
-        f"{smallest.min():.2g}, {best:.2g} after {options.correction} over {m} tests, not "
-        f"below alpha {options.alpha:g}"
-        + ("; raise the number of trials" if test == "randomization" else "")
+        f"{smallest.min():.2g}, {best:.2g} after {options.correction} over {tests}, not "
+        f"below alpha {options.alpha:g}" + ("; raise the number of trials" if more_trials else "")
     )
 
 

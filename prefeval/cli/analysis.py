@@ -283,7 +283,7 @@ def pairs(inputs, prefs, metrics_file, precision, fmt, output):
     Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses
     effect`: per query Delta(a, b) for a preference, value(a) - value(b) for a
     metric (b - a when lower is better, ASL), so positive always favours run_a;
-    effect is mean / sd of those differences (empty when they all tie).
+    effect is mean / sd of those differences (empty when they are all equal).
 
     \b
     Example:

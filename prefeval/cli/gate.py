@@ -58,7 +58,13 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
     "family-wise (holm, bonferroni), false discovery rate (bh: Benjamini-Hochberg, by: "
     "Benjamini-Yekutieli), or none.",
 )
-@click.option("--alpha", type=judged("alpha"), default=0.05, show_default=True)
+@click.option(
+    "--alpha",
+    type=judged("alpha"),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the corrected one-sided tests; the interval is at 1 - alpha.",
+)
 @click.option(
     "--min-queries",
     type=judged("min_queries"),

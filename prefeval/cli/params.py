@@ -419,6 +419,8 @@ def significance_options(func):
             type=judged("alpha"),
             default=0.05,
             show_default=True,
+            help="Significance level: a pair is significant when its corrected p-value "
+            "(the HSD's, for hsd) is below it.",
         ),
         click.option(
             "--trials",

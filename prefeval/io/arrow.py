@@ -16,6 +16,7 @@ a run of a many-run table among that run's rows, as a many-run DataFrame's).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import pandas as pd
@@ -42,6 +43,11 @@ def what(obj) -> str:
     return type(obj).__name__
 
 
+#: the streams read so far that give their rows once (pyarrow RecordBatchReaders): read
+#: again they would be an empty table, an empty run
+_READ_ONCE: weakref.WeakSet = weakref.WeakSet()
+
+
 def arrow_table(obj, where: str):
     """``obj`` (:func:`is_arrow`) as a pyarrow Table; an :class:`InputError` citing
     ``where`` when its stream cannot be read (whatever the exporting library raises: a
@@ -49,6 +55,14 @@ def arrow_table(obj, where: str):
     string views, which polars exports)."""
     import pyarrow as pa
 
+    one_shot = isinstance(obj, pa.RecordBatchReader)
+    if one_shot and obj in _READ_ONCE:
+        raise InputError(
+            where,
+            None,
+            f"this {what(obj)} was read already: it gives its rows once (give a pyarrow "
+            "Table to use the same rows again)",
+        )
     try:
         table = pa.table(obj)
     except MemoryError:
@@ -58,6 +72,8 @@ def arrow_table(obj, where: str):
         raise InputError(
             where, None, f"not a table Arrow can read ({message}; pyarrow {pa.__version__})"
         ) from None
+    if one_shot:
+        _READ_ONCE.add(obj)
     return table
 
 

@@ -25,6 +25,10 @@ RUNS = {
     for p in sorted((REPO / "sample_data" / "runs").glob("input.*"))
 }
 REFERENCE = "sys03"
+#: a compare -q table (preferences, no baseline value)
+PREFS = pd.DataFrame(
+    {"measure": "rpp", "run_a": "sys01", "run_b": "sys02", "query_id": ["301"], "value": 1.0}
+)
 CORRECTIONS = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh", "by": "fdr_by"}
 
 
@@ -251,11 +255,14 @@ def test_check_raises_a_regression_listing_them():
         (dict(against="sys01", margin=-0.1), "margin=-0.1 is not in the range"),
         (dict(against="sys01", min_queries=0), "min_queries=0 is not in the range"),
         (dict(against="sys01", test="hsd"), "gate takes one test"),
+        (dict(against="sys01", prefs=PREFS, baselines="AP"), "baselines='AP': the gate has no"),
+        (dict(against="sys01", ci=0.9), "ci=0.9: the gate's interval is at 1 - alpha"),
     ],
 )
 def test_bad_arguments(kwargs, message):
+    inputs = () if "prefs" in kwargs else (QRELS, RUNS)
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        prefeval.gate(QRELS, RUNS, **kwargs)
+        prefeval.gate(*inputs, **kwargs)
 
 
 def test_web2012_degraded_copy_regresses_identical_copy_does_not(web2012, tmp_path):
@@ -332,3 +339,50 @@ def test_a_sign_test_on_few_queries_that_can_never_be_significant_is_said():
         "sign: no verdict can be significant: the smallest p-value of the sign test on at "
         "most 4 decided queries is 0.062, 0.31 after holm over 5 tests, not below alpha 0.05"
     ]
+
+
+def test_randomization_enumerating_every_flip_does_not_ask_for_more_trials():
+    """On 4 queries the 2**4 = 16 flips are all enumerated, the smallest p-value is
+    1/16 whatever the trials: the notice blames the queries, not the trials."""
+    rows = _quiet(prefeval.compare, QRELS, RUNS, measures="rpp", per_query=True)
+    prefs = rows[rows.query_id.isin(sorted(rows.query_id.unique())[:4])]
+    notices = []
+    table = prefeval.gate(
+        prefs=prefs, against="sys01", test="randomization", min_queries=4,
+        notify=notices.append,
+    )  # fmt: skip
+    assert set(table["verdict"]) == {"no difference"}
+    assert notices == [
+        "randomization: no verdict can be significant: the smallest p-value of "
+        "randomization on at most 4 queries (every flip enumerated) is 0.062, 0.31 after "
+        "holm over 5 tests, not below alpha 0.05"
+    ]
+
+
+def test_equal_nonzero_differences_have_no_effect_and_no_t_but_a_verdict():
+    """30 queries each lost by 0.5: no tie (d = 0) at all, yet the differences are all
+    equal (s = 0): effect and t are undefined, the interval has zero width at -0.5, the
+    t-test's p is 0 (the mean lies below 0) and the verdict a regression; with a margin
+    of 0.6 the mean lies above -0.6: p = 1, no difference."""
+    queries = [str(300 + i) for i in range(30)]
+    prefs = pd.DataFrame(
+        {"measure": "rpp", "run_a": "c", "run_b": "r", "query_id": queries, "value": -0.5}
+    )
+    row = prefeval.gate(prefs=prefs, against="r").iloc[0]
+    assert (row.wins, row.ties, row.losses) == (0, 0, 30)
+    assert np.isnan(row.effect)
+    assert (row.ci_low, row.ci_high) == (-0.5, -0.5)
+    assert (row.p_value, row.verdict) == (0.0, "regression")
+    row = prefeval.gate(prefs=prefs, against="r", margin=0.6).iloc[0]
+    assert (row.p_value, row.verdict) == (1.0, "no difference")
+
+
+def test_the_unreachable_notice_of_one_test_says_test():
+    rows = _quiet(prefeval.compare, QRELS, RUNS, measures="rpp", per_query=True)
+    prefs = rows[rows.query_id.isin(sorted(rows.query_id.unique())[:4])]
+    prefs = prefs[(prefs.run_a == "sys01") & (prefs.run_b == "sys02")]
+    notices = []
+    prefeval.gate(prefs=prefs, against="sys01", test="sign", min_queries=4, notify=notices.append)
+    assert len(notices) == 1 and notices[0].endswith(
+        "after holm over 1 test, not below alpha 0.05"
+    ), notices

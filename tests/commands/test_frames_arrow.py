@@ -294,6 +294,24 @@ def test_bad_qrels_tables():
         quiet(prefeval.compare, twice, [RUN, RUN])
 
 
+def test_a_reader_read_already_is_an_error_not_an_empty_run():
+    """A RecordBatchReader gives its rows once: the same reader as two runs, or given
+    again to a second call, would be an empty run (every query lost to the other run);
+    it is an error naming it."""
+    reader = RUN.to_reader()
+    with pytest.raises(InputError) as caught:
+        quiet(prefeval.compare, QRELS, {"a": reader, "b": reader}, measures="rpp")
+    assert str(caught.value) == (
+        "<run b>: this RecordBatchReader was read already: it gives its rows once (give a "
+        "pyarrow Table to use the same rows again)"
+    )
+    qrels = pa.table({"query_id": ["301"], "doc_id": ["a"], "relevance": [1]}).to_reader()
+    got = quiet(prefeval.compare, qrels, {"a": RUN, "b": RUN}, measures="rpp")
+    assert got["value"].tolist() == [0.0]
+    with pytest.raises(InputError, match="<qrels RecordBatchReader>: this RecordBatchReader"):
+        quiet(prefeval.compare, qrels, {"a": RUN, "b": RUN}, measures="rpp")
+
+
 _ISOLATED = """
 import sys, prefeval
 runs = sys.argv[2:]
@@ -359,3 +377,18 @@ def test_report_of_many_runs_inline_holds_the_matrix_file(tmp_path, monkeypatch)
     link = re.search(r'href="data:text/csv;base64,([^"]*)" download="([^"]*)"', shown.html)
     assert base64.b64decode(link.group(1)) == csv
     assert link.group(2) == "report-matrix-rpp.csv"
+
+
+def test_gate_and_report_against_read_a_reader_or_an_iterator_once(tables):
+    """gate and report(against=) check the reference among the runs' names before
+    computing: the runs are resolved once for both, so a RecordBatchReader or an
+    iterator of paths (each giving its runs once) is its runs, not an error."""
+    many = tables["many"]
+    want = quiet(prefeval.gate, QRELS, many, against="sys03", min_queries=20)
+    got = quiet(prefeval.gate, QRELS, many.to_reader(), against="sys03", min_queries=20)
+    pd.testing.assert_frame_equal(got, want)
+    got = quiet(prefeval.gate, QRELS, iter(RUNS), against="sys03", min_queries=20)
+    pd.testing.assert_frame_equal(got, want)
+    for runs in (many.to_reader(), iter(RUNS)):
+        shown = quiet(prefeval.report, QRELS, runs, against="sys03")
+        assert "Against the reference" in shown._repr_html_()

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import click
 import numpy as np
 import pandas as pd
 import pytest
@@ -169,12 +170,41 @@ def test_bad_usage_exits_2_with_one_line_and_writes_nothing(args, tmp_path):
     assert out.read_text() == "earlier\n"  # neither replaced nor truncated
 
 
+def test_every_option_of_the_help_says_what_it_does():
+    """Each option of gate --help has a line of help, not only its default."""
+    from prefeval.cli.gate import gate as command
+
+    silent = [p.opts[0] for p in command.params if isinstance(p, click.Option) and not p.help]
+    assert silent == []
+    shown = " ".join(invoke("gate", "--help").stdout.split())
+    assert "--alpha FLOAT Significance level of the corrected one-sided tests" in shown
+
+
 def test_the_reference_alone_is_a_usage_error():
     result = gate("--against", "sys03", QRELS, RUN["sys03"])
     assert result.exit_code == 2
     assert "Error: gate: give at least one candidate RUN besides the reference sys03" in (
         result.stderr
     )
+
+
+def test_baselines_asked_for_without_their_values_are_a_usage_error(tmp_path):
+    """-B AP with --prefs alone: the preferences table holds no AP; the gate would pass
+    without testing AP, so it is refused (exit 2, nothing written); with --metrics it
+    gates AP."""
+    prefs, metrics = tmp_path / "prefs.tsv", tmp_path / "metrics.tsv"
+    assert invoke("compare", "-q", "-o", prefs, QRELS, *ALL).exit_code == 0
+    assert invoke("metrics", "-q", "-m", "AP", "-o", metrics, QRELS, *ALL).exit_code == 0
+    out = tmp_path / "gate.tsv"
+    result = gate("--against", "sys03", *ENOUGH, "-B", "AP", "--prefs", prefs, "-o", out)
+    assert result.exit_code == 2, result.output
+    assert "'AP': the gate has no values of these baselines to test" in result.stderr
+    assert "give the qrels and the runs, or --metrics" in result.stderr
+    assert not out.exists()
+    tested = gate("--against", "sys03", *ENOUGH, "-B", "AP", "--prefs", prefs,
+                  "--metrics", metrics)  # fmt: skip
+    assert tested.exit_code == 1
+    assert "AP" in set(read_tsv(tested.stdout)["measure"])
 
 
 def test_strict_fails_an_inconclusive_gate_with_3():

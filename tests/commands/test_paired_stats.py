@@ -362,3 +362,9 @@ def test_api_discpower_randomization_and_fdr():
     want[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
     assert table["p_adjusted"].to_numpy() == pytest.approx(want, rel=1e-14)
     assert math.isclose(table["p_value"].min() * 2**20, round(table["p_value"].min() * 2**20))
+
+
+@pytest.mark.parametrize("command", ["discpower", "report"])
+def test_alpha_says_what_it_is_in_the_help(command):
+    shown = " ".join(invoke(command, "--help").stdout.split())
+    assert "--alpha FLOAT Significance level: a pair is significant when its corrected" in shown
