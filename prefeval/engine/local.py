@@ -419,14 +419,22 @@ def cube_from_matrix(
     )
 
 
+#: the cube cells a query counts for at least, per run, in sizing partitions
+RUN_CELLS = 16
+
+
 def query_ranges(
     n_queries: int, n_runs: int, n_measures: int, pairs=None, cells: int = PARTITION_CELLS
 ) -> list[range]:
     """The ranges of query indices compare computes one at a time
     (:func:`query_partitions`) for that many runs and measures and those ``pairs``
     (default all); :func:`prefeval.engine.dask.compare_partition` is the kernel that
-    computes one of them."""
-    per_query = n_measures * max(1, len(run_pairs(n_runs, pairs)))
+    computes one of them.  A query counts for its cube cells (measures x pairs), and at
+    least :data:`RUN_CELLS` per run: a partition also holds every run's positions and
+    populations on its queries, which grow with the runs, not the pairs (sized by the cube
+    alone, the partitions of the few pairs of ``--against`` would hold about 2.6 GB at a
+    million users x 10 runs, bench/RESULTS.md)."""
+    per_query = max(n_measures * max(1, len(run_pairs(n_runs, pairs))), RUN_CELLS * n_runs)
     return query_partitions(n_queries, per_query, cells)
 
 
