@@ -49,9 +49,10 @@ def scheduler(_cluster, monkeypatch):
     return _cluster
 
 
-def small_partitions(monkeypatch, cells: int = 6 * 15 * 6) -> None:
+def small_partitions(monkeypatch, cells: int = 6 * 16 * 6) -> None:
     """Blocks of 3 queries and partitions of ``cells`` cube cells, for both engines: by
-    default 2 blocks (6 queries x 15 pairs of the sample's 6 runs x 6 measures)."""
+    default 2 blocks (6 queries x 16 cells per run of the sample's 6 runs, more than
+    the 15 pairs x 6 measures of the cube: ``engine.local.RUN_CELLS``)."""
     monkeypatch.setattr(ties, "SUM_BLOCK", 3)
     partition_cells(monkeypatch, cells)
 
