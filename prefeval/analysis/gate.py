@@ -99,10 +99,10 @@ def gate(
     ci_high, wins, ties, losses, effect, test, p_value, p_adjusted, verdict`` per gated
     measure (in the evidence's order) and candidate (by name).
 
-    ``evidence`` holds the pairs (candidate, ``reference``) (``against``); ci is the
-    two-sided (1 - alpha) interval of the mean difference (``options.ci``: ``t`` as
-    :func:`~prefeval.analysis.significance.pair_summary`, or the percentile
-    ``bootstrap``); effect is mean / sd (:func:`~prefeval.analysis.paired.effect_from`);
+    ``evidence`` holds the pairs (candidate, ``reference``) (``against``); the columns
+    up to effect are :func:`~prefeval.analysis.significance.pair_summary`'s, its
+    interval two-sided at 1 - alpha (``options.ci``: ``t`` or the percentile
+    ``bootstrap``);
     ``test``, ``margin``, ``correction``, ``alpha``, ``min_queries``, ``trials``,
     ``seed`` and ``resamples`` from ``options``.  ``notify``: told, in one notice, which
     rows are inconclusive and why."""
@@ -111,23 +111,13 @@ def gate(
     if len(pairs) == 0 or not (pairs[:, 1] == where).all():
         raise ValueError(f"gate: the pairs must all be (candidate, {reference})")
     order = np.argsort(np.asarray([evidence.runs[a] for a in pairs[:, 0]], dtype=object))
-    confidence = 1.0 - options.alpha
-    summary = pair_summary(evidence, confidence)
+    summary = pair_summary(
+        evidence, 1.0 - options.alpha, options.ci, options.resamples, options.seed
+    )
     frames = []
     for k, name in enumerate(evidence.measures):
         part = summary.iloc[k * len(pairs) : (k + 1) * len(pairs)].iloc[order]
         part = part.reset_index(drop=True)
-        moments = evidence.moments(name)
-        sd = np.sqrt(moments.variance()[order])
-        effect = paired.effect_from(
-            moments.n[order], moments.mean()[order], sd, moments.constant()[order]
-        )
-        if options.ci == "bootstrap":
-            low, high = paired.bootstrap_intervals(
-                evidence.pair_differences(name)[order], confidence, options.resamples,
-                options.seed,
-            )  # fmt: skip
-            part["ci_low"], part["ci_high"] = low, high
         worse, better = _one_sided(evidence, name, order, part, options)
         frames.append(
             pd.DataFrame(
@@ -136,8 +126,7 @@ def gate(
                     "candidate": part["run_a"],
                     "reference": part["run_b"],
                     **{c: part[c] for c in ("queries", "mean", "ci_low", "ci_high")},
-                    **{c: part[c] for c in ("wins", "ties", "losses")},
-                    "effect": effect,
+                    **{c: part[c] for c in ("wins", "ties", "losses", "effect")},
                     "test": options.tests[0],
                     "p_value": worse,
                     "_better": better,
