@@ -21,6 +21,7 @@ from ..core.cube import (
     StackedRates,
     against_pairs,
     borda,
+    pair_rows,
     pairwise_counts,
     win_rates,
 )
@@ -186,12 +187,7 @@ class Evidence:
         if self.cube is not None:
             cube = self.cube.select_pairs(pairs)
             return Evidence(self.runs, self.query_ids, cube, metrics, better)
-        n = len(self.runs)
-        where = np.full((n, n), -1, dtype=np.int64)
-        held = self.pairs()
-        where[held[:, 0], held[:, 1]] = np.arange(len(held))
-        forward, backward = where[pairs[:, 0], pairs[:, 1]], where[pairs[:, 1], pairs[:, 0]]
-        rows, reverse = np.where(forward >= 0, forward, backward), forward < 0
+        rows, reverse = pair_rows(self.pairs(), pairs, len(self.runs))
         if (rows < 0).any():
             raise ValueError(f"against {reference}: a pair this evidence does not hold")
         streamed = {

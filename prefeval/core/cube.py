@@ -73,15 +73,10 @@ class PreferenceCube:
         """The preferences of ``pairs`` (run index pairs, either orientation of pairs of
         this cube): a reversed pair's values negated, exactly (0.0 stays 0.0)."""
         pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        n = len(self.runs)
-        where = np.full((n, n), -1, dtype=np.int64)
-        where[self.pairs[:, 0], self.pairs[:, 1]] = np.arange(len(self.pairs))
-        forward = where[pairs[:, 0], pairs[:, 1]]
-        backward = where[pairs[:, 1], pairs[:, 0]]
-        if np.any((forward < 0) & (backward < 0)):
+        rows, flip = pair_rows(self.pairs, pairs, len(self.runs))
+        if (rows < 0).any():
             raise ValueError("select_pairs: a pair this cube does not hold")
-        values = self.values[:, np.where(forward >= 0, forward, backward), :]
-        flip = forward < 0
+        values = self.values[:, rows, :]
         values[:, flip, :] = 0.0 - values[:, flip, :]
         return PreferenceCube(self.measures, self.runs, self.query_ids, pairs, values)
 
@@ -152,6 +147,16 @@ def _code_type(n: int):
         if n < np.iinfo(kind).max:
             return kind
     return np.int64
+
+
+def pair_rows(held: np.ndarray, pairs: np.ndarray, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``pairs`` (run index pairs) stands among the ``held`` pairs, in either
+    orientation: (its row there, -1 when neither orientation is held; whether it is held
+    reversed, Delta(b, a) = -Delta(a, b))."""
+    where = np.full((n_runs, n_runs), -1, dtype=np.int64)
+    where[held[:, 0], held[:, 1]] = np.arange(len(held))
+    forward, backward = where[pairs[:, 0], pairs[:, 1]], where[pairs[:, 1], pairs[:, 0]]
+    return np.where(forward >= 0, forward, backward), forward < 0
 
 
 def against_pairs(runs: Sequence[str], against: Sequence[str]) -> np.ndarray:
