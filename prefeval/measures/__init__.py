@@ -22,6 +22,7 @@ from itertools import groupby
 
 import pandas as pd
 
+from ..core.citations import PAPERS, Paper
 from .family import Family
 from .lexicographic import KERNELS, LEXICOGRAPHIC
 from .rpp import GRADED, SUBTOPIC, WEIGHTINGS
@@ -42,8 +43,9 @@ class Measure:
     is: the recall-level distribution p(i) of the RPP families
     (:data:`.rpp.WEIGHTINGS`), the kernel of a lexicographic measure
     (:data:`.lexicographic.KERNELS`).  ``spelling`` is the papers' spelling, shown in
-    the ``-m`` help; ``aliases`` other names accepted; ``paper`` and ``equation`` where
-    it is defined; ``description`` its help line.
+    the ``-m`` help; ``aliases`` other names accepted; ``paper`` (the key of its paper
+    in :data:`prefeval.core.citations.PAPERS`) and ``equation`` where it is defined;
+    ``description`` its help line.
     """
 
     name: str
@@ -63,6 +65,12 @@ class Measure:
     def names(self) -> tuple[str, ...]:
         """Every name it is known by: its own, its spelling, its aliases."""
         return (self.name, *([self.spelling] if self.spelling else []), *self.aliases)
+
+    @property
+    def citation(self) -> Paper | None:
+        """Its paper (authors, title, venue, year, DOI, BibTeX), or None when ``paper``
+        is not a key of :data:`prefeval.core.citations.PAPERS`."""
+        return PAPERS.get(self.paper)
 
     def __str__(self) -> str:
         return self.name
@@ -222,7 +230,8 @@ def measure_help(default: str | None = None) -> str:
 
 def describe(measure: Measure) -> str:
     """One measure's description, as ``trec_eval -h -m NAME`` prints one: its name and
-    help line, then its family, names and where it is defined."""
+    help line, then its family, names and where it is defined, then its paper in full
+    and as BibTeX (when the paper is in the citations registry)."""
     family = FAMILIES[measure.family]
     other = measure.names[1:]
     lines = [
@@ -233,15 +242,29 @@ def describe(measure: Measure) -> str:
     ]
     if measure.needs_subtopics:
         lines.append("  needs subtopic qrels (ndeval format)")
-    return "\n".join(lines) + "\n"
+    paper = measure.citation
+    if paper is None:
+        return "\n".join(lines) + "\n"
+    lines.append(f"  paper: {paper.reference}")
+    if paper.note:
+        lines.append(f"  note: {paper.note}")
+    return "\n".join(lines) + "\n\n" + paper.bibtex
 
 
 def measure_table() -> pd.DataFrame:
     """The registry as a table (``prefeval measures``): per measure its name, family,
-    other names (``aliases``, comma-separated), paper, equation and description."""
-    rows = [
-        [m.name, m.family, ",".join(m.names[1:]), m.paper, m.equation, m.description]
-        for m in MEASURES.values()
-    ]
-    columns = ["measure", "family", "aliases", "paper", "equation", "description"]
+    other names (``aliases``, comma-separated), paper (its key), equation, description,
+    then its paper as a short citation (``citation``, ``Diaz & Ferraro, SIGIR 2022``)
+    and its DOI (``doi``), empty when the paper is not in the citations registry or
+    has no DOI."""
+    rows = []
+    for m in MEASURES.values():
+        paper = m.citation
+        rows.append(
+            [m.name, m.family, ",".join(m.names[1:]), m.paper, m.equation, m.description]
+            + ([paper.short, paper.doi] if paper else ["", ""])
+        )
+    columns = [
+        "measure", "family", "aliases", "paper", "equation", "description", "citation", "doi",
+    ]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)

@@ -10,7 +10,10 @@ into a :class:`Report`, a format-free list of sections holding paragraphs, table
 - ``tex``: booktabs tables and figures to ``\\input`` into a paper (needs the
   ``booktabs`` and ``graphicx`` packages), figures as PDF files beside it.
 
-Figures beside ``OUT.ext`` are named ``OUT-<figure>.svg|pdf``.  Past
+Figures beside ``OUT.ext`` are named ``OUT-<figure>.svg|pdf``.  The report ends with
+the references of the measures and methods it used (a list in HTML and Markdown; in
+LaTeX, comment lines and their BibTeX entries in ``OUT-references.bib`` beside it, for
+the paper's own bibliography).  Past
 :data:`MATRIX_MAX` runs each preference measure's runs x runs matrix is drawn as a heat
 map (figure ``heatmap-<measure>``) and written whole, in every format, as
 ``OUT-matrix-<measure>.csv`` beside the report.  Every computation is the one of the
@@ -39,6 +42,7 @@ from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
 from ..core import ties
+from ..core.citations import METHOD_PAPERS, bibliography, cited
 from ..core.errors import OutputError
 from ..core.qrels import query_sort_key
 from ..io.writers import (
@@ -139,6 +143,17 @@ class Download:
     name: str
     caption: str
     data: bytes
+
+
+@dataclass
+class References:
+    """The works a report cites (:class:`prefeval.core.citations.Paper`), listed in HTML
+    and Markdown; in LaTeX as comment lines, their BibTeX written beside the report as
+    ``OUT-references.bib`` (a paper has one bibliography, which an ``\\input`` report
+    must not open a second time)."""
+
+    name: str
+    papers: list
 
 
 @dataclass
@@ -340,7 +355,52 @@ def build(
     sections.append(_agreement_section(ev))
     if options.robustness:
         sections.append(_robustness_section(inputs, options))
+    sections.append(_references_section(sections, ev.measures, tests, options, against))
     return Report("prefeval report", sections, legend)
+
+
+#: the methods each section of the report applies (:data:`METHOD_PAPERS`), by title;
+#: a preference measure's subsection applies MC4 (its ordering) and the tests
+_SECTION_METHODS = {
+    "Summary": ("mc4", "tests"),
+    "Baselines": ("baselines", "tests"),
+    "Preferences": ("mc4", "tests"),
+    "Discriminative power": ("discpower", "tests"),
+    "Agreement of orderings": ("mc4", "tau"),
+    "Robustness": ("mc4", "tau"),
+}
+
+
+def _test_papers(tests, correction) -> list[str]:
+    """The works behind ``tests`` and ``correction`` (which adjusts every test but the
+    HSD): the randomized HSD, the randomization test, Holm, Benjamini-Hochberg or
+    -Yekutieli."""
+    keys = [METHOD_PAPERS[t] for t in tests if t in METHOD_PAPERS]
+    if correction in METHOD_PAPERS and any(t != "hsd" for t in tests):
+        keys.append(METHOD_PAPERS[correction])
+    return keys
+
+
+def _references_section(sections, measures, tests, options, against) -> Section:
+    """The "References" section: the papers of the preference measures, then of the
+    methods the report's ``sections`` apply (MC4, Kendall's τ, discriminative power,
+    ir-measures, the tests and corrections of ``options``, those of the gate
+    ``against``: (table, its options) or None)."""
+    keys = [MEASURES[str(m)].paper for m in measures if str(m) in MEASURES]
+    for section in sections:
+        methods = _SECTION_METHODS.get(section.title, ("mc4", "tests"))
+        if section.level == 2 and section.title not in _SECTION_METHODS:
+            methods = ()
+        for method in methods:
+            if method == "tests":
+                keys += _test_papers(tests, options.correction)
+            else:
+                keys.append(METHOD_PAPERS[method])
+    if against is not None:
+        keys += _test_papers(against[1].tests, against[1].correction)
+    papers = cited(keys)
+    intro = "The papers of the measures and of the methods this report applies."
+    return Section("References", [intro, References("references", papers)])
 
 
 def _ranked(orders, name) -> list[str]:
@@ -900,7 +960,7 @@ def figure_path(output, name: str, ext: str) -> str:
     become ``_``, and ``name`` keeps only those."""
     base = os.path.basename(os.path.splitext(os.fspath(output))[0])
     chars = FILE_NAME_CHARS
-    if ext == "pdf":
+    if ext in ("pdf", "bib"):
         base = re.sub(r"[^A-Za-z0-9._-]", "_", base)
         chars = TEX_FILE_NAME_CHARS
     return file_beside(output, f"{base}-{file_name_part(name, chars)}.{ext}")
@@ -913,7 +973,8 @@ def output_paths(output) -> list[str]:
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     figures = [figure_path(output, name, ext) for name in FIGURE_NAMES] if ext else []
     downloads = [figure_path(output, name, "csv") for name in DOWNLOAD_NAMES]
-    return [*figures, *downloads, os.fspath(output)]
+    bib = [figure_path(output, "references", "bib")] if fmt == "tex" else []
+    return [*figures, *downloads, *bib, os.fspath(output)]
 
 
 def check_targets(output, inputs, paths=None) -> None:
@@ -945,6 +1006,12 @@ def render(report: Report, output) -> dict[str, bytes]:
     named = {}  # path -> the figure or download name it was made from
     for section in report.sections:
         for block in section.blocks:
+            if isinstance(block, References):
+                if fmt == "tex":
+                    path = figure_path(output, block.name, "bib")
+                    files[path] = bibliography(p.key for p in block.papers).encode("utf-8")
+                    paths[block.name] = os.path.basename(path)
+                continue
             if isinstance(block, Download):
                 path = figure_path(output, block.name, "csv")
             elif isinstance(block, Figure) and ext:
@@ -1200,6 +1267,8 @@ def _html(report: Report, files: dict[str, str] | None) -> str:
             elif isinstance(block, Table):
                 if "html" in block.formats:
                     out += _html_table(block)
+            elif isinstance(block, References):
+                out += _html_references(block)
             elif isinstance(block, Download) and files is None:  # inline: the file in the link
                 name = f"report-{file_name_part(block.name, FILE_NAME_CHARS)}.csv"
                 data = base64.b64encode(block.data).decode("ascii")
@@ -1224,6 +1293,15 @@ def _html(report: Report, files: dict[str, str] | None) -> str:
                 )
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _html_references(block: References) -> list[str]:
+    """The references as a numbered list; DOIs as text, not links (the page links
+    nothing outside itself)."""
+    out = ['<ol class="references">']
+    for paper in block.papers:
+        out.append(f'<li id="ref-{html.escape(paper.key)}">{html.escape(paper.reference)}</li>')
+    return out + ["</ol>"]
 
 
 def _styled(text: str, cell: Cell, bold: str, marks: str) -> str:
@@ -1269,6 +1347,10 @@ def _markdown(report: Report, files: dict[str, str]) -> str:
                 out.append("| " + " | ".join(align) + " |")
                 for row in block.rows:
                     out.append("| " + " | ".join(_md_cell(c) for c in row) + " |")
+                out.append("")
+            elif isinstance(block, References):
+                for k, paper in enumerate(block.papers, 1):
+                    out.append(f"{k}. {markdown_escape(paper.reference)}")
                 out.append("")
             elif isinstance(block, Download):
                 target = _md_target(files[block.name])
@@ -1404,6 +1486,19 @@ def _tex_table(block: Table, note: str) -> list[str]:
     return out
 
 
+def _tex_references(block: References, bib: str) -> list[str]:
+    r"""The references as comment lines (the paper that ``\input``\ s the report has its
+    own bibliography) and how to cite them from ``bib``, their BibTeX file beside it."""
+    keys = ",".join(p.key for p in block.papers)
+    stem = os.path.splitext(bib)[0]
+    out = [f"% [{k}] {p.reference}" for k, p in enumerate(block.papers, 1)]
+    return out + [
+        f"% Their BibTeX entries: {bib}; add it to the paper's bibliography",
+        f"% (\\bibliography{{yours,{stem}}}) and cite them: \\cite{{{keys}}}",
+        "",
+    ]
+
+
 def _tex_label(name: str) -> str:
     """``name`` as a LaTeX label: letters, digits and ``:.-`` only, distinct for distinct
     names (:func:`~prefeval.io.writers.file_name_part`)."""
@@ -1424,6 +1519,8 @@ def _latex(report: Report, files: dict[str, str]) -> str:
                 out += [f"% {line}" for line in block.splitlines()] + [""]
             elif isinstance(block, Download):
                 out += [f"% {files[block.name]}: {' '.join(block.caption.splitlines())}", ""]
+            elif isinstance(block, References):
+                out += _tex_references(block, files[block.name])
             elif isinstance(block, Table):
                 if "tex" not in block.formats:
                     continue

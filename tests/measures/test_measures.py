@@ -184,15 +184,21 @@ def test_listing_and_help_come_from_the_registry(new_measures):
         "paper",
         "equation",
         "description",
+        "citation",
+        "doi",
     ]
     rows = table.set_index("measure")
     assert list(rows.index) == [*registry.MEASURES]
     assert rows.loc["sqrtrpp", "aliases"] == "sqrtRPP,rootRPP"
     assert rows.loc["ilexiprecision", "family"] == "lexi"
     assert rows.loc["lexirecall", "equation"] == "eq. 11"
+    # a paper outside the citations registry: no citation, no DOI, no BibTeX
+    assert rows.loc["sqrtrpp", "paper"] == "test"
+    assert rows.loc["sqrtrpp", "citation"] == "" and rows.loc["sqrtrpp", "doi"] == ""
     result = invoke("measures", "-m", "rootrpp")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("sqrtrpp: RPP with p(i) proportional to 1/sqrt(i)\n")
+    assert "@" not in result.stdout and "paper:" not in result.stdout
 
 
 def test_measures_command():
@@ -204,10 +210,25 @@ def test_measures_command():
         "  aliases: ST-RPP\n"
         "  defined in: rpp-sigir2022, eq. 6\n"
         "  needs subtopic qrels (ndeval format)\n"
+        "  paper: Fernando Diaz and Andres Ferraro. 2022. Offline Retrieval Evaluation "
+        "Without Evaluation Metrics. In Proceedings of the 45th International ACM SIGIR "
+        "Conference on Research and Development in Information Retrieval (SIGIR '22). "
+        "doi:10.1145/3477495.3532033\n"
+        "\n"
+        "@inproceedings{rpp-sigir2022,\n"
+        "  author = {Fernando Diaz and Andres Ferraro},\n"
+        "  title = {{Offline Retrieval Evaluation Without Evaluation Metrics}},\n"
+        "  booktitle = {Proceedings of the 45th International ACM SIGIR Conference on "
+        "Research and Development in Information Retrieval (SIGIR '22)},\n"
+        "  publisher = {ACM},\n"
+        "  year = {2022},\n"
+        "  doi = {10.1145/3477495.3532033}\n"
+        "}\n"
     )
     result = invoke("measures", "nope")
     assert result.exit_code == 2
-    assert "unknown measure 'nope'" in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "unknown measure 'nope'" in errors[0]
     result = invoke("measures", "-f", "csv", "rpp")
     assert result.exit_code == 2 and "-f/-o" in result.stderr
     result = invoke("measures", "-f", "jsonl")

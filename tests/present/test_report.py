@@ -289,8 +289,10 @@ def test_robustness_caption_counts_its_samples(tmp_path, samples, said):
 def test_markdown_and_latex_write_their_figures_beside(tmp_path, ext, figure):
     out = build(tmp_path, f"study.{ext}", "--robustness", "--samples", "2")
     names = sorted(p.name for p in tmp_path.iterdir())
+    references = ["study-references.bib"] if ext == "tex" else []
     assert names == sorted(
         [f"study.{ext}", *(f"study-{n}.{figure}" for n in ("discpower", "robustness", "tau"))]
+        + references
     )
     text = out.read_text(encoding="utf-8")
     for name in ("discpower", "robustness", "tau"):
@@ -693,6 +695,7 @@ def test_latex_captions_before_labels(tmp_path, twelve):
     names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("paper-"))
     assert names == sorted(
         ["paper-discpower.pdf", "paper-tau.pdf", "paper-robustness.pdf"]
+        + ["paper-references.bib"]
         + [f"paper-heatmap-{m}.pdf" for m in ("rpp", "lexirecall")]
         + [f"paper-matrix-{m}.csv" for m in ("rpp", "lexirecall")]
     )
@@ -840,7 +843,7 @@ def test_a_second_report_removes_only_the_files_the_first_named(tmp_path, twelve
     assert {"tex-heatmap-rpp.pdf", "tex-matrix-rpp.csv"} <= {p.name for p in tmp_path.iterdir()}
     build(tmp_path, "tex.tex", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
     tex = sorted(p.name for p in tmp_path.glob("tex*"))
-    assert tex == ["tex-discpower.pdf", "tex-tau.pdf", "tex.tex"]
+    assert tex == ["tex-discpower.pdf", "tex-references.bib", "tex-tau.pdf", "tex.tex"]
 
 
 def test_a_side_file_named_by_a_measure_never_overwrites_an_input(tmp_path, twelve):
