@@ -1487,8 +1487,8 @@ def _tex_table(block: Table, note: str) -> list[str]:
 
 
 def _tex_references(block: References, bib: str) -> list[str]:
-    r"""The references as comment lines (the paper that ``\input``\ s the report has its
-    own bibliography) and how to cite them from ``bib``, their BibTeX file beside it."""
+    """The references as comment lines (a paper that inputs the report has its own
+    bibliography) and how to cite them from ``bib``, their BibTeX file beside it."""
     keys = ",".join(p.key for p in block.papers)
     stem = os.path.splitext(bib)[0]
     out = [f"% [{k}] {p.reference}" for k, p in enumerate(block.papers, 1)]
