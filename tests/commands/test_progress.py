@@ -122,7 +122,7 @@ def test_no_bar_off_a_terminal(monkeypatch):
 def test_notices_and_the_table_stay_readable_on_a_terminal():
     """On a terminal (stdout and stderr), notices printed while the bar shows are on
     lines of their own, the table is intact and no piece of a bar stays on the screen
-    (the bar used to freeze at "0%" in front of the notice and of the table's header)."""
+    (no bar frozen at "0%" in front of the notice or of the table's header)."""
     runs = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3, 4)]  # sys04 misses one
     code, seen, _ = on_terminal(
         "discpower", "--no-cache", "--test", "hsd", "--trials", "3000", "-m", "rpp,lexirecall",

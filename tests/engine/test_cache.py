@@ -161,7 +161,7 @@ def test_bad_cache_size_setting_is_one_line(monkeypatch):
 
 def test_changed_grade_misses_the_cube_cache(tmp_path, monkeypatch):
     """Two qrels that differ only in one grade: order must follow the grades (the cube
-    cache used to be keyed on the relevant set only)."""
+    cache is keyed on the grades, not the relevant set only)."""
     from helpers import invoke
 
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))

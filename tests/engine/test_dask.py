@@ -1057,7 +1057,7 @@ def test_bad_scheduler_addresses_are_usage_errors(address):
     assert "--scheduler" in result.stderr and "Traceback" not in result.stderr
 
 
-# ------------------------------------------------------------------ found by review (session 8)
+# ------------------------------------------------------------------ edge cases
 
 
 def _two_stretches(bad_first: str, bad_between: str, bad_last: str, tmp_path):
