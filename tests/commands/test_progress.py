@@ -192,9 +192,9 @@ def test_api_warnings_escape_control_characters_on_a_terminal(tmp_path):
 
 def test_an_unfinished_stage_outside_a_command_holds_no_command_s_place():
     """A stage opened outside any command (a library function called directly) and left
-    unfinished, as after an error, held the place of the current command until it was
-    collected: the bar of whatever ran meanwhile went to it, and collecting it mid-way
-    through another command ended that command's bar ('NoneType' has no 'close')."""
+    unfinished, as after an error, holds no command's place: the bar of whatever runs
+    meanwhile is its own, and collecting the stage mid-way through another command does
+    not end that command's bar."""
     import gc
 
     from prefeval.core import progress
