@@ -165,7 +165,7 @@ class Spill:
 
     def __enter__(self) -> Spill:
         # one file per partition open while a file's rows are written: the soft limit
-        # raised to that where the hard limit allows (else opening tells, as before)
+        # raised to that where the hard limit allows (else opening the files tells)
         with contextlib.suppress(SystemLimitError):
             limits.open_files(self.parts + 64, "a spill")
         self._folder = TemporaryFolder("spill")
