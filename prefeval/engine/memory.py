@@ -38,8 +38,8 @@ def map_large_allocations() -> None:
     rows piece after piece, and each worker, would keep them.  It costs page faults,
     the most to work that makes its arrays anew each step (the randomized HSD's
     trials), so the CLI sets it for ``compare --engine dask`` only, before reading
-    (nothing elsewhere than glibc); the trade was set by the recsys-xl cases of
-    bench/scaling.py (see bench/RESULTS.md)."""
+    (nothing elsewhere than glibc); the trade was set by bench/run.py's recsys-xl shape
+    on both engines (see bench/RESULTS.md)."""
 
     mallopt = limits.glibc("mallopt")
     if mallopt is not None:
