@@ -66,7 +66,7 @@ XL_RUNS = 10
 XL_DEPTH = 20  # items per user and run
 XL_ITEMS = 200_000  # catalogue size
 XL_CANDIDATES = 60  # each user's candidate pool: every run ranks these, relevant ones among them
-XL_CHUNK_USERS = 25_000  # users generated (and written) at a time: ~0.35 GB peak RSS
+XL_CHUNK_USERS = 25_000  # users generated (and written) at a time: bounds the generator's memory
 XL_GRADE2 = 0.25  # share of relevant items with relevance 2 (the others 1)
 
 

@@ -1,4 +1,4 @@
-"""Figures about the code itself (issue 23's before/after table), for any checkout.
+"""Figures about the code itself, for any checkout (run it on two to compare them).
 
 Usage::
 

@@ -7,11 +7,12 @@ A queries x runs matrix of random scores (standard normal * 0.3 plus small run e
 per shape, all run pairs; the variants run in turn, ``--repeat`` times (the same load on
 each), and the median is reported: wall time per 1000 trials, extrapolated to 10,000,
 and CPU time (``time.process_time``, every thread of the process) in ns per (query,
-run, trial).  The variants: ``pre11``, the code before issue 11 (``rng.permuted``);
-``numpy``, issue 11's numpy kernel (before issue 24); ``numba`` and ``numba2``,
-prefeval's compiled kernel on 1 and 2 threads.  ``numba2``'s p-values are checked
-equal to ``numba``'s (the same random stream); the others draw differently (issue 24
-draws uint64 digit codes below 2**48, issue 11 uint32 ones), so their largest
+run, trial).  The variants: ``pre11``, the first kernel (``rng.permuted`` on chunks
+of trials); ``numpy``, the numpy kernel the compiled one replaced (embedded here);
+``numba`` and ``numba2``, prefeval's compiled kernel on 1 and 2 threads.  ``numba2``'s
+p-values are checked equal to ``numba``'s (the same random stream); the others draw
+differently (prefeval draws uint64 digit codes below 2**48, the numpy kernel uint32
+ones), so their largest
 difference from ``numba``'s p-values is shown, in units of the Monte Carlo standard
 error at p = 1/2 (1 / (2 sqrt(trials))).  ``--full``
 also times prefeval on the default 10,000 trials.  Prints a Markdown table.
@@ -38,7 +39,7 @@ except ImportError:  # prefeval not installed: use the checkout this script live
     from prefeval.core import ties
 
 SHAPES = {
-    "recsys-xl": (100000, 10),  # issue 24's figure: 100k users x 10 runs
+    "recsys-xl": (100000, 10),  # the HSD target's shape: 100k users x 10 runs
     "recsys": (17564, 21),
     "robust": (249, 110),
     "sample": (50, 10),
@@ -46,8 +47,8 @@ SHAPES = {
 
 
 def old_hsd_pvalues(scores, pairs, trials, seed=0):
-    """prefeval.analysis.significance.hsd_pvalues before issue 11 (rng.permuted on chunks
-    of trials)."""
+    """The first kernel of prefeval.analysis.significance.hsd_pvalues (rng.permuted on
+    chunks of trials)."""
     rng = np.random.default_rng(seed)
     q, n = scores.shape
     means = scores.mean(axis=0)
@@ -65,7 +66,7 @@ def old_hsd_pvalues(scores, pairs, trials, seed=0):
 
 
 def numpy_trial_ranges(columns, first, stop, entropy, per_stream=1):
-    """prefeval.analysis.significance._trial_ranges of issue 11 (before issue 24): uint32
+    """The numpy kernel's prefeval.analysis.significance._trial_ranges: uint32
     digit codes (groups of Fisher-Yates steps whose radix product is below 2**32),
     Fisher-Yates vectorized by numpy over (trial, query) rows in segments of about 2**20
     scores, a gather and a scatter per step."""
@@ -92,7 +93,8 @@ def numpy_trial_ranges(columns, first, stop, entropy, per_stream=1):
 
 
 def uint32_digit_groups(n):
-    """prefeval.analysis.significance._digit_groups of issue 11: radix products < 2**32."""
+    """The numpy kernel's prefeval.analysis.significance._digit_groups: radix products
+    < 2**32."""
     groups, product, steps = [], 1, []
     for k in range(n - 1, 0, -1):
         if product * (k + 1) > 1 << 32:
@@ -128,7 +130,7 @@ def numpy_segment_sums(columns, codes, groups):
 
 
 def numpy_hsd_pvalues(scores, pairs, trials, seed=0):
-    """prefeval.analysis.significance.hsd_pvalues of issue 11 on one thread, default
+    """The numpy kernel's prefeval.analysis.significance.hsd_pvalues on one thread, default
     chunks: the numpy kernel above."""
     q, n = scores.shape
     means = scores.mean(axis=0)
@@ -160,10 +162,10 @@ def timed(fn, *args, **kwargs):
 
 
 VARIANTS = {
-    "pre11": ("before issue 11 (rng.permuted)", old_hsd_pvalues, {}),
-    "numpy": ("issue 11 numpy kernel, 1 thread", numpy_hsd_pvalues, {}),
-    "numba": ("issue 24 numba kernel, 1 thread", hsd_pvalues, {"progress": False, "threads": 1}),
-    "numba2": ("issue 24 numba kernel, 2 threads", hsd_pvalues, {"progress": False, "threads": 2}),
+    "pre11": ("first kernel (rng.permuted)", old_hsd_pvalues, {}),
+    "numpy": ("numpy kernel, 1 thread", numpy_hsd_pvalues, {}),
+    "numba": ("numba kernel, 1 thread", hsd_pvalues, {"progress": False, "threads": 1}),
+    "numba2": ("numba kernel, 2 threads", hsd_pvalues, {"progress": False, "threads": 2}),
 }
 
 

@@ -343,7 +343,7 @@ RUNID_NOTICE = (
 
 def _evidence_only(*args, **kw):
     """Only the evidence of :func:`_checked_inputs`: the judgments and runs are let go, and the
-    heap they held handed back (350 MB at a million users), before the analysis runs."""
+    heap they held handed back, before the analysis runs."""
 
     kw.setdefault("positions", False)  # the reduced runs: only label sampling needs them
     evidence = _checked_inputs(*args, **kw).evidence

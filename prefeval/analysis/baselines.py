@@ -1086,7 +1086,7 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -
 def _of_queries(ids, qpos) -> np.ndarray:
     """Whether each of the query ``ids`` (a pandas column of strings) is one of ``qpos``
     (query ids, a dict's keys), by one Arrow hash table: pandas' ``isin`` made a Python
-    scalar of every id asked for (a transient 240 MiB at a million queries)."""
+    scalar of every id asked for (a large transient at recommender scale)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -1426,8 +1426,8 @@ def metrics_frames(
     judged = qrels.query_ids()
     if not judged:
         raise InputError(qrels.name, None, "no query is judged")
-    # the relevant set's queries, read off the judgments (the set itself is not needed:
-    # 100 MB at 1M users)
+    # the relevant set's queries, read off the judgments (the set itself, large at
+    # recommender scale, is not needed)
     evaluated = _evaluated_queries(qrels, qrels.general(), relevance_level, None)
     dropped = len(judged) - len(evaluated)
     what = "grade > 0" if relevance_level is None else f"grade >= {relevance_level:g}"

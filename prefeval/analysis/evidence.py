@@ -76,7 +76,7 @@ class Inputs:
         return self.matrix is not None or bool(self._aside) or self.positions is not None
 
     def set_matrix_aside(self) -> None:
-        """The position matrix (only label samples use it: 100 MB at 1M users x 10
+        """The position matrix (only label samples use it; it grows with queries x
         runs) waits in an anonymous temporary file until :meth:`position_matrix` asks
         for it, out of memory while the baselines fill their values and a report's
         sections are made."""
@@ -263,10 +263,10 @@ def _add_baselines(inputs: Inputs, prefs, metrics, metrics_table, options: Optio
 
 #: bytes of parsed run columns (about 1.5 times the runs' stored text) kept from the
 #: engine's reading for the baselines; beyond, the baselines parse each run again from
-#: the bytes its run set holds, one run at a time.  Measured on ``bench/generate.py
-#: recsys --scale 0.05`` (21 runs, 64 MiB of text, ``order``): keeping the columns
-#: (93 MiB) saves one parse per run (0.4 s of 3 s CPU) and raises the peak RSS from 268
-#: to 353 MB, so recommender-scale runs are parsed again and TREC-scale ones kept.
+#: the bytes its run set holds, one run at a time.  Keeping the columns saves one parse
+#: per run and raises the peak RSS by about their size, so recommender-scale runs are
+#: parsed again and TREC-scale ones kept (set by ``order`` on bench/run.py's recsys
+#: shape at a small ``--scale``; see bench/RESULTS.md).
 KEEP_COLUMNS = 64 << 20
 
 

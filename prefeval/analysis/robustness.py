@@ -65,8 +65,8 @@ def query_robustness(
         taus = {name: [] for name in full}
         for _ in range(samples):
             chosen = np.sort(rng.choice(n_q, size=k, replace=False))
-            # one measure's values on the chosen queries at a time (at 1M users all of
-            # them at once, 75% of the queries, took 660 MB)
+            # one measure's values on the chosen queries at a time (all of them at once
+            # would hold every measure's values on most of the queries)
             reduced = {}
             for name in full:
                 reduced.update(orderings(evidence.restrict(chosen, [name]), method, teleport))
@@ -88,7 +88,7 @@ def _mean_std(values) -> tuple[float, float]:
 def keep_labels(relevant, matrix: np.ndarray, fraction: float, policy: str, rng) -> np.ndarray:
     """Global mask of relevant documents kept: max(1, floor(m * fraction)) per query."""
     keep = np.zeros(int(relevant.offsets[-1]), dtype=bool)
-    # how many runs retrieve each document: only the pool policy asks (100 MB at 1M users)
+    # how many runs retrieve each document: only the pool policy asks (it is large)
     retrieved_by = (matrix != UNRETRIEVED).sum(axis=0) if policy == "pool" else None
     for k in range(relevant.n_queries):
         lo, hi = int(relevant.offsets[k]), int(relevant.offsets[k + 1])
@@ -187,7 +187,7 @@ def label_robustness(
 @contextlib.contextmanager
 def _baselines_set_aside(evidence: Evidence):
     """While label samples compute their own baselines, the full labels' values wait in
-    a temporary file (400 MB at 1M users x 10 runs x 5 baselines), put back after:
+    a temporary file (a float64 per query, run and baseline), put back after:
     yields the reference signs (of ``Evidence.signs_of``) of every measure, a baseline's
     packed (:class:`~prefeval.core.cube.PackedSigns`), and the list of the baselines'
     packed signs, both emptied before the values come back."""
@@ -234,10 +234,11 @@ def _signs_reader(evidence: Evidence, packed: dict):
 
 @contextlib.contextmanager
 def _set_aside(signs: list[PackedSigns]):
-    """While a label sample's baselines fill their values (400 MB at 1M users x 10 runs
-    x 5 baselines), what only the samples' agreement uses waits in temporary files: the
-    packed ``signs`` (11 MB a measure: the full labels' and the sample's); the runs'
-    position matrix (100 MB) waits there already (``Inputs.set_matrix_aside``)."""
+    """While a label sample's baselines fill their values (a float64 per query, run and
+    baseline), what only the samples' agreement uses waits in temporary files: the
+    packed ``signs`` (two bits per pair and query a measure: the full labels' and the
+    sample's); the runs' position matrix waits there already
+    (``Inputs.set_matrix_aside``)."""
     with contextlib.ExitStack() as stack:
         for packed in signs:
             stack.enter_context(packed.set_aside())

@@ -321,7 +321,7 @@ class SpilledRates:
     """A measure's win rates (rows of queries x runs) kept in an anonymous temporary file
     (no name in the file system; gone when closed) while they are gathered, and read
     back whole when asked for: memory holds one measure's at a time, not every
-    measure's (0.5 GB at a million users for six measures)."""
+    measure's."""
 
     def __init__(self, n_runs: int):
 
@@ -349,8 +349,8 @@ class PackedSigns:
     """A measure's sign per (pair, query) (:func:`prefeval.core.ties.sign`: -1, 0, +1, or
     undefined), added partition by partition in query order, two bits each: what the
     agreement with the baselines needs of a streamed measure's preferences, not the
-    preferences themselves (at a million users and 45 run pairs, 11 MB a measure, not
-    360).  A value's two bits are "above 0" and "below 0"; both set: undefined (NaN)."""
+    preferences themselves (two bits per pair and query, not a float64).  A value's two
+    bits are "above 0" and "below 0"; both set: undefined (NaN)."""
 
     def __init__(self, n_pairs: int):
         self.n_pairs = n_pairs
@@ -375,8 +375,8 @@ class PackedSigns:
 
     @contextlib.contextmanager
     def set_aside(self):
-        """Meanwhile its bits wait in an anonymous temporary file, out of memory (11 MB a
-        measure at a million users and 45 run pairs), and are read back after."""
+        """Meanwhile its bits wait in an anonymous temporary file, out of memory, and are
+        read back after."""
         where = [(start, n) for start, n, _, _ in self._pieces]
         bits = [b for _, _, above, below in self._pieces for b in (above, below)]
         self._pieces = []  # with ``bits``, the last references (see arrays_set_aside)

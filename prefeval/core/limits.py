@@ -19,7 +19,7 @@ CLUSTER_FILES = 40
 #: own)
 WORKER_FILES = 16
 #: address space left free before the BLAS libraries are loaded (numpy's and scipy's
-#: OpenBLAS take about 90 MiB each with one thread)
+#: OpenBLAS each map tens of MiB with one thread)
 BLAS_ROOM = 256 << 20
 
 

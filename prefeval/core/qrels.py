@@ -165,7 +165,7 @@ def _strings(values) -> pd.Series:
 
 def distinct_ids(ids: pd.Series) -> list[str]:
     """The distinct ids of a column, as a list of str (converted at once: iterating an
-    Arrow-backed column calls Python per element, 1 s at 300,000 queries)."""
+    Arrow-backed column calls Python per element)."""
     return np.asarray(ids.unique(), dtype=object).tolist()
 
 

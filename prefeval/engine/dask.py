@@ -766,8 +766,8 @@ def _client(scheduler: str | None, fetcher: bool = False):
             return _with_a_worker(client, scheduler)
         # Dask's own choice of processes and threads; with ``fetcher`` one thread more
         # per worker, which no partition takes: it hands a finished partition's rows to
-        # the client while the partition slots compute the next ones (only then: with
-        # it, `order` at a million users peaked 30-50 MiB higher, idle as it was)
+        # the client while the partition slots compute the next ones (only then: an idle
+        # thread raises every worker's peak; the 1M-user Dask cases of bench/RESULTS.md)
         from distributed.deploy.utils import nprocesses_nthreads
 
         workers, threads = nprocesses_nthreads()
@@ -1112,7 +1112,7 @@ class DaskEngine:
             positions=want.positions,
         )  # fmt: skip
         if want.rows:
-            job.qrels = None  # the tasks carry their judgments: 0.25 GB less at 1M users
+            job.qrels = None  # the tasks carry their judgments; the client needs none
         relevant = plan.relevant
         measures = [m.name for m in plan.measures]
         chosen = run_pairs(len(plan.names), job.pairs)

@@ -153,7 +153,7 @@ def load_runs(
     if use_cache:
         cache.prune()
     # the parse buffers are freed; hand them back to the system (Arrow's allocator keeps
-    # them otherwise: some 300 MB after 21 recsys runs) before computing
+    # them otherwise) before computing
     release_free_memory()
     if unspilled and notify is not None:
         notify(unspilled_notice(len(unspilled), unspilled[0]))
@@ -432,8 +432,9 @@ def query_ranges(
     computes one of them.  A query counts for its cube cells (measures x pairs), and at
     least :data:`RUN_CELLS` per run: a partition also holds every run's positions and
     populations on its queries, which grow with the runs, not the pairs (sized by the cube
-    alone, the partitions of the few pairs of ``--against`` would hold about 2.6 GB at a
-    million users x 10 runs, bench/RESULTS.md)."""
+    alone, the partitions of the few pairs of ``--against`` would hold a third of the
+    queries each; :data:`RUN_CELLS` is set by the 1M-user ``pairs --against`` and
+    ``gate`` cases, see bench/RESULTS.md)."""
     per_query = max(n_measures * max(1, len(run_pairs(n_runs, pairs))), RUN_CELLS * n_runs)
     return query_partitions(n_queries, per_query, cells)
 

@@ -14,7 +14,7 @@ def release_free_memory() -> None:
     large run read (see ``_TRIM_BYTES`` in :mod:`prefeval.engine.local`) and after all of
     them, between query partitions and once the evidence of an analysis is made:
     without it what one step freed (parse buffers, a partition's rows and text) stays
-    resident beside the next (two recsys runs read at once held 1.1 GB, not 0.9)."""
+    resident beside the next (bench/run.py's recsys peak RSS; see bench/RESULTS.md)."""
 
     import pyarrow as pa
 
@@ -34,12 +34,12 @@ def map_large_allocations() -> None:
     """Hold glibc's mmap threshold at :data:`MMAP_THRESHOLD` bytes: every larger array
     is mapped and given back when freed.  By default each freed mapped block raises the
     threshold (up to 32 MiB), and the arrays of the next query partition then come from
-    the heap, which keeps them after they are freed: a Dask client taking a million
-    users' rows piece after piece held 170 MB more, and each worker up to 100 MB.  It
-    costs page faults: about 16% more time for the local engine, and 2.2 times the time
-    of the randomized HSD's trials, whose arrays are made anew each trial.  The CLI sets
-    it for ``compare --engine dask`` only, before reading (nothing elsewhere than
-    glibc)."""
+    the heap, which keeps them after they are freed: a Dask client taking a partition's
+    rows piece after piece, and each worker, would keep them.  It costs page faults,
+    the most to work that makes its arrays anew each step (the randomized HSD's
+    trials), so the CLI sets it for ``compare --engine dask`` only, before reading
+    (nothing elsewhere than glibc); the trade was set by bench/run.py's recsys-xl shape
+    on both engines (see bench/RESULTS.md)."""
 
     mallopt = limits.glibc("mallopt")
     if mallopt is not None:

@@ -342,7 +342,7 @@ def _many_run_columns(pfile, path: str) -> list[str]:
 def _row_group_chunks(pfile, batch: int | None = None) -> list[list[int]]:
     """The row groups of a file read together, in file order: a few at a time (up to
     ``batch`` (default :data:`BATCH_ROWS`) / 2 rows; over the whole file, iter_batches
-    reads ahead and holds most of a large file: 1.7 GB of Arrow memory for 200M rows);
+    reads ahead and holds most of a large file in Arrow's memory);
     small row groups together."""
     batch = batch or BATCH_ROWS
     chunks, groups, rows = [], [], 0

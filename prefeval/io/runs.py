@@ -215,8 +215,8 @@ def spill_runs(spill: Spill, runs, streaming: Streaming = STREAMING) -> None:
 #: the command; beyond, files are read as they are used
 #: (:class:`~prefeval.io.source.StoredFile`: no memory of the process held, but each
 #: keeps a descriptor of its file: counted against ``ulimit -n``).  TREC-sized runs are
-#: read whole; at recsys scale 0.05 (64 MB of runs), holding 32 MiB raised compare's peak
-#: RSS by 35 MB, memory-mapping them by 10 MB
+#: read whole; recommender-sized ones are not, as holding them raises the peak RSS (set
+#: by bench/run.py's recsys case at a small ``--scale``; see bench/RESULTS.md)
 READ_WHOLE = 4 << 20
 
 

@@ -44,8 +44,8 @@ class Streaming:
     partitions at most (each an open file while the first pass writes);
     ``max_evaluated_parts``: the same for the ir-measures baselines, whose partition
     holds every run's rows and hands them to ir-measures as Python dicts (about 150
-    bytes a row): at 1M users x 10 runs, 256 partitions held 1,296 MiB where 64 held
-    1,468 (``agree``, bench/RESULTS.md, session 28), in no more CPU time."""
+    bytes a row), so more, smaller partitions hold less in no more CPU time (set by the
+    1M-user ``agree`` case of bench/RESULTS.md)."""
 
     above: int = 16 << 20
     piece_rows: int = 1 << 18
@@ -128,7 +128,7 @@ def spilled_runs(
     :func:`prefeval.engine.local.streamed_positions`).
     """
     # per run its partitions' (doc, rank); not their ``retrieved``, which is as long
-    # as the evaluated queries: summed at once (at a million users, 8 MB a partition)
+    # as the evaluated queries: summed at once, not kept per partition
     reduced: list[list[tuple]] = [[] for _ in names]
     retrieved = [np.zeros(relevant.n_queries, dtype=np.int64) for _ in names]
     at = {name: r for r, name in enumerate(names)}
@@ -165,7 +165,7 @@ class Spill:
 
     def __enter__(self) -> Spill:
         # one file per partition open while a file's rows are written: the soft limit
-        # raised to that where the hard limit allows (else opening tells, as before)
+        # raised to that where the hard limit allows (else opening the files tells)
         with contextlib.suppress(SystemLimitError):
             limits.open_files(self.parts + 64, "a spill")
         self._folder = TemporaryFolder("spill")

@@ -1086,7 +1086,7 @@ def test_label_sample_is_the_reduced_judgments(monkeypatch, tmp_path, qrels_name
 
 def test_label_samples_set_the_full_baselines_aside():
     """While label samples compute their own baselines, the full labels' values are
-    freed (400 MB at 1M users), their signs kept packed, and put back after, equal."""
+    freed, their signs kept packed, and put back after, equal."""
     import gc
     import weakref
 
@@ -1117,7 +1117,7 @@ def test_label_samples_set_the_full_baselines_aside():
 @pytest.mark.parametrize("streamed", [False, True])
 def test_query_samples_restrict_one_measure_at_a_time(monkeypatch, streamed):
     """A query sample's ordering is computed one measure at a time on the chosen queries
-    (at 1M users all measures' values on 75% of the queries took 660 MB at once): the
+    (not every measure's values on the chosen queries at once): the
     same table as the whole restricted evidence gives, with its values."""
     from helpers import partition_cells
 
@@ -1149,7 +1149,7 @@ def test_query_samples_restrict_one_measure_at_a_time(monkeypatch, streamed):
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypatch, streamed):
-    """While a label sample's baselines fill their values (400 MB at 1M users), the runs'
+    """While a label sample's baselines fill their values, the runs'
     position matrix (on disk from the sample's start) and every packed sign (the full
     labels' where they were streamed, the baselines' and the sample's) wait in temporary
     files, freed, and come back equal for the agreement and the next sample (the
@@ -1231,7 +1231,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
 def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
     monkeypatch, tmp_path, command
 ):
-    """The runs' position matrix (only label samples use it: 100 MB at 1M users) waits
+    """The runs' position matrix (only label samples use it) waits
     in a temporary file, freed, while the full labels' baselines fill their values and
     a report's sections and query samples are made; it comes back equal for each label
     sample to choose its labels, once the full labels' baseline values have gone to disk

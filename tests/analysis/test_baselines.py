@@ -1083,7 +1083,7 @@ def test_judged_only_measures_do_not_change_the_others():
     """ir-measures puts NumRet (and the other measures without judged_only) into whichever
     pytrec_eval call it makes first: in one evaluator with P(judged_only=True)@5, NumRet
     counted the judged documents only, or all of them, by the hash seed (275 or 1000 on
-    sample_data's sys01).  Every seed now gives the values each measure has alone."""
+    sample_data's sys01).  Every seed must give the values each measure has alone."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""The randomized Tukey HSD (issue 11): exact permutations, determinism, speed-neutral
+"""The randomized Tukey HSD: exact permutations, determinism, speed-neutral
 options.  Exact p-values come from enumerating every combination of row permutations
 on tiny matrices in rational arithmetic (each score read as the fraction with the
 smallest denominator up to 1000), so ties are decided exactly."""
@@ -61,7 +61,7 @@ def test_digit_groups_cover_every_fisher_yates_step():
         assert all(product <= 1 << 48 for product, _ in groups)
         # a group takes every step whose radix still fits
         assert all(p * steps[-1] > 1 << 48 for p, steps in groups[:-1])
-    assert len(_digit_groups(110)) == 14  # 21 draws of 32 bits before issue 24
+    assert len(_digit_groups(110)) == 14  # 21 with products below 2**32
 
 
 # halves: the column sums and the observed differences tie exactly in many combinations

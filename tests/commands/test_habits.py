@@ -1,4 +1,4 @@
-"""CLI habits of trec_eval and ir_measures users (issue 9, point 3): metrics -m in every
+"""CLI habits of trec_eval and ir_measures users: metrics -m in every
 syntax with summary rows and -q/-n, -p/--precision, --against, compare
 --both-directions, and the pairs table (wins, ties, losses, t interval)."""
 
@@ -101,7 +101,7 @@ def test_metrics_summary_rows_as_trec_eval():
         # NumRelRet (ir-measures' NumRet(rel=1)) keeps its name: its rel follows -l
         want = {str(k).replace("NumRet(rel=1)", "NumRelRet"): v for k, v in want.items()}
         assert got == pytest.approx(want, abs=1e-12)
-    # a count is written as an integer (issue 25: "counts are integers in every format")
+    # a count is written as an integer, in every format
     assert set(summary.loc[summary["measure"] == "NumQ", "value"]) == {"20"}
 
 

@@ -270,9 +270,9 @@ def _ran_or_one_line(status, stdout, stderr, expected: bytes, what) -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as on Linux")
 def test_address_space_limits_end_in_a_run_or_one_line(tmp_path):
     """ulimit -v (a batch scheduler's h_vmem): OpenBLAS, loaded late in a process near the
-    limit, retried its buffer for ever (discpower spun at 500,000 KiB); MemoryError and
-    libraries that cannot be mapped gave tracebacks.  Every limit now ends in discpower's
-    output or in one line, exit 2."""
+    limit, can retry its buffer for ever; MemoryError and libraries that cannot be mapped
+    can raise tracebacks.  Every limit ends in discpower's output or in one line, exit
+    2."""
     args = ["discpower", "--trials", "50", QRELS, *RUNS]
     expected = subprocess.run(
         [sys.executable, "-m", "prefeval", *map(str, args)], capture_output=True, check=True
@@ -300,10 +300,10 @@ def test_address_space_limits_end_in_a_run_or_one_line(tmp_path):
 
 @pytest.mark.parametrize("files", [16, 32, 48])
 def test_dask_under_few_open_files_is_one_line(tmp_path, files, monkeypatch):
-    """ulimit -n: a local Dask cluster flooded stderr with the scheduler's failed accepts
-    (16) or died with ``Nanny failed to start`` (32); now one line, exit 2, at once: before
-    any cluster is started.  The local engine runs with 5, and a soft limit is raised to
-    what the cluster needs."""
+    """ulimit -n: a local Dask cluster short of files floods stderr with the scheduler's
+    failed accepts (16) or dies with ``Nanny failed to start`` (32); prefeval says so in
+    one line, exit 2, at once: before any cluster is started.  The local engine runs
+    with 5, and a soft limit is raised to what the cluster needs."""
     distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
     args = ["compare", "--engine", "dask", QRELS, *RUNS]
     status, stdout, stderr, _ = _limited({"RLIMIT_NOFILE": files}, args, tmp_path)
@@ -354,9 +354,9 @@ def test_dask_raises_a_soft_open_files_limit(tmp_path):
 
 def test_local_engine_under_few_open_files_is_the_same_every_time(tmp_path, monkeypatch):
     """ulimit -n 5 to 10, several tries each: the threads reading runs and the cache's
-    folder descriptors shared the limit (at 7 about one try in three ended in ``cannot
-    read file: Too many open files``, and every try said ``cache not used``); now the
-    threads are as many as the limit allows and the cache holds one folder at a time:
+    folder descriptors share the limit (unchecked, some tries end in ``cannot read file:
+    Too many open files``, and every try says ``cache not used``); the threads are as
+    many as the limit allows and the cache holds one folder at a time:
     every try prints the same table and notices as without a limit, reading the runs
     afresh or from the cache, which is used."""
     runs = sorted((SAMPLE / "runs").glob("input.sys0[1-6]*"))
@@ -403,8 +403,8 @@ def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path):
 
 @pytest.mark.skipif(sys.platform != "linux", reason="a file name of bytes that are not UTF-8")
 def test_run_file_name_not_utf8_names_the_run_with_a_replacement_character(tmp_path):
-    """A run file whose name is not UTF-8 (a Latin-1 file system) was a UnicodeEncodeError
-    traceback: its name is now the file name decoded with U+FFFD for the bad bytes."""
+    """A run file whose name is not UTF-8 (a Latin-1 file system) is no UnicodeEncodeError
+    traceback: its name is the file name decoded with U+FFFD for the bad bytes."""
     name = os.fsdecode(b"g\x85h")
     shutil.copy(RUNS[0], tmp_path / name)
     proc = subprocess.run(

@@ -122,7 +122,7 @@ def test_no_bar_off_a_terminal(monkeypatch):
 def test_notices_and_the_table_stay_readable_on_a_terminal():
     """On a terminal (stdout and stderr), notices printed while the bar shows are on
     lines of their own, the table is intact and no piece of a bar stays on the screen
-    (the bar used to freeze at "0%" in front of the notice and of the table's header)."""
+    (no bar frozen at "0%" in front of the notice or of the table's header)."""
     runs = [SAMPLE / "runs" / f"input.sys0{i}" for i in (1, 2, 3, 4)]  # sys04 misses one
     code, seen, _ = on_terminal(
         "discpower", "--no-cache", "--test", "hsd", "--trials", "3000", "-m", "rpp,lexirecall",
@@ -192,9 +192,9 @@ def test_api_warnings_escape_control_characters_on_a_terminal(tmp_path):
 
 def test_an_unfinished_stage_outside_a_command_holds_no_command_s_place():
     """A stage opened outside any command (a library function called directly) and left
-    unfinished, as after an error, held the place of the current command until it was
-    collected: the bar of whatever ran meanwhile went to it, and collecting it mid-way
-    through another command ended that command's bar ('NoneType' has no 'close')."""
+    unfinished, as after an error, holds no command's place: the bar of whatever runs
+    meanwhile is its own, and collecting the stage mid-way through another command does
+    not end that command's bar."""
     import gc
 
     from prefeval.core import progress

@@ -161,7 +161,7 @@ def test_bad_cache_size_setting_is_one_line(monkeypatch):
 
 def test_changed_grade_misses_the_cube_cache(tmp_path, monkeypatch):
     """Two qrels that differ only in one grade: order must follow the grades (the cube
-    cache used to be keyed on the relevant set only)."""
+    cache is keyed on the grades, not the relevant set only)."""
     from helpers import invoke
 
     monkeypatch.setenv("PREFEVAL_CACHE_DIR", str(tmp_path / "cache"))
@@ -442,8 +442,9 @@ def test_unreadable_entry_is_a_miss_not_deleted(tmp_path, monkeypatch):
 @pytest.mark.parametrize("shared", ["sticky", "group"])
 def test_shared_folder_lets_every_user_have_their_own_folder(monkeypatch, shared):
     """PREFEVAL_CACHE_DIR on a folder others may write (1777 as /tmp, or group-writable):
-    the first user's version folder gets its write bits and the sticky bit (it was
-    0755, the umask's: every other user got ``cache not used: Permission denied``), so a
+    the first user's version folder gets its write bits and the sticky bit (not the
+    umask's 0755, which would give every other user ``cache not used: Permission
+    denied``), so a
     second user (nobody, as root) makes their own 0700 folder below it and uses the
     cache; nothing of the first user's is read, replaced or removed.  A version folder
     of another user that this user may not write is a notice that says so."""

@@ -280,8 +280,8 @@ main()
 def test_a_signal_while_the_cluster_starts_leaves_no_folder(tmp_path, signum):
     """SIGTERM or Ctrl-C while --engine dask starts its local cluster: the cluster is
     started whole, then closed, and its scratch folder removed after it (removed while
-    the cluster's processes started, it was made again by them and left in $TMPDIR; an
-    interrupted start failed an assertion at exit, with its traceback)."""
+    the cluster's processes start, it would be made again by them and left in $TMPDIR;
+    an interrupted start must not fail an assertion at exit)."""
     import os
     import signal
     import subprocess
@@ -1057,7 +1057,7 @@ def test_bad_scheduler_addresses_are_usage_errors(address):
     assert "--scheduler" in result.stderr and "Traceback" not in result.stderr
 
 
-# ------------------------------------------------------------------ found by review (session 8)
+# ------------------------------------------------------------------ edge cases
 
 
 def _two_stretches(bad_first: str, bad_between: str, bad_last: str, tmp_path):

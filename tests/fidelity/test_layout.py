@@ -1,4 +1,4 @@
-"""Issue 7: a number depends on the inputs' meaning, never on their layout.
+"""A number depends on the inputs' meaning, never on their layout.
 
 Every command (``compare -q``, ``metrics``, ``order`` with each method, ``discpower``
 summaries and ``--pairs``, ``tau``, ``agree``, ``agree --ties``, ``robustness``) must
@@ -542,8 +542,9 @@ def run_order_normaliser(reference_names):
 
 
 def test_short_last_docno_does_not_crash(tmp_path):
-    """A short docno as the last docno of a file, after a longer one, used to crash the fast
-    reader (its docno hashing read eight-byte words past the end of the docno buffer).
+    """A short docno as the last docno of a file, after a longer one, is read right by the
+    fast reader (whose docno hashing must not read eight-byte words past the end of the
+    docno buffer).
 
     qrels: query 1, d1 relevant (grade 1). a ranks abcdefghi (2) then d1 (1): d1 at 2;
     b ranks d1 at 1.  m = 1, so every RPP weighting is sgn(1 - 2) = -1, lexirecall and

@@ -1,4 +1,4 @@
-"""Runs resolved once (issue 23, step 4): every run argument becomes one :class:`Run` of a
+"""Runs resolved once: every run argument becomes one :class:`Run` of a
 :class:`RunSet` (name, kind, stored bytes) at the edge, each file opened once per command,
 parsed once where the baselines may keep the engine's columns."""
 

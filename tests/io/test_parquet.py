@@ -1,4 +1,4 @@
-"""Parquet in and out (issue 11, item 1): runs, qrels and --prefs/--metrics tables read
+"""Parquet in and out: runs, qrels and --prefs/--metrics tables read
 from Parquet give exactly what the same data in TREC text or tsv gives, whatever the
 layout; ``-f parquet`` writes every command's table atomically."""
 
@@ -642,8 +642,8 @@ GROUPED = {
 @pytest.mark.parametrize("layout", GROUPED)
 def test_many_run_table_batch_by_batch(layout, batch, max_docs, monkeypatch, tmp_path):
     """A many-run table is reduced batch by batch when each (run, query)'s rows are
-    consecutive, else spilled to temporary files by query (issue 24 item 3: never run
-    by run, each run whole); either way, for any batch size, the positions and so the
+    consecutive, else spilled to temporary files by query (never run by run, each run
+    whole); either way, for any batch size, the positions and so the
     output equal the text runs'."""
     from prefeval.io import parquet
 

@@ -1,5 +1,5 @@
 """A many-run Parquet table read on several threads gives what one thread gives: the
-same positions, the same first error (issue 24 item 1)."""
+same positions, the same first error."""
 
 from __future__ import annotations
 
@@ -113,8 +113,8 @@ def test_compare_jobs_on_a_table(monkeypatch, tmp_path):
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_stored_table_is_read_as_it_is_used(jobs, monkeypatch, tmp_path):
     """A many-run table is read from its stored file batch by batch, on every thread,
-    its bytes held by no map of the process (the pages of a 1.7 GB table mapped stayed
-    resident till the end of its reading, 3.3 GB at 1M users); the positions are those
+    its bytes held by no map of the process (a mapped table's pages would stay resident
+    till the end of its reading); the positions are those
     read from the path."""
     monkeypatch.setattr(parquet, "BATCH_ROWS", 200)
     frame = all_runs()

@@ -1,7 +1,7 @@
-"""A large run file read in pieces and spilled by query (prefeval.io.spill, issue 24
-item 3) gives the positions of the whole file's read, whatever its layout (one Parquet
-file per run, text, gzip, CRLF, rows in any order), leaves no file behind, and reports a
-problem as the whole read does."""
+"""A large run file read in pieces and spilled by query (prefeval.io.spill) gives the
+positions of the whole file's read, whatever its layout (one Parquet file per run, text,
+gzip, CRLF, rows in any order), leaves no file behind, and reports a problem as the
+whole read does."""
 
 from __future__ import annotations
 
@@ -412,8 +412,8 @@ def test_no_room_for_temporary_files_reads_whole(tmp_path, monkeypatch):
 def test_partitions_do_not_each_keep_a_count_per_query(tmp_path):
     """A run of many queries spilled to many partitions: what the reduction keeps of a
     partition is its positions, not its documents retrieved per query (an array as long
-    as the evaluated queries: at a million users 8 MB a partition, 300 MB a run of 38
-    partitions), which are summed as each partition is reduced (numpy's allocations, as
+    as the evaluated queries, so kept per partition it would grow with partitions x
+    queries), which are summed as each partition is reduced (numpy's allocations, as
     tracemalloc sees them)."""
     import tracemalloc
 

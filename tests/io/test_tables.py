@@ -1,4 +1,4 @@
-"""Reading back prefeval's tables (issue 7, item 5): complete grids, subtopic measures,
+"""Reading back prefeval's tables: complete grids, subtopic measures,
 duplicate rows, query order independent of the hash seed, byte-order marks, quoting."""
 
 from __future__ import annotations
@@ -142,8 +142,8 @@ def _prefeval(*args, seed: int, cwd: Path) -> bytes:
 
 
 def test_output_does_not_depend_on_the_hash_seed(tmp_path):
-    # query ids 1, 01, 001, 0001 used to share one sort key, so their order (and the
-    # float sum of the mean win rate) followed set iteration, i.e. PYTHONHASHSEED
+    # query ids 1, 01, 001, 0001 must not share one sort key, or their order (and the
+    # float sum of the mean win rate) would follow set iteration, i.e. PYTHONHASHSEED
     table = rows_of(
         ("rpp", "a", "b", "1", 0.1),
         ("rpp", "a", "b", "01", 0.2),

@@ -727,7 +727,7 @@ def test_latex_wide_tables_are_split():
 
 
 def test_small_samples_are_said_in_the_report(tmp_path):
-    """Issue 25 item 6: a report on fewer than MIN_QUERIES queries says so in its legend,
+    """A report on fewer than MIN_QUERIES queries says so in its legend,
     once, beside the marks; on the sample data (20 queries) the numbers are unchanged."""
     from prefeval.analysis.significance import MIN_QUERIES
 
