@@ -488,7 +488,22 @@ def write_report(path: Path, st: RunState, status: str) -> None:
     L.append("|---|---|---|")
     L.extend(_targets(st))
     L.append("")
+    text = "\n".join(L) + _kept_by_hand(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(L))
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+#: the line from which RESULTS.md is kept by hand: everything from it on survives a rerun
+HAND_KEPT = "<!-- Everything above is written by `bench/run.py`"
+
+
+def _kept_by_hand(path: Path) -> str:
+    """The hand-kept part of the page at ``path`` (from :data:`HAND_KEPT` on), or ""."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return ""
+    at = text.find(HAND_KEPT)
+    return "" if at < 0 else "\n" + text[at:]
