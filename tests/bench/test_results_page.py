@@ -1,0 +1,34 @@
+"""bench/run.py rewrites the generated part of RESULTS.md and keeps the hand-kept part."""
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _report_module(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hand_kept_part_is_everything_from_the_marker(tmp_path, monkeypatch):
+    report = _report_module(monkeypatch)
+    page = tmp_path / "RESULTS.md"
+    kept = f"{report.HAND_KEPT} -->\n\n## Targets today\n| compare | 1,385 MiB |\n"
+    page.write_text("# generated part\nstale figure\n\n" + kept)
+    assert report._kept_by_hand(page) == "\n" + kept
+    # the committed page carries the marker and its targets below it
+    committed = report._kept_by_hand(ROOT / "bench" / "RESULTS.md")
+    assert committed.startswith("\n" + report.HAND_KEPT)
+    assert "## Targets today" in committed
+
+
+def test_a_page_without_the_marker_keeps_nothing(tmp_path, monkeypatch):
+    report = _report_module(monkeypatch)
+    page = tmp_path / "RESULTS.md"
+    assert report._kept_by_hand(page) == ""
+    page.write_text("# generated only\n")
+    assert report._kept_by_hand(page) == ""
