@@ -1,6 +1,7 @@
 """bench/run.py rewrites the generated part of RESULTS.md and keeps the hand-kept part."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -10,6 +11,7 @@ def _report_module(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_report", module)
     spec.loader.exec_module(module)
     return module
 
