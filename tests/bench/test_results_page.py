@@ -8,6 +8,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _report_module(monkeypatch):
+    # bench/report.py imports its siblings (commands, datasets, harness) by bare name:
+    # they leave sys.modules with the test, so no later import meets them
+    for name in ("commands", "datasets", "harness"):
+        if name not in sys.modules:
+            monkeypatch.setitem(sys.modules, name, None)
+            monkeypatch.delitem(sys.modules, name)
     monkeypatch.syspath_prepend(str(ROOT / "bench"))
     spec = importlib.util.spec_from_file_location("bench_report", ROOT / "bench" / "report.py")
     module = importlib.util.module_from_spec(spec)
