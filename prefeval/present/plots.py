@@ -249,7 +249,7 @@ def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None
 #: are smaller, only every k-th run is named
 MIN_LABEL_PT = 4.5
 #: the white margin (inches) around a heat map drawn at a given width
-_MARGIN = 0.03
+_MARGIN = 0.015
 _GAP = 0.4  # points between two neighbouring names
 
 
@@ -262,6 +262,12 @@ def _text_sizes(fig, texts, size):
         artist.remove()
         sizes.append((box.width * 72 / fig.dpi, box.height * 72 / fig.dpi))
     return sizes
+
+
+def _tick(step) -> float:
+    """The points between a heat map's names and its matrix: a tick 1.5 points long
+    when only every ``step``-th run is named, and a 1-point pad."""
+    return 2.5 if step > 1 else 1.0
 
 
 def _shown(n, step) -> list[int]:
@@ -284,7 +290,7 @@ def _matrix_layout(fig, ax, names, width, font, min_font=MIN_LABEL_PT):
     figure's height; returns (the size of the names, the colour bar's axes, the size of
     its text)."""
     n = max(len(names), 1)
-    usable = width - 2 * _MARGIN - 0.05  # and half a name's height past the last column
+    usable = width - 2 * _MARGIN
     plain_names = [plain(name) for name in names]
     ranked = [plain(f"{i + 1} {name}") for i, name in enumerate(names)]
     ranks = [str(i + 1) for i in range(len(names))]
@@ -298,35 +304,37 @@ def _matrix_layout(fig, ax, names, width, font, min_font=MIN_LABEL_PT):
         for step in range(1, n + 1):  # the widest rows' names give the matrix's side
             shown = _shown(n, step) if names else []
             rows = (reference if step == 1 else prefixed) if named else rank_sizes
-            left = max((rows[i][0] for i in shown), default=0.0) * scale + 2.5
-            side = usable - left / 72
+            left = max((rows[i][0] for i in shown), default=0.0) * scale + _tick(step)
+            # the last column's name reaches half its height past the column's middle
+            right = max(0.0, thick / 2 - 36 * (usable - left / 72) / n)
+            side = usable - (left + right) / 72
             if step * 72 * side / n >= thick:
-                return step, shown, side
-        return n, [0], usable
+                return step, shown, side, left
+        return n, [0], usable, 0.0
 
     choice = None
     sizes = [font - 0.5 * k for k in range(int((font - min_font) / 0.5) + 1)]
     for named in (True, False):
         for size in sizes:
-            step, shown, side = plan(size, named)
+            step, shown, side, left = plan(size, named)
             if side >= 0.8 * width and (step == 1 or size == sizes[-1]):
-                choice = size, named, step, shown, side
+                choice = size, named, step, shown, side, left
                 break
         if choice:
             break
     if choice is None:  # the ranks alone at the smallest size
         choice = (sizes[-1], False, *plan(sizes[-1], False))
-    size, named, step, shown, side = choice
+    size, named, step, shown, side, left = choice
     top_names = [ranked[i] if step > 1 or not named else plain_names[i] for i in shown]
     row_names = top_names if named else [ranks[i] for i in shown]
     ax.set_xticks(shown, top_names, rotation=90, fontsize=size)
     ax.set_yticks(shown, row_names, fontsize=size)
-    ax.tick_params(length=1.5 if step > 1 else 0, pad=1)
+    ax.tick_params(length=_tick(step) - 1, pad=1)
     ax.xaxis.tick_top()
     scale = size / 10.0
     tops = prefixed if step > 1 or not named else reference
-    label_top = max((tops[i][0] for i in shown), default=0.0) * scale + 2.5
-    left = usable - side
+    label_top = max((tops[i][0] for i in shown), default=0.0) * scale + _tick(step)
+    left /= 72
     bar_pt = min(font, 6.0)
     # above the matrix: the column names; below: the bar, its ticks and its label
     below = 0.06 + 0.07 + (2 + 1.25 * bar_pt + 1.25 * bar_pt) / 72
@@ -501,8 +509,8 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
     ``digits`` decimals; a diverging scale fixed to [-1, 1], so colours compare across
     reports.  ``width``: the figure's width in inches (a paper's column), laid out by
     :func:`_matrix_layout` (the matrix at least 80% of it, the names in 7 points or
-    smaller), the values written only where they fit in their cells; default half an
-    inch a cell."""
+    smaller), the values in the names' size or smaller, written only where they fit in
+    their cells in :data:`MIN_LABEL_PT` points or more; default half an inch a cell."""
     import numpy as np
     from matplotlib.figure import Figure
 
@@ -530,7 +538,8 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
         else:
             size, bar_ax, bar_pt = _matrix_layout(fig, ax, names, width, 7.0)
             cell_pt = 72 * ax.get_position().width * width / max(n, 1)
-            written = cell_pt >= 0.62 * size * (digits + 3)
+            size = min(size, cell_pt / (0.62 * (digits + 3)))  # the values fit their cells
+            written = size >= MIN_LABEL_PT
         for i in range(n if written else 0):
             for j in range(n):
                 value = matrix[i, j]
