@@ -282,13 +282,13 @@ def _shown(n, step) -> list[int]:
 
 def _matrix_layout(fig, ax, names, width, font, min_font=MIN_LABEL_PT):
     """Lay out the square heat map ``ax`` of ``names`` x ``names`` in ``fig``, ``width``
-    inches wide, by hand: the names on top (upright) and on the left in the largest size
-    from ``font`` down to :data:`MIN_LABEL_PT` at which neighbours do not overlap, past
-    that only every k-th (first and last kept, each with its rank); the rows show only
-    ranks when their names would leave the matrix less than 80% of the
-    width; a horizontal colour bar under the matrix, at most its width.  Sets the
-    figure's height; returns (the size of the names, the colour bar's axes, the size of
-    its text)."""
+    inches wide, by hand, every size measured by matplotlib: the names on top (upright)
+    and on the left in the largest size from ``font`` down to ``min_font`` (in half
+    points) at which neighbours do not overlap, past that only every k-th (first and
+    last kept, each with its rank); the rows show only ranks when their names would
+    leave the matrix less than 80% of the width; a horizontal colour bar under the
+    matrix, 60% of its width.  Sets the figure's height; returns (the size of the names,
+    the colour bar's axes, the size of its text)."""
     n = max(len(names), 1)
     usable = width - 2 * _MARGIN
     plain_names = [plain(name) for name in names]
@@ -300,7 +300,8 @@ def _matrix_layout(fig, ax, names, width, font, min_font=MIN_LABEL_PT):
 
     def plan(size, named):
         scale = size / 10.0
-        thick = max((h for _, h in reference + rank_sizes), default=10.0) * scale + _GAP
+        thick = max((h for _, h in reference + prefixed + rank_sizes), default=10.0)
+        thick = thick * scale + _GAP
         for step in range(1, n + 1):  # the widest rows' names give the matrix's side
             shown = _shown(n, step) if names else []
             rows = (reference if step == 1 else prefixed) if named else rank_sizes
@@ -384,7 +385,7 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
             ax.imshow(rgba, interpolation="nearest", aspect="equal")
             smallest = MIN_LABEL_PT if min_font is None else min_font
             _, bar_ax, bar_pt = _matrix_layout(fig, ax, runs, width, font, smallest)
-            _significance_dots(ax, marked, 72 * ax.get_position().width * width / max(n, 1))
+            _significance_dots(ax, marked, 72 * ax.get_position().width * width / max(n, 1), rgba)
             bar = fig.colorbar(ScalarMappable(norm, cmap), cax=bar_ax, orientation="horizontal")
             bar.set_label("mean Δ(row, column)", fontsize=bar_pt, labelpad=1)
             bar.ax.tick_params(labelsize=bar_pt, length=2, pad=1)
@@ -403,7 +404,7 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
         fig = _figure(figsize=(width, side + label_width + 0.25))
         ax = fig.subplots()
         ax.imshow(rgba, interpolation="nearest", aspect="equal")
-        _significance_dots(ax, marked, cell_pt)
+        _significance_dots(ax, marked, cell_pt, rgba)
         ax.set_xticks(shown, names, rotation=90, fontsize=size)
         ax.set_yticks(shown, names, fontsize=size)
         ax.tick_params(length=1.5 if step > 1 else 0, pad=1)
@@ -417,14 +418,17 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
     return fig
 
 
-def _significance_dots(ax, marked, cell_pt) -> None:
-    """A black dot, a quarter of a cell wide (at most 2.5 points), in each cell of the
-    heat map ``ax`` where ``marked`` is true."""
+def _significance_dots(ax, marked, cell_pt, rgba) -> None:
+    """A dot, a quarter of a cell wide (at most 2.5 points), in each cell of the heat
+    map ``ax`` where ``marked`` is true: black on a light cell, white on a dark one
+    (``rgba``: the cells' colours; dark: luma below 0.45)."""
     import numpy as np
 
     rows, cols = np.nonzero(marked)
+    luma = rgba[rows, cols, :3] @ np.array([0.299, 0.587, 0.114])
+    colours = np.where(luma[:, None] < 0.45, 1.0, 0.0).repeat(3, axis=1)
     diameter = min(2.5, 0.25 * cell_pt)
-    ax.scatter(cols, rows, s=diameter**2, c="black", marker="o", linewidths=0, gid="significant")
+    ax.scatter(cols, rows, s=diameter**2, c=colours, marker="o", linewidths=0, gid="significant")
     ax.set_xlim(-0.5, marked.shape[1] - 0.5)
     ax.set_ylim(marked.shape[0] - 0.5, -0.5)
 

@@ -330,6 +330,12 @@ def test_heatmap_colours_centred_and_significance_dotted():
     (dots,) = [c for c in ax.collections if c.get_gid() == "significant"]
     want = {(j, i) for i in range(12) for j in range(12) if abs(matrix[i, j]) > 0.3}
     assert {tuple(map(int, xy)) for xy in dots.get_offsets()} == want
+    # black on a light cell (Δ = 0.36, pale red), white on the darkest (Δ = 1)
+    colour = {
+        tuple(map(int, xy)): tuple(c[:3])
+        for xy, c in zip(dots.get_offsets(), dots.get_facecolors())
+    }
+    assert colour[4, 0] == (0, 0, 0) and colour[11, 0] == (1, 1, 1)
     bar = fig.axes[1]
     assert bar.get_xlim() == pytest.approx((-1.0, 1.0))  # symmetric: the largest |mean|
     assert [t.get_text() for t in ax.get_yticklabels()] == runs  # 12 runs: every name
