@@ -254,13 +254,18 @@ _GAP = 0.4  # points between two neighbouring names
 
 
 def _text_sizes(fig, texts, size):
-    """(width, height) in points of each of ``texts`` drawn upright in ``size`` points."""
+    """(width, height) in points of each of ``texts`` drawn upright in ``size`` points
+    (a glyph the font lacks is warned of once, when the figure is drawn)."""
+    import warnings
+
     sizes = []
-    for text in texts:
-        artist = fig.text(0, 0, text, fontsize=size)
-        box = artist.get_window_extent()
-        artist.remove()
-        sizes.append((box.width * 72 / fig.dpi, box.height * 72 / fig.dpi))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Glyph .* missing from font", UserWarning)
+        for text in texts:
+            artist = fig.text(0, 0, text, fontsize=size)
+            box = artist.get_window_extent()
+            artist.remove()
+            sizes.append((box.width * 72 / fig.dpi, box.height * 72 / fig.dpi))
     return sizes
 
 
