@@ -245,21 +245,134 @@ def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None
     return fig
 
 
+#: the smallest size (points) of a heat map's names in a paper's figure; where the cells
+#: are smaller, only every k-th run is named
+MIN_LABEL_PT = 4.5
+#: the white margin (inches) around a heat map drawn at a given width
+_MARGIN = 0.015
+_GAP = 0.4  # points between two neighbouring names
+
+
+def _text_sizes(fig, texts, size):
+    """(width, height) in points of each of ``texts`` drawn upright in ``size`` points
+    (a glyph the font lacks is warned of once, when the figure is drawn)."""
+    import warnings
+
+    sizes = []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Glyph .* missing from font", UserWarning)
+        for text in texts:
+            artist = fig.text(0, 0, text, fontsize=size)
+            box = artist.get_window_extent()
+            artist.remove()
+            sizes.append((box.width * 72 / fig.dpi, box.height * 72 / fig.dpi))
+    return sizes
+
+
+def _tick(step) -> float:
+    """The points between a heat map's names and its matrix: a tick 1.5 points long
+    when only every ``step``-th run is named, and a 1-point pad."""
+    return 2.5 if step > 1 else 1.0
+
+
+def _shown(n, step) -> list[int]:
+    """Every ``step``-th of ``n`` indexes from the first, and the last in place of the
+    one before it (which is less than ``step`` before it); only the first when there is
+    no room for two."""
+    shown = list(range(0, n, step))
+    if len(shown) > 1:
+        shown[-1] = n - 1
+    return shown
+
+
+def _matrix_layout(fig, ax, names, width, font, min_font=MIN_LABEL_PT):
+    """Lay out the square heat map ``ax`` of ``names`` x ``names`` in ``fig``, ``width``
+    inches wide, by hand, every size measured by matplotlib: the names on top (upright)
+    and on the left in the largest size from ``font`` down to ``min_font`` (in half
+    points) at which neighbours do not overlap, past that only every k-th (first and
+    last kept, each with its rank); the rows show only ranks when their names would
+    leave the matrix less than 80% of the width; a horizontal colour bar under the
+    matrix, 60% of its width.  Sets the figure's height; returns (the size of the names,
+    the colour bar's axes, the size of its text)."""
+    n = max(len(names), 1)
+    usable = width - 2 * _MARGIN
+    plain_names = [plain(name) for name in names]
+    ranked = [plain(f"{i + 1} {name}") for i, name in enumerate(names)]
+    ranks = [str(i + 1) for i in range(len(names))]
+    reference = _text_sizes(fig, plain_names, 10.0)
+    rank_sizes = _text_sizes(fig, ranks, 10.0)
+    prefixed = _text_sizes(fig, ranked, 10.0)
+
+    def plan(size, named):
+        scale = size / 10.0
+        thick = max((h for _, h in reference + prefixed + rank_sizes), default=10.0)
+        thick = thick * scale + _GAP
+        for step in range(1, n + 1):  # the widest rows' names give the matrix's side
+            shown = _shown(n, step) if names else []
+            rows = (reference if step == 1 else prefixed) if named else rank_sizes
+            left = max((rows[i][0] for i in shown), default=0.0) * scale + _tick(step)
+            # the last column's name reaches half its height past the column's middle
+            right = max(0.0, thick / 2 - 36 * (usable - left / 72) / n)
+            side = usable - (left + right) / 72
+            if step * 72 * side / n >= thick:
+                return step, shown, side, left
+        return n, [0], usable, 0.0
+
+    choice = None
+    sizes = [font - 0.5 * k for k in range(int((font - min_font) / 0.5) + 1)]
+    for named in (True, False):
+        for size in sizes:
+            step, shown, side, left = plan(size, named)
+            if side >= 0.8 * width and (step == 1 or size == sizes[-1]):
+                choice = size, named, step, shown, side, left
+                break
+        if choice:
+            break
+    if choice is None:  # the ranks alone at the smallest size
+        choice = (sizes[-1], False, *plan(sizes[-1], False))
+    size, named, step, shown, side, left = choice
+    top_names = [ranked[i] if step > 1 or not named else plain_names[i] for i in shown]
+    row_names = top_names if named else [ranks[i] for i in shown]
+    ax.set_xticks(shown, top_names, rotation=90, fontsize=size)
+    ax.set_yticks(shown, row_names, fontsize=size)
+    ax.tick_params(length=_tick(step) - 1, pad=1)
+    ax.xaxis.tick_top()
+    scale = size / 10.0
+    tops = prefixed if step > 1 or not named else reference
+    label_top = max((tops[i][0] for i in shown), default=0.0) * scale + _tick(step)
+    left /= 72
+    bar_pt = min(font, 6.0)
+    # above the matrix: the column names; below: the bar, its ticks and its label
+    below = 0.06 + 0.07 + (2 + 1.25 * bar_pt + 1.25 * bar_pt) / 72
+    height = 2 * _MARGIN + label_top / 72 + side + below
+    fig.set_size_inches(width, height)
+    x0 = (_MARGIN + left) / width
+    ax.set_position([x0, (_MARGIN + below) / height, side / width, side / height])
+    bar_ax = fig.add_axes(
+        [x0 + 0.2 * side / width, (_MARGIN + below - 0.06 - 0.07) / height,
+         0.6 * side / width, 0.07 / height]
+    )  # fmt: skip
+    return size, bar_ax, bar_pt
+
+
 def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=None,
                               min_font=None, font: float = 7.0):  # fmt: skip
     """A runs x runs matrix (``matrix[i, j]``: the mean preference of ``runs[i]`` over
-    ``runs[j]``; NaN on the diagonal) as a heat map ``width`` inches wide (default: a
-    page's, 0.17 inch a cell up to 50 runs, 11 inches of cells past that): a diverging
-    colour scale centred at 0 (symmetric, to ``vmax``, default the largest magnitude),
-    cells whose pair is significant (``significant[i, j]`` true) in full colour, the
-    others faded to a third of it, the diagonal grey.  The run names label the rows and
-    columns in ``font`` points, or smaller down to ``min_font`` when the cells are
-    smaller (default 7 points at a given ``width``, for a paper; 5 on a page); past that
-    only every k-th run is named (its rank shown before its name)."""
+    ``runs[j]``; NaN on the diagonal) as a heat map: a diverging colour scale centred at
+    0 (symmetric, to ``vmax``, default the largest magnitude), a dot in each cell whose
+    pair is significant (``significant[i, j]`` true), the diagonal grey.
+
+    ``width`` given (inches, a paper's column): laid out by :func:`_matrix_layout`, the
+    matrix at least 80% of the width, the names in ``font`` points or smaller down to
+    ``min_font`` (default :data:`MIN_LABEL_PT`), past that every k-th; saved at that
+    width.  Default: a page's figure, 0.17 inch a cell up to 50 runs, 11 inches of cells
+    past that, the names in ``font`` points or smaller down to ``min_font`` (default 5)
+    when the cells are smaller, past that every k-th (its rank shown before its name)."""
     import numpy as np
     from matplotlib import colormaps
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure
 
     n = len(runs)
     values = np.asarray(matrix, dtype=float)
@@ -268,15 +381,24 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
     norm = Normalize(-top, top)
     cmap = colormaps["RdBu_r"]
     rgba = cmap(norm(np.nan_to_num(values)))
-    faded = ~np.asarray(significant, dtype=bool)
-    rgba[faded, :3] = 1 - (1 - rgba[faded, :3]) / 3  # a third of the colour's saturation
     rgba[np.isnan(values)] = (0.8, 0.8, 0.8, 1.0)
+    marked = np.asarray(significant, dtype=bool) & ~np.isnan(values)
+    if width is not None:
+        with _rc():
+            fig = Figure(figsize=(width, width))
+            ax = fig.add_axes((0, 0, 1, 1))
+            ax.imshow(rgba, interpolation="nearest", aspect="equal")
+            smallest = MIN_LABEL_PT if min_font is None else min_font
+            _, bar_ax, bar_pt = _matrix_layout(fig, ax, runs, width, font, smallest)
+            _significance_dots(ax, marked, 72 * ax.get_position().width * width / max(n, 1), rgba)
+            bar = fig.colorbar(ScalarMappable(norm, cmap), cax=bar_ax, orientation="horizontal")
+            bar.set_label("mean Δ(row, column)", fontsize=bar_pt, labelpad=1)
+            bar.ax.tick_params(labelsize=bar_pt, length=2, pad=1)
+        return fig
     label_width = 0.075 * font * max((len(r) for r in runs), default=1) / 7 + 0.2
-    if min_font is None:
-        min_font = 5.0 if width is None else 7.0
-    if width is None:
-        cell = 0.17 if n <= 50 else max(0.075, 11.0 / n)
-        width = label_width + 0.75 + cell * max(n, 1)
+    min_font = 5.0 if min_font is None else min_font
+    cell = 0.17 if n <= 50 else max(0.075, 11.0 / n)
+    width = label_width + 0.75 + cell * max(n, 1)
     side = max(1.0, width - label_width - 0.75)  # the colour bar and its label
     cell_pt = 72 * side / max(n, 1)
     size = min(font, max(min_font, 0.9 * cell_pt))
@@ -287,6 +409,7 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
         fig = _figure(figsize=(width, side + label_width + 0.25))
         ax = fig.subplots()
         ax.imshow(rgba, interpolation="nearest", aspect="equal")
+        _significance_dots(ax, marked, cell_pt, rgba)
         ax.set_xticks(shown, names, rotation=90, fontsize=size)
         ax.set_yticks(shown, names, fontsize=size)
         ax.tick_params(length=1.5 if step > 1 else 0, pad=1)
@@ -298,6 +421,21 @@ def preference_heatmap_figure(matrix, runs, significant, *, width=None, vmax=Non
         bar.set_label("mean Δ(row, column)", fontsize=font)
         bar.ax.tick_params(labelsize=font)
     return fig
+
+
+def _significance_dots(ax, marked, cell_pt, rgba) -> None:
+    """A dot, a quarter of a cell wide (at most 2.5 points), in each cell of the heat
+    map ``ax`` where ``marked`` is true: black on a light cell, white on a dark one
+    (``rgba``: the cells' colours; dark: luma below 0.45)."""
+    import numpy as np
+
+    rows, cols = np.nonzero(marked)
+    luma = rgba[rows, cols, :3] @ np.array([0.299, 0.587, 0.114])
+    colours = np.where(luma[:, None] < 0.45, 1.0, 0.0).repeat(3, axis=1)
+    diameter = min(2.5, 0.25 * cell_pt)
+    ax.scatter(cols, rows, s=diameter**2, c=colours, marker="o", linewidths=0, gid="significant")
+    ax.set_xlim(-0.5, marked.shape[1] - 0.5)
+    ax.set_ylim(marked.shape[0] - 0.5, -0.5)
 
 
 _KIND_LABELS = {
@@ -378,10 +516,12 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
     """Kendall's tau between every pair of measures (the ``tau`` table, rows
     ``measure_a, measure_b, tau``) as a symmetric heatmap, each cell with its value to
     ``digits`` decimals; a diverging scale fixed to [-1, 1], so colours compare across
-    reports.  ``width``: the figure's width in inches, its text in 7 points (for a
-    paper's column), the values written only where they fit in their cells; default
-    half an inch a cell."""
+    reports.  ``width``: the figure's width in inches (a paper's column), laid out by
+    :func:`_matrix_layout` (the matrix at least 80% of it, the names in 7 points or
+    smaller), the values in the names' size or smaller, written only where they fit in
+    their cells in :data:`MIN_LABEL_PT` points or more; default half an inch a cell."""
     import numpy as np
+    from matplotlib.figure import Figure
 
     names = list(dict.fromkeys([*table["measure_a"], *table["measure_b"]]))
     n = len(names)
@@ -389,25 +529,26 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
     matrix = np.eye(n)
     for a, b, t in table[["measure_a", "measure_b", "tau"]].itertuples(index=False):
         matrix[where[a], where[b]] = matrix[where[b], where[a]] = t
-    side = 1.4 + 0.5 * max(n, 2)  # half an inch a cell: values stay legible
-    size = 8 if n <= 8 else 7
-    if width is not None:
-        side = width - 0.9
-        size = 7
-    cell_pt = 72 * (side - 0.08 * max((len(name) for name in names), default=1)) / max(n, 1)
-    written = width is None or cell_pt >= 0.62 * size * (digits + 3)
     with _rc():
-        fig = _figure(figsize=(side + 0.9, side) if width is not None else (side + 1.0, side))
-        ax = fig.subplots()
-        image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
-        labels = [plain(name) for name in names]
         if width is None:
+            side = 1.4 + 0.5 * max(n, 2)  # half an inch a cell: values stay legible
+            size = 8 if n <= 8 else 7
+            fig = _figure(figsize=(side + 1.0, side))
+            ax = fig.subplots()
+        else:
+            fig = Figure(figsize=(width, width))
+            ax = fig.add_axes((0, 0, 1, 1))
+        image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdBu_r", vmin=-1, vmax=1)
+        if width is None:
+            labels = [plain(name) for name in names]
             ax.set_xticks(range(n), labels, rotation=45, ha="right", rotation_mode="anchor")
-        else:  # upright names crowd a column's narrow cells
-            ax.set_xticks(range(n), labels, rotation=90)
-        ax.set_yticks(range(n), labels)
-        if width is not None:
-            ax.tick_params(labelsize=size)
+            ax.set_yticks(range(n), labels)
+            written = True
+        else:
+            size, bar_ax, bar_pt = _matrix_layout(fig, ax, names, width, 7.0)
+            cell_pt = 72 * ax.get_position().width * width / max(n, 1)
+            size = min(size, cell_pt / (0.62 * (digits + 3)))  # the values fit their cells
+            written = size >= MIN_LABEL_PT
         for i in range(n if written else 0):
             for j in range(n):
                 value = matrix[i, j]
@@ -418,10 +559,12 @@ def tau_heatmap_figure(table, digits: int = 2, width: float | None = None):
                 ax.text(j, i, text, ha="center", va="center", fontsize=size,
                         color="white" if dark else "black")  # fmt: skip
         ax.tick_params(length=0)
-        bar = fig.colorbar(image, ax=ax, shrink=0.8, label="Kendall's τ")
-        if width is not None:
-            bar.ax.tick_params(labelsize=size)
-            bar.set_label("Kendall's τ", fontsize=size)
+        if width is None:
+            fig.colorbar(image, ax=ax, shrink=0.8, label="Kendall's τ")
+        else:
+            bar = fig.colorbar(image, cax=bar_ax, orientation="horizontal")
+            bar.set_label("Kendall's τ", fontsize=bar_pt, labelpad=1)
+            bar.ax.tick_params(labelsize=bar_pt, length=2, pad=1)
     return fig
 
 
@@ -444,9 +587,12 @@ def figure_bytes(fig, fmt: str) -> bytes:
     if fmt not in FORMATS:
         raise ValueError(f"unknown figure format {fmt!r}; use one of {', '.join(FORMATS)}")
     metadata = {"png": None, "pdf": {"CreationDate": None}, "svg": {"Date": None}}[fmt]
+    # a figure laid out by hand (no layout engine: the heat maps at a given width) holds
+    # all its text already and is saved at its own size
+    tight = "tight" if fig.get_layout_engine() is not None else None
     buffer = io.BytesIO()
     with _rc():
-        fig.savefig(buffer, format=fmt, dpi=_DPI, bbox_inches="tight", metadata=metadata)
+        fig.savefig(buffer, format=fmt, dpi=_DPI, bbox_inches=tight, metadata=metadata)
     return buffer.getvalue()
 
 

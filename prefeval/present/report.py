@@ -699,8 +699,8 @@ def _heatmap_blocks(name, order_rows, pair_rows, significance, n_tests) -> list:
     which = "by at least one test" if n_tests > 1 else "by the test"
     caption = (
         f"{name}: mean preference Δ(row, column) over the queries, runs in MC4 order "
-        "(ties by name); red: the row's run is preferred, blue: the column's; full "
-        f"colour: the pair is significantly different {which}, faded: not significant."
+        "(ties by name); red: the row's run is preferred, blue: the column's; a dot: "
+        f"the pair is significantly different {which}."
     )
     csv_name = f"matrix-{name}"
     return [

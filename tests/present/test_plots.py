@@ -309,7 +309,7 @@ def _heatmap(n, significant=None, width=3.3):
     return runs, matrix, plotting.preference_heatmap_figure(matrix, runs, significant, width=width)
 
 
-def test_heatmap_colours_centred_and_significance_faded():
+def test_heatmap_colours_centred_and_significance_dotted():
     runs, matrix, fig = _heatmap(12)
     ax = fig.axes[0]
     (image,) = ax.get_images()
@@ -320,27 +320,37 @@ def test_heatmap_colours_centred_and_significance_faded():
     assert rgba[0, 11, 0] > rgba[0, 11, 2] and rgba[11, 0, 2] > rgba[11, 0, 0]
     from matplotlib import colormaps
 
-    # the largest magnitudes at the two ends of the scale: centred at 0, symmetric
+    # one colour scale: every cell off the diagonal its mean's colour, significant or not
+    norm = (matrix + 1) / 2  # the largest magnitude is 1: [-1, 1] onto [0, 1]
+    off = ~np.eye(12, dtype=bool)
+    np.testing.assert_allclose(rgba[off], colormaps["RdBu_r"](norm[off]))
     np.testing.assert_allclose(rgba[0, 11], colormaps["RdBu_r"](1.0))
     np.testing.assert_allclose(rgba[11, 0], colormaps["RdBu_r"](0.0))
-    # a significant cell in full colour, a faded one nearer white
-    full, faded = rgba[0, 11, :3], rgba[0, 1, :3]
-    assert np.abs(matrix[0, 1]) < 0.3 and (1 - faded).sum() < (1 - full).sum() / 3 + 1e-9
+    # a dot at (column, row) of each significant cell, and nowhere else
+    (dots,) = [c for c in ax.collections if c.get_gid() == "significant"]
+    want = {(j, i) for i in range(12) for j in range(12) if abs(matrix[i, j]) > 0.3}
+    assert {tuple(map(int, xy)) for xy in dots.get_offsets()} == want
+    # black on a light cell (Δ = 0.36, pale red), white on the darkest (Δ = 1)
+    colour = {
+        tuple(map(int, xy)): tuple(c[:3])
+        for xy, c in zip(dots.get_offsets(), dots.get_facecolors())
+    }
+    assert colour[4, 0] == (0, 0, 0) and colour[11, 0] == (1, 1, 1)
     bar = fig.axes[1]
-    assert bar.get_ylim() == pytest.approx((-1.0, 1.0))  # symmetric: the largest |mean|
+    assert bar.get_xlim() == pytest.approx((-1.0, 1.0))  # symmetric: the largest |mean|
     assert [t.get_text() for t in ax.get_yticklabels()] == runs  # 12 runs: every name
 
 
 def test_heatmap_legible_at_150_runs():
-    """In a 3.3-inch column the names stay at 7 pt: every k-th run is named,
-    with its rank; on a page (default width) every run."""
+    """In a 3.3-inch column the names stay at 4.5 pt or more: every k-th run is named,
+    with its rank; on a page (default width) every run, at 5 pt or more."""
     runs, _, fig = _heatmap(150)
     ax = fig.axes[0]
-    labels = [t.get_text() for t in ax.get_yticklabels()]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
     step = int(labels[1].split()[0]) - int(labels[0].split()[0])
-    assert labels[0] == "1 run000" and 2 < step < 150
+    assert labels[0] == "1 run000" and labels[-1] == "150 run149" and 2 < step < 150
     assert len(labels) == len(range(0, 150, step))
-    assert all(t.get_fontsize() >= 7 for t in ax.get_yticklabels() + ax.get_xticklabels())
+    assert all(t.get_fontsize() >= 4.5 for t in ax.get_yticklabels() + ax.get_xticklabels())
     assert tuple(fig.get_size_inches())[0] == pytest.approx(3.3)
     _, _, page = _heatmap(150, width=None)
     assert len(page.axes[0].get_yticklabels()) == 150
@@ -398,6 +408,8 @@ def test_names_with_control_characters_are_drawn_escaped(fmt, recwarn):
     matrix = np.full((n, n), 0.5)
     np.fill_diagonal(matrix, np.nan)
     heat = plotting.preference_heatmap_figure(matrix, names, np.ones((n, n), bool), width=3.3)
-    assert _shown(heat.axes[0].get_yticklabels()) == list(CONTROLS.values())
+    # the columns' names (after the rank the rows show alone when names are long)
+    shown = [text.split(" ", 1)[-1] for text in _shown(heat.axes[0].get_xticklabels())]
+    assert shown == list(CONTROLS.values())
     assert plotting.figure_bytes(heat, fmt)
     assert [str(w.message) for w in recwarn if "Glyph" in str(w.message)] == []
