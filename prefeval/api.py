@@ -905,6 +905,7 @@ def report(
     robustness: bool = False,
     samples: int = 10,
     digits: int = 3,
+    sections=None,
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
@@ -933,8 +934,13 @@ def report(
     ``against`` (one run name) a section "Against the reference" after the data: the table
     of :func:`gate` against that run, of every measure of the report, with the gate's
     defaults (one-sided paired t-test, Holm's correction, ``alpha``, at least 25 queries);
-    the other sections are the same.  Inputs as :func:`order`; needs matplotlib (``pip
-    install 'prefeval[plot]'``).
+    the other sections are the same.  ``sections``: the sections to print (a list or a
+    comma list of :data:`~prefeval.options.SECTIONS`, printed in that order; default all
+    that apply); those left out are not computed.  In a ``.tex`` report, when a run name
+    is longer than :data:`~prefeval.present.report.NAME_MAX` characters every run goes by
+    a short name in its tables and figures, and a table after the data maps the short
+    names to the full ones (``docs/report.md``).  Inputs as :func:`order`; needs
+    matplotlib (``pip install 'prefeval[plot]'``).
 
     >>> import prefeval, glob
     >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
@@ -983,13 +989,16 @@ def report(
         for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
             notify(caveat)
         gated = None
-        if reference is not None:
+        if reference is not None and "against" in options.sections:
             against_pairs(got.evidence.runs, [reference])  # a --prefs table's runs
             settings = _judged("gate", {"correction": "holm", "alpha": options.alpha,
                                         "against": (reference,)})  # fmt: skip
             evidence = got.evidence.against(reference)
             gated = (_plain(gate_table(evidence, reference, settings, notify)), settings)
-        document = reports.build(got, options, sources=sources, engine=engine, against=gated)
+        document = reports.build(
+            got, options, sources=sources, engine=engine, against=gated,
+            abbreviate=output is not None and reports.report_format(output) == "tex",
+        )  # fmt: skip
     if output is None:
         return reports.InlineReport(document)
     return reports.write(document, output, inputs=[*paths, *tables])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..io.writers import check_output
+from ..options import SECTIONS
 from ..present.report import check_targets, output_paths
 from .analysis import run_analysis
 from .checks import command, require_matplotlib
@@ -50,6 +51,15 @@ from .params import analysis_options, judged, significance_options
     default=3,
     show_default=True,
     help="Decimals of the preferences and taus in the tables.",
+)
+@click.option(
+    "--sections",
+    metavar="NAME[,NAME...]",
+    default=",".join(SECTIONS),
+    show_default=True,
+    help="The sections to print, in this order whatever the order given; those that "
+    "apply: 'against' needs --against, 'robustness' --robustness, 'tau' two measures, "
+    "'baselines' a baseline. The sections left out are not computed.",
 )
 def report(inputs, prefs, metrics_file, against, output):
     """The whole study in one document: HTML, Markdown or LaTeX.
