@@ -929,8 +929,8 @@ def report(
     ``correction``, ``alpha``, ``trials``, ``seed`` as :func:`discpower`; past 10 runs a
     heat map, the whole matrix in ``OUT-matrix-<measure>.csv`` beside the report, among
     the paths returned) and its MC4 ordering beside each baseline's; discriminative power
-    (table and curves); Kendall's tau between all measures (heatmap); agreement and
-    ties; with ``robustness=True`` the robustness curves (``samples`` draws).  With
+    (table and curves); Kendall's tau between all measures (a heat map; in ``.tex`` a
+    table when it fits); agreement and ties; with ``robustness=True`` the robustness curves (``samples`` draws).  With
     ``against`` (one run name) a section "Against the reference" after the data: the table
     of :func:`gate` against that run, of every measure of the report, with the gate's
     defaults (one-sided paired t-test, Holm's correction, ``alpha``, at least 25 queries);
