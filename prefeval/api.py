@@ -930,7 +930,8 @@ def report(
     heat map, the whole matrix in ``OUT-matrix-<measure>.csv`` beside the report, among
     the paths returned) and its MC4 ordering beside each baseline's; discriminative power
     (table and curves); Kendall's tau between all measures (a heat map; in ``.tex`` a
-    table when it fits); agreement and ties; with ``robustness=True`` the robustness curves (``samples`` draws).  With
+    table when it fits); agreement and ties; with ``robustness=True`` the robustness
+    curves (``samples`` draws).  With
     ``against`` (one run name) a section "Against the reference" after the data: the table
     of :func:`gate` against that run, of every measure of the report, with the gate's
     defaults (one-sided paired t-test, Holm's correction, ``alpha``, at least 25 queries);

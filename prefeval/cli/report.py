@@ -70,7 +70,8 @@ def report(inputs, prefs, metrics_file, against, output):
     significance marks (past 10 runs a heat map, the numbers in FILE-matrix-<measure>.csv)
     and its MC4 ordering beside each baseline's; discriminative power (table and
     curves); Kendall's tau between all measures (a heat map; in .tex a table when it
-    fits); agreement and ties; with --robustness the robustness curves; with --against RUN, after the data, each
+    fits); agreement and ties; with --robustness the robustness curves; with --against
+    RUN, after the data, each
     run against RUN as `prefeval gate` tests it. The format comes from the extension of -o:
     .html is one self-contained page; .md and .tex get their figures written beside
     them (FILE-<figure>.svg, FILE-<figure>.pdf). In .tex, when a run name is longer
