@@ -442,7 +442,17 @@ def build(
         if name == "data" and any(labels[run] != run for run in labels):
             sections.append(_names_section(labels))
     legend = study.legend if "pair_table" in study.__dict__ else ""
+    if legend and "summary" not in options.sections:  # the legend before the first marks
+        for section in sections:
+            if any(isinstance(b, Table) and _marked(b) for b in section.blocks):
+                section.blocks.insert(0, legend)
+                break
     return Report("prefeval report", sections, legend)
+
+
+def _marked(table: Table) -> bool:
+    """Whether a table holds significance marks (or is the summary, which counts them)."""
+    return table.label == "summary" or any(c.marks for r in table.rows for c in r)
 
 
 #: in a LaTeX report, runs go by a short name when one name is longer than this
@@ -482,9 +492,9 @@ def _names_section(labels: dict[str, str]) -> Section:
         [Cell(short), Cell(run)] for run, short in sorted(labels.items(), key=lambda item: item[1])
     ]
     caption = (
-        f"Run names: the short name each run goes by in the tables and figures (names "
-        f"longer than {NAME_MAX} characters cut, … followed by a number telling apart "
-        "those cut alike) and its full name."
+        f"Run names: the short name each run goes by in the tables and figures (a name "
+        f"longer than {NAME_MAX} characters cut short and ended by …, then by a number "
+        "where several are cut alike) and its full name."
     )
     return Section("Run names", [Table(caption, ["short", "run"], rows, "names")])
 
@@ -1689,7 +1699,7 @@ def _latex(report: Report, files: dict[str, str]) -> str:
                 if "tex" not in block.formats:
                     continue
                 note = ""
-                marked = block.label == "summary" or any(c.marks for r in block.rows for c in r)
+                marked = _marked(block)
                 if marked and legend_at is None:
                     legend_at = _tex_label(block.label)
                     note = latex_escape(report.legend)

@@ -200,7 +200,9 @@ def compile_two_columns(folder: Path) -> None:
 
 def test_hundred_thirty_runs(tmp_path):
     qrels, runs = write_study(tmp_path, 130, queries=4, depth=5)
-    text = report_tex(tmp_path, qrels, runs, "-m", "rpp", "--sections", "summary,data,baselines")
+    text = report_tex(
+        tmp_path, qrels, runs, "-m", "rpp", "--sections", "summary,data,baselines,matrices"
+    )
     check_latex(text, realistic_names(130))
     if shutil.which("pdflatex") is not None:
         compile_two_columns(tmp_path)
@@ -338,3 +340,17 @@ def test_unknown_section_is_a_usage_error(tmp_path):
     assert not (tmp_path / "r.html").exists()
     with pytest.raises(ValueError, match="unknown section plots"):
         prefeval.report(QRELS, RUNS, sections=["summary", "plots"])
+
+
+def test_without_the_summary_the_legend_comes_with_the_first_marks(tmp_path):
+    shown = prefeval.report(QRELS, RUNS, baselines="AP", tests="ttest", trials=20,
+                            sections="data,matrices")  # fmt: skip
+    page = shown.html
+    assert page.count("Superscripts mark the pairs") == 1
+    assert page.index("Superscripts mark the pairs") < page.index('id="rpp-matrix"')
+    result = invoke("report", "-o", tmp_path / "r.tex", "--test", "ttest", "-B", "AP",
+                    "--sections", "matrices", QRELS, *RUNS)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "r.tex").read_text()
+    first = floats(text)[0]
+    assert "tab:prefeval-rpp-matrix" in first and "Superscripts mark the pairs" in first
