@@ -976,18 +976,23 @@ def report(
     if reference is not None and runs is not None and prefs is None:
         runs = _runs(runs)  # resolved once: an iterator or a reader gives its runs once
         against_pairs(list(runs), [reference])  # an unknown name before any computing
+    # the sections that run the significance tests (the others do not need their inputs)
+    tested = bool(set(options.sections) & {"summary", "table", "baselines", "matrices",
+                                           "discpower"})  # fmt: skip
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
         # preferences streamed (never the whole cube) unless the randomization test
         # flips each pair's per-query differences
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
-            engine=engine, stream="randomization" not in options.tests,
-            win_rates="hsd" in options.tests or options.robustness, signs=True, spill=True,
+            engine=engine, stream=not (tested and "randomization" in options.tests),
+            win_rates=(tested and "hsd" in options.tests) or options.robustness, signs=True,
+            spill=True,
         )  # fmt: skip
         if not got.evidence.preference_measures:
             raise ValueError("no preference measure to report")
         sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
-        for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
+        caveats = sample_caveats(got.evidence, options.tests) if tested else []
+        for caveat in caveats if notify is not None else ():
             notify(caveat)
         gated = None
         if reference is not None and "against" in options.sections:
