@@ -324,7 +324,9 @@ def test_sections_choose_and_skip_the_computing(tmp_path, monkeypatch):
         raise AssertionError("the tests were run for a section left out")
 
     monkeypatch.setattr(reports, "pair_tests", refused)
-    shown = prefeval.report(QRELS, RUNS, baselines="AP", sections="tau,data,agreement")
+    monkeypatch.setattr(reports, "run_robustness", refused)
+    shown = prefeval.report(QRELS, RUNS, baselines="AP", sections="tau,data,agreement",
+                            robustness=True)  # fmt: skip
     titles = re.findall(r"<h2>(.*?)</h2>", shown.html)
     assert titles == ["Data", "Agreement of orderings", "Agreement and ties"]  # their order
     result = invoke("report", "-o", tmp_path / "r.html", "--sections", "data", QRELS, *RUNS)
