@@ -905,6 +905,7 @@ def report(
     robustness: bool = False,
     samples: int = 10,
     digits: int = 3,
+    sections=None,
     against=None,
     engine: str = "local",
     scheduler: str | None = None,
@@ -928,13 +929,19 @@ def report(
     ``correction``, ``alpha``, ``trials``, ``seed`` as :func:`discpower`; past 10 runs a
     heat map, the whole matrix in ``OUT-matrix-<measure>.csv`` beside the report, among
     the paths returned) and its MC4 ordering beside each baseline's; discriminative power
-    (table and curves); Kendall's tau between all measures (heatmap); agreement and
-    ties; with ``robustness=True`` the robustness curves (``samples`` draws).  With
+    (table and curves); Kendall's tau between all measures (a heat map; in ``.tex`` a
+    table when it fits); agreement and ties; with ``robustness=True`` the robustness
+    curves (``samples`` draws).  With
     ``against`` (one run name) a section "Against the reference" after the data: the table
     of :func:`gate` against that run, of every measure of the report, with the gate's
     defaults (one-sided paired t-test, Holm's correction, ``alpha``, at least 25 queries);
-    the other sections are the same.  Inputs as :func:`order`; needs matplotlib (``pip
-    install 'prefeval[plot]'``).
+    the other sections are the same.  ``sections``: the sections to print (a list or a
+    comma list of :data:`~prefeval.options.SECTIONS`, printed in that order; default all
+    that apply); those left out are not computed.  In a ``.tex`` report, when a run name
+    is longer than :data:`~prefeval.present.report.NAME_MAX` characters every run goes by
+    a short name in its tables and figures, and a table after the data maps the short
+    names to the full ones (``docs/report.md``).  Inputs as :func:`order`; needs
+    matplotlib (``pip install 'prefeval[plot]'``).
 
     >>> import prefeval, glob
     >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
@@ -969,27 +976,35 @@ def report(
     if reference is not None and runs is not None and prefs is None:
         runs = _runs(runs)  # resolved once: an iterator or a reader gives its runs once
         against_pairs(list(runs), [reference])  # an unknown name before any computing
+    # the sections that run the significance tests (the others do not need their inputs)
+    tested = bool(set(options.sections) & {"summary", "table", "baselines", "matrices",
+                                           "discpower"})  # fmt: skip
     with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
         # preferences streamed (never the whole cube) unless the randomization test
         # flips each pair's per-query differences
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
-            engine=engine, stream="randomization" not in options.tests,
-            win_rates="hsd" in options.tests or options.robustness, signs=True, spill=True,
+            engine=engine, stream=not (tested and "randomization" in options.tests),
+            win_rates=(tested and "hsd" in options.tests) or options.robustness, signs=True,
+            spill=True,
         )  # fmt: skip
         if not got.evidence.preference_measures:
             raise ValueError("no preference measure to report")
         sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
-        for caveat in sample_caveats(got.evidence, options.tests) if notify is not None else ():
+        caveats = sample_caveats(got.evidence, options.tests) if tested else []
+        for caveat in caveats if notify is not None else ():
             notify(caveat)
         gated = None
-        if reference is not None:
+        if reference is not None and "against" in options.sections:
             against_pairs(got.evidence.runs, [reference])  # a --prefs table's runs
             settings = _judged("gate", {"correction": "holm", "alpha": options.alpha,
                                         "against": (reference,)})  # fmt: skip
             evidence = got.evidence.against(reference)
             gated = (_plain(gate_table(evidence, reference, settings, notify)), settings)
-        document = reports.build(got, options, sources=sources, engine=engine, against=gated)
+        document = reports.build(
+            got, options, sources=sources, engine=engine, against=gated,
+            abbreviate=output is not None and reports.report_format(output) == "tex",
+        )  # fmt: skip
     if output is None:
         return reports.InlineReport(document)
     return reports.write(document, output, inputs=[*paths, *tables])

@@ -53,6 +53,11 @@ GATE_TESTS = ("ttest", "sign", "randomization")
 INTERVALS = ("t", "bootstrap")
 CORRECTIONS = ("bonferroni", "holm", "bh", "by", "none")
 POLICIES = ("uniform", "pool")
+#: the sections of a report, in the order it prints them (``--sections``)
+SECTIONS = (
+    "summary", "data", "against", "table", "baselines", "matrices", "discpower", "tau",
+    "agreement", "robustness",
+)  # fmt: skip
 
 #: the options with a fixed set of values
 CHOICES = {
@@ -227,6 +232,8 @@ class Options:
     strict: bool = False  # gate: an inconclusive verdict fails (exit status 3)
     robustness: bool = False  # report: with the robustness curves
     digits: int = 3  # report: decimals in the tables
+    sections: tuple[str, ...] = SECTIONS  # report: the sections it prints (--sections);
+    #     those that apply: "against" needs --against, "robustness" --robustness
     top: int | None = None  # explain: the N queries with the largest |Delta|
 
 
@@ -319,6 +326,23 @@ def _tests(value) -> tuple[str, ...] | None:
     return tests or None  # None: the command's default
 
 
+def _sections(value) -> tuple[str, ...]:
+    # a list, or a comma list ("summary,data"); kept in the report's order
+    names = {s.strip() for text in text_list(value, "sections") for s in text.split(",")}
+    names.discard("")
+    unknown = sorted(names - set(SECTIONS))
+    if unknown:
+        raise OptionError(
+            "sections",
+            f"{{value}}: unknown section {', '.join(unknown)}; the sections are "
+            + ", ".join(SECTIONS),
+            value,
+        )
+    if not names:
+        raise OptionError("sections", "{value} names no section.", value)
+    return tuple(s for s in SECTIONS if s in names)
+
+
 def _optional(rule):
     return lambda field, value: None if value is None else rule(field, value)
 
@@ -352,6 +376,7 @@ _RULES: dict[str, Callable] = {
     "top": _optional(lambda f, v: _number(f, v, integer=True)),
     "queries": lambda f, v: () if v is None else _numbers(f, v, integer=True),
     "labels": lambda f, v: () if v is None else _numbers(f, v, integer=False),
+    "sections": lambda f, v: SECTIONS if v is None else _sections(v),
 }
 _FLAGS = (
     "binary", "per_query", "summary", "both_directions", "pairs", "ties", "robustness", "strict",
@@ -464,6 +489,8 @@ def judge(**given) -> Options:
             "{tests='hsd'} with {against=}: the HSD ranks every run by its win rate over all "
             "pairs; drop one of them",
         )
+    if options.command == "report" and "robustness" not in options.sections:
+        options = replace(options, robustness=False)  # a section not printed: not computed
     if options.command == "robustness" and not (options.queries or options.labels):
         raise OptionError("queries", "give {queries=} and/or {labels=}")
     if options.tests is None:  # the command's default: the HSD needs every pair

@@ -405,8 +405,8 @@ MIN_QUERIES = 25
 def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
     """What makes the p-values of ``tests`` on ``evidence`` a weak guide, as notices
     (empty when nothing): fewer than :data:`MIN_QUERIES` queries; for ``ttest``, run
-    pairs whose differences are the same on every query (no variance: p = 0 by the
-    convention of :func:`ttest_pvalues`, or 1 when they are 0).  The numbers stay as
+    pairs whose differences are the same on every query (no variance: p = 0 as
+    :func:`ttest_pvalues` gives it, or 1 when they are 0).  The numbers stay as
     computed; the commands say these once each."""
     caveats = []
     n_q = len(evidence.query_ids)
@@ -425,7 +425,7 @@ def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
         if constant:
             caveats.append(
                 f"ttest: {constant} of {total} run pairs ({', '.join(names)}) differ by the "
-                "same amount on every query: no variance, p = 0 by convention"
+                "same amount on every query: no variance, so the t-test gives p = 0"
             )
     return caveats
 

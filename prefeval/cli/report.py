@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..io.writers import check_output
+from ..options import SECTIONS
 from ..present.report import check_targets, output_paths
 from .analysis import run_analysis
 from .checks import command, require_matplotlib
@@ -51,6 +52,15 @@ from .params import analysis_options, judged, significance_options
     show_default=True,
     help="Decimals of the preferences and taus in the tables.",
 )
+@click.option(
+    "--sections",
+    metavar="NAME[,NAME...]",
+    default=",".join(SECTIONS),
+    show_default=True,
+    help="The sections to print, in this order whatever the order given; those that "
+    "apply: 'against' needs --against, 'robustness' --robustness, 'tau' two measures, "
+    "'baselines' a baseline. The sections left out are not computed.",
+)
 def report(inputs, prefs, metrics_file, against, output):
     """The whole study in one document: HTML, Markdown or LaTeX.
 
@@ -59,11 +69,14 @@ def report(inputs, prefs, metrics_file, against, output):
     marks; per preference measure the runs x runs matrix of mean preference with
     significance marks (past 10 runs a heat map, the numbers in FILE-matrix-<measure>.csv)
     and its MC4 ordering beside each baseline's; discriminative power (table and
-    curves); Kendall's tau between all measures (heatmap); agreement and ties; with
-    --robustness the robustness curves; with --against RUN, after the data, each
+    curves); Kendall's tau between all measures (a heat map; in .tex a table when it
+    fits); agreement and ties; with --robustness the robustness curves; with --against
+    RUN, after the data, each
     run against RUN as `prefeval gate` tests it. The format comes from the extension of -o:
     .html is one self-contained page; .md and .tex get their figures written beside
-    them (FILE-<figure>.svg, FILE-<figure>.pdf).
+    them (FILE-<figure>.svg, FILE-<figure>.pdf). In .tex, when a run name is longer
+    than 14 characters every run goes by a short name, and a table after the data maps
+    the short names to the full ones. --sections keeps only the sections named.
 
     \b
     Example:

@@ -34,6 +34,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from ..io.writers import (
     output_target,
 )
 from ..measures import MEASURES
-from ..options import TESTS, Options
+from ..options import SECTIONS, TESTS, Options
 from .plots import (
     OVERLAY_MAX,
     discpower_panels_figure,
@@ -128,12 +129,13 @@ class Table:
 class Figure:
     """A figure: ``draw(width)`` builds it (a matplotlib Figure) ``width`` inches wide,
     or at its own size for a page (``None``); ``wide``: across both columns of a paper
-    (LaTeX ``figure*``)."""
+    (LaTeX ``figure*``); ``formats``: where it is shown."""
 
     name: str
     caption: str
     draw: Callable
     wide: bool = False
+    formats: tuple = ("html", "md", "tex")
 
 
 @dataclass
@@ -182,7 +184,7 @@ def _percent(share, digits: int = 1) -> str:
     return "" if share is None or not np.isfinite(share) else f"{100 * share:.{digits}f}%"
 
 
-def _data_section(inputs, sources: dict) -> Section:
+def _data_section(inputs, sources: dict, label=str) -> Section:
     ev = inputs.evidence
     rows = []
     judged = inputs.qrels
@@ -192,7 +194,11 @@ def _data_section(inputs, sources: dict) -> Section:
         rows.append(("Preference table", sources["prefs"]))
     if sources.get("metrics"):
         rows.append(("Baseline table", sources["metrics"]))
-    rows.append((f"Runs ({len(ev.runs)})", ", ".join(sorted(ev.runs))))
+    names = sorted(ev.runs)
+    if any(label(run) != run for run in names):
+        rows.append((f"Runs ({len(ev.runs)})", "by their short names: see the table of run names"))
+    else:
+        rows.append((f"Runs ({len(ev.runs)})", ", ".join(names)))
     evaluated = len(ev.query_ids)
     if judged is not None:
         judged_queries = judged.query_ids()
@@ -222,7 +228,7 @@ def _data_section(inputs, sources: dict) -> Section:
     return Section("Data", [table])
 
 
-def _matrix_table(name, order_rows, pair_rows, tests, digits) -> Table:
+def _matrix_table(name, order_rows, pair_rows, tests, digits, label=str) -> Table:
     """Runs x runs mean Delta(row, column), rows and columns in MC4 order."""
     ranked, rank, matrix = _matrix(order_rows, pair_rows)
     marks = {}
@@ -230,7 +236,7 @@ def _matrix_table(name, order_rows, pair_rows, tests, digits) -> Table:
         marks[a, b] = marks[b, a] = letters
     rows = []
     for i, a in enumerate(ranked):
-        cells = [Cell(a, bold=rank[a] == 1)]
+        cells = [Cell(label(a), bold=rank[a] == 1)]
         for j, b in enumerate(ranked):
             if i == j:
                 cells.append(Cell("–", number=True))
@@ -241,13 +247,13 @@ def _matrix_table(name, order_rows, pair_rows, tests, digits) -> Table:
     return Table(
         f"{name}: mean preference Δ(row, column) over the queries; positive: the row's "
         f"run is preferred. Runs in MC4 order, the first in bold.",
-        ["", *ranked],
+        ["", *map(label, ranked)],
         rows,
         f"{name}-matrix",
     )
 
 
-def _orderings_table(ev, name, orders, taus, digits) -> Table:
+def _orderings_table(ev, name, orders, taus, digits, label=str) -> Table:
     """The measure's MC4 ordering beside each baseline's (rank of each run)."""
     mine = orders[orders["measure"] == name].sort_values(["rank", "run"], kind="stable")
     header = ["run", f"{name} (MC4)", *ev.metrics]
@@ -256,7 +262,7 @@ def _orderings_table(ev, name, orders, taus, digits) -> Table:
     }
     rows = []
     for run, rank in zip(mine["run"], mine["rank"]):
-        cells = [Cell(run, bold=rank == 1), Cell(str(rank), bold=rank == 1, number=True)]
+        cells = [Cell(label(run), bold=rank == 1), Cell(str(rank), bold=rank == 1, number=True)]
         for base in ev.metrics:
             r = rank_of[base][run]
             cells.append(Cell(str(r), bold=r == 1, number=True))
@@ -285,10 +291,21 @@ def _significance(pair_table, name, alpha) -> dict:
     return out
 
 
+#: the corrections by the names of their authors
+_CORRECTION_AUTHORS = {
+    "holm": "Holm",
+    "bonferroni": "Bonferroni",
+    "bh": "Benjamini-Hochberg",
+    "by": "Benjamini-Yekutieli",
+}
+
+
 def _how(test, correction, trials) -> str:
     if test == "hsd":
         return f"{trials} trials, family-wise"
-    corrected = "unadjusted" if correction == "none" else f"{correction}-corrected"
+    corrected = (
+        "unadjusted" if correction == "none" else f"{_CORRECTION_AUTHORS[correction]}-corrected"
+    )
     return f"{trials} trials, {corrected}" if test == "randomization" else corrected
 
 
@@ -304,59 +321,198 @@ def _legend(tests, correction, alpha, trials) -> str:
     return (
         f"Superscripts mark the pairs significantly different at α = {alpha:g}: "
         + "; ".join(parts)
-        + f". As prefeval discpower computes them: {', '.join(on)}."
+        + f". The tests: {', '.join(on)}."
     )
+
+
+class Study:
+    """What the sections of one report are built from: the inputs, the options, and the
+    analyses each computed once, when a section first needs it (a section left out of
+    ``--sections`` computes nothing); ``label(run)``: the name a run goes by in the
+    report (:func:`short_names`)."""
+
+    def __init__(self, inputs, options, sources, engine, against, labels):
+        self.inputs, self.options, self.sources = inputs, options, sources
+        self.engine, self.against, self.labels = engine, against, labels
+        self.ev = inputs.evidence
+        self.tests = [t for t in TESTS if t in options.tests]  # one order of marks: t, s, h, r
+
+    def label(self, run: str) -> str:
+        return self.labels.get(run, run)
+
+    @cached_property
+    def orders(self):
+        return order(self.ev)
+
+    @cached_property
+    def taus_frame(self):
+        return tau_table(self.ev)
+
+    @cached_property
+    def taus(self) -> dict:
+        taus = {}
+        for a, b, t in self.taus_frame.itertuples(index=False):
+            taus[a, b] = taus[b, a] = t
+        return taus
+
+    @cached_property
+    def pair_table(self):
+        o = self.options
+        return pair_tests(
+            self.ev, self.tests, o.correction, o.trials, o.seed, progress=o.progress,
+            jobs=o.jobs, engine=self.engine,
+        )  # fmt: skip
+
+    @cached_property
+    def means(self):
+        return pair_summary(self.ev)
+
+    @cached_property
+    def legend(self) -> str:
+        o = self.options
+        legend = _legend(self.tests, o.correction, o.alpha, o.trials)
+        return legend + "".join(
+            f" Caution: {caveat}." for caveat in sample_caveats(self.ev, self.tests)
+        )
+
+
+def _summary(study):
+    s = study
+    return [
+        _summary_section(s.inputs, s.orders, s.taus, s.pair_table, s.means, s.legend,
+                         s.options, s.label)
+    ]  # fmt: skip
+
+
+def _against(study):
+    if study.against is None:
+        return []
+    return [_against_section(*study.against, study.options.digits, study.label)]
+
+
+def _baselines(study):
+    if not study.ev.metrics:
+        return []
+    return [_baselines_section(study.ev, study.orders, study.pair_table, study.options,
+                               study.label)]  # fmt: skip
+
+
+def _matrices(study):
+    s = study
+    return _preference_sections(
+        s.ev, s.orders, s.taus, s.pair_table, s.means, s.tests, s.options, s.label
+    )
+
+
+def _discpower(study):
+    return [_discpower_section(study.ev, study.pair_table, study.tests, study.options)]
+
+
+def _tau(study):
+    if len(study.ev.measures) < 2:
+        return []
+    return [_tau_section(study.ev, study.taus, study.taus_frame, study.options.digits)]
+
+
+def _robustness(study):
+    return [_robustness_section(study.inputs, study.options)] if study.options.robustness else []
+
+
+#: section name (:data:`prefeval.options.SECTIONS`) -> its builder: a :class:`Study` ->
+#: the report's sections (none when it does not apply)
+SECTION_BUILDERS: dict[str, Callable] = {
+    "summary": _summary,
+    "data": lambda study: [_data_section(study.inputs, study.sources, study.label)],
+    "against": _against,
+    "baselines": _baselines,
+    "matrices": _matrices,
+    "discpower": _discpower,
+    "tau": _tau,
+    "agreement": lambda study: [_agreement_section(study.ev)],
+    "robustness": _robustness,
+}
 
 
 def build(
-    inputs, options: Options, *, sources: dict | None = None, engine=None, against=None
-) -> Report:
+    inputs, options: Options, *, sources: dict | None = None, engine=None, against=None,
+    abbreviate: bool = False,
+) -> Report:  # fmt: skip
     """The report of ``inputs`` (a :class:`prefeval.analysis.evidence.Inputs`) with the
     settings of ``options`` (``tests``, ``correction``, ``alpha``, ``trials``, ``seed``,
-    ``robustness``, ``samples``, ``digits``, ``progress``); ``sources``: the table paths
-    it was read from (``prefs``, ``metrics``), for the data section; ``engine``: where the
-    HSD's trials run (default this process); ``against``: (the table of
-    :func:`prefeval.analysis.gate.gate`, its options) for the section "Against the
-    reference" after the data, or None for none."""
+    ``robustness``, ``samples``, ``digits``, ``progress``, ``sections``); ``sources``: the
+    table paths it was read from (``prefs``, ``metrics``), for the data section;
+    ``engine``: where the HSD's trials run (default this process); ``against``: (the table
+    of :func:`prefeval.analysis.gate.gate`, its options) for the section "Against the
+    reference" after the data, or None for none; ``abbreviate``: runs named by their
+    :func:`short_names` when one is longer than :data:`NAME_MAX` (a LaTeX report), with
+    the section "Run names" after the data mapping them to the full names."""
 
-    tests = [t for t in TESTS if t in options.tests]  # one order of the marks: t, s, h, r
     ev = inputs.evidence
-    sources = sources or {}
-    orders = order(ev)
-    taus_frame = tau_table(ev)
-    taus = {}
-    for a, b, t in taus_frame.itertuples(index=False):
-        taus[a, b] = taus[b, a] = t
-    pair_table = pair_tests(
-        ev,
-        tests,
-        options.correction,
-        options.trials,
-        options.seed,
-        progress=options.progress,
-        jobs=options.jobs,
-        engine=engine,
-    )
-    means = pair_summary(ev)
-    legend = _legend(tests, options.correction, options.alpha, options.trials)
-    legend += "".join(f" Caution: {caveat}." for caveat in sample_caveats(ev, tests))
-    sections = [
-        _summary_section(inputs, orders, taus, pair_table, means, legend, options),
-        _data_section(inputs, sources),
-    ]
-    if against is not None:
-        sections.append(_against_section(*against, options.digits))
-    if ev.metrics:
-        sections.append(_baselines_section(ev, orders, pair_table, options))
-    sections.extend(_preference_sections(ev, orders, taus, pair_table, means, tests, options))
-    sections.append(_discpower_section(ev, pair_table, tests, options))
-    if len(ev.measures) > 1:
-        sections.append(_tau_section(ev, taus, taus_frame, options.digits))
-    sections.append(_agreement_section(ev))
-    if options.robustness:
-        sections.append(_robustness_section(inputs, options))
-    sections.append(_references_section(sections, ev.measures, tests, options, against))
+    labels = short_names(ev.runs) if abbreviate else {}
+    study = Study(inputs, options, sources or {}, engine, against, labels)
+    sections = []
+    for name in SECTIONS:
+        if name in options.sections and name in SECTION_BUILDERS:
+            sections += SECTION_BUILDERS[name](study)
+        if name == "data" and any(labels[run] != run for run in labels):
+            sections.append(_names_section(labels))
+    sections.append(_references_section(sections, study.ev.measures, study.tests, options, against))
+    legend = study.legend if "pair_table" in study.__dict__ else ""
+    if legend and "summary" not in options.sections:  # the legend before the first marks
+        for section in sections:
+            if any(isinstance(b, Table) and _marked(b) for b in section.blocks):
+                section.blocks.insert(0, legend)
+                break
     return Report("prefeval report", sections, legend)
+
+
+def _marked(table: Table) -> bool:
+    """Whether a table holds significance marks (or is the summary, which counts them)."""
+    return table.label == "summary" or any(c.marks for r in table.rows for c in r)
+
+
+#: in a LaTeX report, runs go by a short name when one name is longer than this
+NAME_MAX = 14
+
+
+def short_names(runs) -> dict[str, str]:
+    """run -> the name it goes by in a LaTeX report: itself when no run name is longer
+    than :data:`NAME_MAX` characters; otherwise a name longer than that is cut to its
+    first ``NAME_MAX - 1`` characters and ``…``, and the names cut alike are told apart
+    by a number after the ``…`` (1, 2, ... or 01, 02, ... in the order of the full names,
+    the name cut shorter to make room), so that every run has one short name whatever
+    the order of the runs; should two runs still go by one name, every run is ``R1``,
+    ``R2``... in the order of the names."""
+    runs = sorted(set(runs))
+    if all(len(run) <= NAME_MAX for run in runs):
+        return {run: run for run in runs}
+    cut = {run: run if len(run) <= NAME_MAX else run[: NAME_MAX - 1] + "…" for run in runs}
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        groups.setdefault(cut[run], []).append(run)
+    for group in groups.values():
+        if len(group) > 1:
+            digits = len(str(len(group)))
+            for i, run in enumerate(group, start=1):
+                head = run[: max(1, min(len(run), NAME_MAX) - 1 - digits)]
+                cut[run] = f"{head}…{i:0{digits}d}"
+    if len(set(cut.values())) < len(runs):
+        width = len(str(len(runs)))
+        return {run: f"R{i:0{width}d}" for i, run in enumerate(runs, start=1)}
+    return cut
+
+
+def _names_section(labels: dict[str, str]) -> Section:
+    """The section "Run names": each short name a run goes by and its full name."""
+    rows = [
+        [Cell(short), Cell(run)] for run, short in sorted(labels.items(), key=lambda item: item[1])
+    ]
+    caption = (
+        f"Run names: the short name each run goes by in the tables and figures (a name "
+        f"longer than {NAME_MAX} characters cut short and ended by …, then by a number "
+        "where several are cut alike) and its full name."
+    )
+    return Section("Run names", [Table(caption, ["short", "run"], rows, "names")])
 
 
 #: the methods each section of the report applies (:data:`METHOD_PAPERS`), by title;
@@ -430,7 +586,9 @@ def _beaten(leader, name, pair_table, means, alpha) -> dict[str, set]:
     return out
 
 
-def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -> Section:
+def _summary_section(
+    inputs, orders, taus, pair_table, means, legend, options, label=str
+) -> Section:
     """The "Summary" section: the data in one sentence; per measure the run ranked first
     (MC4 for a preference, the mean for a baseline), how many runs it is significantly
     better than under each test, and for a preference measure the baseline whose
@@ -456,7 +614,7 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         mine = orders[orders["measure"] == name]
         first = sorted(mine.loc[mine["rank"] == 1, "run"])
         beaten = _beaten(ranked[0], name, pair_table, means, options.alpha)
-        cells = [Cell(name, bold=ev.is_preference(name)), Cell(", ".join(first))]
+        cells = [Cell(name, bold=ev.is_preference(name)), Cell(", ".join(map(label, first)))]
         cells += [Cell(f"{len(beaten.get(t, ()))}/{n_runs - 1}", number=True) for t in tests]
         if ev.metrics:
             text = ""
@@ -487,7 +645,57 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
             else "."
         )
     )
+    for name in ev.preference_measures:
+        caption += _disagreement(
+            name, orders[orders["measure"] == name], means[means["measure"] == name],
+            options.digits, label,
+        )  # fmt: skip
     return Section("Summary", [Table(caption, header, rows, "summary"), legend])
+
+
+def _disagreement(name, order_rows, pair_rows, digits, label=str) -> str:
+    """A sentence (with a leading space) when the run ranked first by MC4 under measure
+    ``name`` is not the run with the highest mean preference over the other runs (the
+    mean of its row of the matrix), or another run is preferred to it on average (a
+    positive mean Δ(other, first)); empty otherwise."""
+    ranked, _, matrix = _matrix(order_rows, pair_rows)
+    if len(ranked) < 2:
+        return ""
+    with np.errstate(invalid="ignore"):
+        row_means = np.array([np.nanmean(row) if np.isfinite(row).any() else np.nan
+                              for row in matrix])  # fmt: skip
+    first = 0
+    finite = np.isfinite(row_means)
+    best = int(np.nanargmax(np.where(finite, row_means, -np.inf))) if finite.any() else 0
+    higher = (
+        best != first
+        and np.isfinite(row_means[first])
+        and not ties.is_zero(np.array([row_means[best] - row_means[first]]))[0]
+    )
+    over = np.where(np.isfinite(matrix[:, first]), matrix[:, first], -np.inf)
+    beater = int(np.argmax(over))
+    beats = over[beater] > 0 and not ties.is_zero(np.array([over[beater]]))[0]
+    if not higher and not beats:
+        return ""
+    lead = f" {name}: {label(ranked[0])} is ranked first by MC4 (from the queries each run wins)"
+    if higher:
+        text = (
+            f"{lead}, but {label(ranked[best])} has the highest mean preference over the "
+            f"other runs ({_number(row_means[best], digits)} against "
+            f"{_number(row_means[first], digits)})"
+        )
+        if beats and beater == best:
+            text += f" and is preferred to it by a mean Δ of {_number(over[beater], digits)}"
+        elif beats:
+            text += (
+                f", and {label(ranked[beater])} is preferred to it by a mean Δ of "
+                f"{_number(over[beater], digits)}"
+            )
+        return text + "."
+    return (
+        f"{lead}, but {label(ranked[beater])} is preferred to it by a mean Δ of "
+        f"{_number(over[beater], digits)}."
+    )
 
 
 def _judged_counts(inputs, query_ids) -> tuple[int, int]:
@@ -529,19 +737,19 @@ def _p_value(p) -> str:
     return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
 
 
-def _against_section(table, gate: Options, digits: int) -> Section:
+def _against_section(table, gate: Options, digits: int, label=str) -> Section:
     """The section "Against the reference": the gate's table (``prefeval gate --against
     REF``): per measure and candidate the mean difference with REF, its interval, wins,
     ties and losses, the regression test's p-values and the verdict (a regression in
     bold)."""
-    reference = gate.against[0]
+    reference = label(gate.against[0])
     level = f"{100 * (1 - gate.alpha):g}%"
     rows = []
     for row in table.itertuples(index=False):
         rows.append(
             [
                 Cell(row.measure),
-                Cell(row.candidate),
+                Cell(label(row.candidate)),
                 Cell(str(int(row.queries)), number=True),
                 Cell(_number(row.mean, digits), number=True),
                 Cell(_number(row.ci_low, digits), number=True),
@@ -563,7 +771,7 @@ def _against_section(table, gate: Options, digits: int) -> Section:
         "loses, the "
         f"{_GATE_TESTS[gate.tests[0]]}'s p (H1: the candidate is worse{margin}) and that "
         f"p with {_CORRECTION_NAMES[gate.correction]} over every (candidate, measure), and "
-        f"the verdict at α = {gate.alpha:g}, as prefeval gate gives it: regression (in "
+        f"the verdict at α = {gate.alpha:g}: regression (in "
         "bold), improvement, no difference, or inconclusive with fewer than "
         f"{gate.min_queries} queries (not tested)."
     )
@@ -574,7 +782,7 @@ def _against_section(table, gate: Options, digits: int) -> Section:
     return Section("Against the reference", [Table(caption, header, rows, "against")])
 
 
-def _baselines_section(ev, orders, pair_table, options) -> Section:
+def _baselines_section(ev, orders, pair_table, options, label=str) -> Section:
     """The "Baselines" section: each baseline's mean per run (as ``order`` and ``metrics``
     compute it), runs in the order of the first baseline, the best per baseline in bold,
     marked with the tests finding a run significantly different from that best run."""
@@ -595,7 +803,7 @@ def _baselines_section(ev, orders, pair_table, options) -> Section:
                     other = b if a == top else a
                     marks[base][other] = marks[base].get(other, "") + TEST_MARKS[test]
     rows = [
-        [Cell(run)]
+        [Cell(label(run))]
         + [
             Cell(
                 _number(score[base][run], digits),
@@ -609,7 +817,7 @@ def _baselines_section(ev, orders, pair_table, options) -> Section:
     ]
     caption = (
         f"Baselines: the mean of each baseline per run over the {len(ev.query_ids)} "
-        f"queries (as prefeval metrics reports it), runs by their {first}; the best run "
+        f"queries, runs by their {first}; the best run "
         "per baseline in bold; superscripts: the tests finding the run significantly "
         "different from that best run."
     )
@@ -617,7 +825,9 @@ def _baselines_section(ev, orders, pair_table, options) -> Section:
     return Section("Baselines", [table])
 
 
-def _preference_sections(ev, orders, taus, pair_table, means, tests, options) -> list[Section]:
+def _preference_sections(
+    ev, orders, taus, pair_table, means, tests, options, label=str
+) -> list[Section]:
     """The "Preferences" section and, per preference measure, its subsection: up to
     :data:`MATRIX_MAX` runs the runs x runs matrix of mean preferences with significance
     marks and its orderings; past it a heat map of the matrix (the numbers in a CSV file
@@ -644,15 +854,21 @@ def _preference_sections(ev, orders, taus, pair_table, means, tests, options) ->
         significance = _significance(pair_table, name, alpha)
         if many:
             section.blocks += _heatmap_blocks(
-                name, order_rows, means[means["measure"] == name], significance, len(tests)
-            )
+                name, order_rows, means[means["measure"] == name], significance, len(tests),
+                label,
+            )  # fmt: skip
         else:
             section.blocks.append(
                 _matrix_table(
-                    name, order_rows, means[means["measure"] == name], significance, digits
-                )
+                    name,
+                    order_rows,
+                    means[means["measure"] == name],
+                    significance,
+                    digits,
+                    label,
+                )  # fmt: skip
             )
-        orderings = _orderings_table(ev, name, orders, taus, digits)
+        orderings = _orderings_table(ev, name, orders, taus, digits, label)
         if many:
             orderings.collapsed = True
             orderings.formats = ("html", "md")  # a paper takes the CSV file's ranks
@@ -689,7 +905,7 @@ def matrix_csv(ranked, rank, matrix) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def _heatmap_blocks(name, order_rows, pair_rows, significance, n_tests) -> list:
+def _heatmap_blocks(name, order_rows, pair_rows, significance, n_tests, label=str) -> list:
     """The heat map of a measure's matrix and its CSV file."""
     ranked, rank, matrix = _matrix(order_rows, pair_rows)
     strong = np.zeros(matrix.shape, dtype=bool)
@@ -707,7 +923,9 @@ def _heatmap_blocks(name, order_rows, pair_rows, significance, n_tests) -> list:
         Figure(
             f"heatmap-{name}",
             caption,
-            lambda width: preference_heatmap_figure(matrix, ranked, strong, width=width),
+            lambda width: preference_heatmap_figure(
+                matrix, [label(run) for run in ranked], strong, width=width
+            ),
         ),
         Download(
             csv_name,
@@ -765,35 +983,32 @@ def _discpower_section(ev, pair_table, tests, options) -> Section:
 
 def _tau_section(ev, taus, taus_frame, digits) -> Section:
     """The "Agreement of orderings" section: Kendall's τ-b between the run orderings of
-    every two measures, as a heatmap (and as a table in LaTeX)."""
-    tau_rows = []
+    every two measures, as a heat map; in LaTeX as the table of its lower triangle
+    instead when that fits a column of a two-column paper (the heat map otherwise)."""
     names = ev.measures
-    for i, a in enumerate(names[:-1]):
-        tau_rows.append(
-            [Cell(a)]
-            + [
-                Cell(_number(taus[a, b], digits) if j > i else "", number=True)
-                for j, b in enumerate(names[1:], start=1)
-            ]
-        )
-    return Section(
-        "Agreement of orderings",
-        [
-            Figure(
-                "tau",
-                "Kendall's τ-b between the run orderings of every two measures "
-                "(preferences by MC4, baselines by their mean).",
-                lambda width: tau_heatmap_figure(taus_frame, width=width),
-            ),
-            Table(
-                "Kendall's τ-b between the run orderings of every two measures.",
-                ["", *names[1:]],
-                tau_rows,
-                "tau",
-                formats=("tex",),  # the heatmap shows the values elsewhere
-            ),
-        ],
+    tau_rows = [
+        [Cell(a)] + [Cell(_number(taus[a, b], digits), number=True) for b in names[:i]]
+        + [Cell("", number=True)] * (len(names) - 1 - i)
+        for i, a in enumerate(names[1:], start=1)
+    ]  # fmt: skip
+    table = Table(
+        "Kendall's τ-b between the run orderings of every two measures (preferences by "
+        "MC4, baselines by their mean).",
+        ["", *names[:-1]],
+        tau_rows,
+        "tau",
+        formats=("tex",),  # the heat map shows the values elsewhere
     )
+    groups, wide = _tex_column_groups(table, rotated=True)
+    fits = len(groups) == 1 and not wide
+    figure = Figure(
+        "tau",
+        "Kendall's τ-b between the run orderings of every two measures "
+        "(preferences by MC4, baselines by their mean).",
+        lambda width: tau_heatmap_figure(taus_frame, width=width),
+        formats=("html", "md") if fits else ("html", "md", "tex"),
+    )
+    return Section("Agreement of orderings", [figure, table] if fits else [figure])
 
 
 def _agreement_section(ev) -> Section:
@@ -1014,7 +1229,7 @@ def render(report: Report, output) -> dict[str, bytes]:
                 continue
             if isinstance(block, Download):
                 path = figure_path(output, block.name, "csv")
-            elif isinstance(block, Figure) and ext:
+            elif isinstance(block, Figure) and ext and fmt in block.formats:
                 path = figure_path(output, block.name, ext)
             else:
                 continue
@@ -1283,7 +1498,7 @@ def _html(report: Report, files: dict[str, str] | None) -> str:
                     f'<p class="legend"><a href="{target}" download>'
                     f"{html.escape(files[block.name])}</a>: {html.escape(block.caption)}.</p>"
                 )
-            else:
+            elif "html" in block.formats:
                 svg = svg_text(block.draw(None)).encode("utf-8")
                 svg = base64.b64encode(svg).decode("ascii")
                 out.append(
@@ -1356,7 +1571,7 @@ def _markdown(report: Report, files: dict[str, str]) -> str:
                 target = _md_target(files[block.name])
                 name = markdown_escape(files[block.name])
                 out += [f"[{name}](<{target}>): {markdown_escape(block.caption)}.", ""]
-            else:
+            elif "md" in block.formats:
                 alt = markdown_escape(block.caption)
                 target = _md_target(files[block.name])
                 out += [f"![{alt}](<{target}>)", "", f"*{alt}*", ""]
@@ -1370,12 +1585,16 @@ def _tex_cell(cell: Cell) -> str:
     return _styled(text, cell, r"\textbf{%s}", r"$^{\mathrm{%s}}$")
 
 
-#: the width a LaTeX table's estimated width must fit (points): a two-column paper's
-#: \columnwidth (about 240 pt) and the 12% that \resizebox may take off \footnotesize
-#: (8 pt type printed at 7 pt or more); one character and a cell's padding in \footnotesize
+#: the widths a LaTeX table's estimated width must fit (points): a two-column paper's
+#: \columnwidth (about 240 pt) or \textwidth (about 505 pt, a ``table*``), and the 12%
+#: that \resizebox may take off \footnotesize (8 pt type printed at 7 pt or more); one
+#: character and a cell's padding in \footnotesize
 _TEX_COLUMN_PT = 270.0
+_TEX_TEXT_PT = 570.0
 _TEX_CHAR_PT = 3.8
 _TEX_PAD_PT = 6.0
+#: a column of text (not numbers) wider than this wraps, in a \parbox this wide
+_TEX_WRAP_PT = 100.0
 
 
 def _tex_head_lines(header: str) -> list[str]:
@@ -1404,22 +1623,57 @@ def _tex_width(cells: list[Cell], header: str = "", rotated: bool = False) -> fl
     return chars * _TEX_CHAR_PT + _TEX_PAD_PT
 
 
-def _tex_column_groups(block: Table, rotated: bool) -> list[list[int]]:
-    """The columns of a table (after the first) in as few groups of about equal size as
-    fit a column of a two-column paper beside the first column (one group when the
-    table fits)."""
-    stub = _tex_width([r[0] for r in block.rows], block.header[0])
+def _tex_wrapped(block: Table, rotated: bool = False) -> set[int]:
+    """The columns (after the first) set wrapped in a table wider than a paper's column:
+    those of text (not numbers) wider than :data:`_TEX_WRAP_PT`."""
     widths = [
         _tex_width([r[i] for r in block.rows], block.header[i], rotated)
-        for i in range(1, len(block.header))
+        for i in range(len(block.header))
     ]
+    if sum(widths) <= _TEX_COLUMN_PT:
+        return set()
+    return {
+        i
+        for i in range(1, len(block.header))
+        if widths[i] > _TEX_WRAP_PT and not any(r[i].number for r in block.rows)
+    }
+
+
+def _balanced(columns: list[int], k: int) -> list[list[int]]:
+    """``columns`` in ``k`` consecutive groups whose sizes differ by one at most."""
+    size, extra = divmod(len(columns), k)
+    groups, at = [], 0
+    for g in range(k):
+        n = size + (g < extra)
+        groups.append(columns[at : at + n])
+        at += n
+    return groups
+
+
+def _tex_column_groups(block: Table, rotated: bool) -> tuple[list[list[int]], bool]:
+    """The columns of a table (after the first) in groups, each printed as a table beside
+    the first column, and whether they are printed across both columns of a two-column
+    paper (``table*``): one group in a column when the table fits it, else one group
+    across both columns when it fits them, else as few groups as fit both columns, of
+    about equal size and never of one column alone (a table of many columns: groups of
+    two, shrunk to fit)."""
+    stub = _tex_width([r[0] for r in block.rows], block.header[0])
+    wrapped = _tex_wrapped(block, rotated)
+    widths = {
+        i: _TEX_WRAP_PT
+        if i in wrapped
+        else _tex_width([r[i] for r in block.rows], block.header[i], rotated)
+        for i in range(1, len(block.header))
+    }
     columns = list(range(1, len(block.header)))
-    for k in range(1, len(columns) + 1):
-        size = -(-len(columns) // k)
-        groups = [columns[i : i + size] for i in range(0, len(columns), size)]
-        if all(stub + sum(widths[i - 1] for i in g) <= _TEX_COLUMN_PT for g in groups):
-            return groups
-    return [[i] for i in columns] or [[]]
+    total = stub + sum(widths.values())
+    if total <= _TEX_COLUMN_PT or len(columns) <= 1:
+        return [columns] if columns else [[]], _TEX_COLUMN_PT < total
+    for k in range(1, len(columns) // 2 + 1):
+        groups = _balanced(columns, k)
+        if all(stub + sum(widths[i] for i in g) <= _TEX_TEXT_PT for g in groups):
+            return groups, True
+    return _balanced(columns, len(columns) // 2), True
 
 
 def _tex_row(cells: list[str]) -> str:
@@ -1433,11 +1687,18 @@ def _tex_row(cells: list[str]) -> str:
 
 def _tex_table(block: Table, note: str) -> list[str]:
     r"""One LaTeX table, or several when it is wider than a paper's column (its columns
-    split, the first repeated) or longer than :data:`LATEX_ROWS` rows: each with its
-    ``\caption`` (``note`` appended), then its ``\label``."""
+    split, the first repeated: :func:`_tex_column_groups`; a ``table*`` across both
+    columns when one is too narrow) or longer than :data:`LATEX_ROWS` rows: each with its
+    ``\caption`` (``note`` appended), then its ``\label``; the rows whose cells in a part
+    are all empty are left out of it."""
     matrix = block.label.endswith("-matrix") or block.label == "tau"  # run or measure names
     data = block.label == "data"
-    groups = [list(range(1, len(block.header)))] if data else _tex_column_groups(block, matrix)
+    if data:
+        groups, wide = [list(range(1, len(block.header)))], False
+    else:
+        groups, wide = _tex_column_groups(block, matrix)
+    wraps = set() if data else _tex_wrapped(block, matrix)
+    env = "table*" if wide else "table"
     chunks = [block.rows[i : i + LATEX_ROWS] for i in range(0, len(block.rows), LATEX_ROWS)]
     label = _tex_label(block.label)
     caption = latex_escape(block.caption) + (" " + note if note else "")
@@ -1460,7 +1721,7 @@ def _tex_table(block: Table, note: str) -> list[str]:
         if data:  # long lists (runs, measures) wrap
             spec = r"lp{0.58\linewidth}"
         out += [
-            r"\begin{table}[tbp]",
+            rf"\begin{{{env}}}[tbp]",
             r"\centering\footnotesize\setlength{\tabcolsep}{3pt}",
             rf"\caption{{{text}}}",
             rf"\label{{tab:prefeval-{label}{'' if k == 0 else f'-{k + 1}'}}}",
@@ -1478,11 +1739,15 @@ def _tex_table(block: Table, note: str) -> list[str]:
             else:
                 heads += [_tex_head(block.header[i]) for i in columns[1:]]
             out += [_tex_row(heads), r"\midrule"]
-        lines = [_tex_row([_tex_cell(r[i]) for i in columns]) for r in chunks[c]]
+        shown = [r for r in chunks[c] if any(r[i].text for i in columns[1:])]
+        lines = [
+            _tex_row([_tex_parbox(r[i]) if i in wraps else _tex_cell(r[i]) for i in columns])
+            for r in shown
+        ]
         if data:  # paths break after their slashes
             lines = [line.replace("/", r"/\allowbreak{}") for line in lines]
         out += lines
-        out += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
+        out += [r"\bottomrule", r"\end{tabular}}", rf"\end{{{env}}}", ""]
     return out
 
 
@@ -1497,6 +1762,12 @@ def _tex_references(block: References, bib: str) -> list[str]:
         f"% (\\bibliography{{yours,{stem}}}) and cite them: \\cite{{{keys}}}",
         "",
     ]
+
+
+def _tex_parbox(cell: Cell) -> str:
+    r"""A cell of a column of long text: set ragged right in a ``\parbox`` of
+    :data:`_TEX_WRAP_PT`, its lines broken after the commas of a list."""
+    return rf"\parbox[t]{{{_TEX_WRAP_PT - _TEX_PAD_PT:g}pt}}{{\raggedright " + _tex_cell(cell) + "}"
 
 
 def _tex_label(name: str) -> str:
@@ -1525,14 +1796,14 @@ def _latex(report: Report, files: dict[str, str]) -> str:
                 if "tex" not in block.formats:
                     continue
                 note = ""
-                marked = block.label == "summary" or any(c.marks for r in block.rows for c in r)
+                marked = _marked(block)
                 if marked and legend_at is None:
                     legend_at = _tex_label(block.label)
                     note = latex_escape(report.legend)
                 elif marked:
                     note = rf"Marks as in Table~\ref{{tab:prefeval-{legend_at}}}."
                 out += _tex_table(block, note)
-            else:
+            elif "tex" in block.formats:
                 env = "figure*" if block.wide else "figure"
                 out += [
                     rf"\begin{{{env}}}[tbp]",

@@ -19,7 +19,7 @@ SAMPLE_ARGS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i 
 FEW = "prefeval: significance tests on 3 queries, fewer than 25: their p-values are a weak guide\n"
 CONSTANT = (
     "prefeval: ttest: 2 of 2 run pairs (rpp, lexirecall) differ by the same amount on every "
-    "query: no variance, p = 0 by convention\n"
+    "query: no variance, so the t-test gives p = 0\n"
 )
 
 

@@ -171,7 +171,7 @@ def test_randomization_marks_are_discpowers(tmp_path):
                 seen.add(sup)
     assert "tr" in seen  # both tests mark some pairs
     text = Path(out).read_text(encoding="utf-8")
-    assert "r: randomization test (200 trials, bh-corrected)" in text
+    assert "r: randomization test (200 trials, Benjamini-Hochberg-corrected)" in text
 
 
 def test_discpower_and_agreement_tables_equal_their_commands(sample_html):
@@ -499,7 +499,7 @@ def test_awkward_output_names(tmp_path):
 def test_captions_name_only_the_tests_run(tmp_path):
     text = build(tmp_path, "r.html", "--test", "ttest", "--test", "sign").read_text()
     assert "HSD" not in text and "h: " not in text
-    assert "t: t-test (bonferroni-corrected); s: sign test (bonferroni-corrected)" in text
+    assert "t: t-test (Bonferroni-corrected); s: sign test (Bonferroni-corrected)" in text
     text = build(tmp_path, "h.html", "--test", "hsd", "--correction", "holm").read_text()
     assert "holm" not in text and "t-test" not in text
     assert "h: randomized Tukey HSD (200 trials, family-wise)" in text
@@ -694,7 +694,7 @@ def test_latex_captions_before_labels(tmp_path, twelve):
     assert r"\begin{figure*}[tbp]" in text  # discpower across both columns
     names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("paper-"))
     assert names == sorted(
-        ["paper-discpower.pdf", "paper-tau.pdf", "paper-robustness.pdf"]
+        ["paper-discpower.pdf", "paper-robustness.pdf"]  # tau: a table, it fits a column
         + ["paper-references.bib"]
         + [f"paper-heatmap-{m}.pdf" for m in ("rpp", "lexirecall")]
         + [f"paper-matrix-{m}.csv" for m in ("rpp", "lexirecall")]
@@ -714,16 +714,21 @@ def test_latex_captions_before_labels(tmp_path, twelve):
 
 
 def test_latex_wide_tables_are_split():
-    """A matrix wider than a paper's column is split by columns, each part captioned."""
+    """A matrix wider than a paper's column goes across both (``table*``); wider than
+    both, it is split by columns, each part captioned, none of one column."""
     from prefeval.present.report import Cell, Report, Section, Table, _latex
 
-    runs = [f"a-rather-long-run-name-{i}" for i in range(9)]
-    rows = [[Cell(r)] + [Cell("-0.307", marks="tsh", number=True) for _ in runs] for r in runs]
-    report = Report("r", [Section("s", [Table("m: caption.", ["", *runs], rows, "m-matrix")])])
-    text = _latex(report, {})
-    assert text.count(r"\begin{table}") == 3  # 3 x 3 columns
-    assert "(columns 1--3 of 9.)" in text and "(columns 7--9 of 9.)" in text
-    assert text.count(r"\rotatebox{90}{") == 9
+    for n, parts, spans in ((9, 1, []), (30, 3, ["1--10", "11--20", "21--30"])):
+        runs = [f"a-rather-long-run-name-{i}" for i in range(n)]
+        rows = [[Cell(r)] + [Cell("-0.307", marks="tsh", number=True) for _ in runs] for r in runs]
+        table = Table("m: caption.", ["", *runs], rows, "m-matrix")
+        text = _latex(Report("r", [Section("s", [table])]), {})
+        assert r"\begin{table}" not in text
+        assert text.count(r"\begin{table*}") == parts * (1 + (n - 1) // 40)
+        for span in spans:
+            assert f"(columns {span} of {n}.)" in text
+        assert text.count(r"\rotatebox{90}{") == n
+        assert "(columns" in text if parts > 1 else "(columns" not in text
 
 
 def test_small_samples_are_said_in_the_report(tmp_path):
@@ -843,7 +848,7 @@ def test_a_second_report_removes_only_the_files_the_first_named(tmp_path, twelve
     assert {"tex-heatmap-rpp.pdf", "tex-matrix-rpp.csv"} <= {p.name for p in tmp_path.iterdir()}
     build(tmp_path, "tex.tex", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
     tex = sorted(p.name for p in tmp_path.glob("tex*"))
-    assert tex == ["tex-discpower.pdf", "tex-references.bib", "tex-tau.pdf", "tex.tex"]
+    assert tex == ["tex-discpower.pdf", "tex-references.bib", "tex.tex"]  # tau: a table
 
 
 def test_a_side_file_named_by_a_measure_never_overwrites_an_input(tmp_path, twelve):
