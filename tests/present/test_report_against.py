@@ -162,9 +162,7 @@ def test_every_other_section_is_the_same_bytes(forty, tmp_path, fmt):
     # the references differ by the section's own method: the gate's Holm correction
     holm = "Sture Holm. 1979."
     assert holm in against and holm not in plain
-    assert without_references(without_section(against, fmt), fmt) == without_references(
-        plain, fmt
-    )
+    assert without_references(without_section(against, fmt), fmt) == without_references(plain, fmt)
     if fmt == "tex":
         assert r"\label{tab:prefeval-against}" in against
     figures = sorted(p.name for p in (tmp_path / "against").iterdir())

@@ -269,7 +269,8 @@ def test_captions_in_a_papers_words(tmp_path):
                     "--trials", "50", QRELS, *RUNS)  # fmt: skip
     assert result.exit_code == 0, result.output
     text = (tmp_path / "r.tex").read_text()
-    assert "Holm-corrected" in text and "holm" not in text
+    printed = text[: text.index("% ---- References")]  # the cite keys name holm1979...
+    assert "Holm-corrected" in printed and "holm" not in printed
     assert "prefeval discpower" not in text and "prefeval metrics" not in text
     assert "by convention" not in text
 
@@ -328,10 +329,12 @@ def test_sections_choose_and_skip_the_computing(tmp_path, monkeypatch):
     shown = prefeval.report(QRELS, RUNS, baselines="AP", sections="tau,data,agreement",
                             robustness=True)  # fmt: skip
     titles = re.findall(r"<h2>(.*?)</h2>", shown.html)
-    assert titles == ["Data", "Agreement of orderings", "Agreement and ties"]  # their order
+    # their order, then the references
+    assert titles == ["Data", "Agreement of orderings", "Agreement and ties", "References"]
     result = invoke("report", "-o", tmp_path / "r.html", "--sections", "data", QRELS, *RUNS)
     assert result.exit_code == 0, result.output
-    assert re.findall(r"<h2>(.*?)</h2>", (tmp_path / "r.html").read_text()) == ["Data"]
+    titles = re.findall(r"<h2>(.*?)</h2>", (tmp_path / "r.html").read_text())
+    assert titles == ["Data", "References"]
 
 
 def test_unknown_section_is_a_usage_error(tmp_path):
