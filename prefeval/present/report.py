@@ -38,6 +38,7 @@ from ..analysis.agreement import agreement_table, tau_table, ties_table
 from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
+from ..analysis.table import BETTER, GIVEN, WORSE, canonical_measure, runs_table
 from ..core import ties
 from ..core.errors import OutputError
 from ..core.qrels import query_sort_key
@@ -118,6 +119,7 @@ class Table:
     label: str
     formats: tuple = ("html", "md", "tex")  # where the table is shown
     collapsed: bool = False
+    own_marks: bool = False  # its caption says what its marks mean (not the legend)
 
 
 @dataclass
@@ -329,6 +331,7 @@ def build(
         _summary_section(inputs, orders, taus, pair_table, means, legend, options),
         _data_section(inputs, sources),
     ]
+    sections.append(_table_section(ev, orders, pair_table, means, tests, options))
     if against is not None:
         sections.append(_against_section(*against, options.digits))
     if ev.metrics:
@@ -428,6 +431,149 @@ def _summary_section(inputs, orders, taus, pair_table, means, legend, options) -
         )
     )
     return Section("Summary", [Table(caption, header, rows, "summary"), legend])
+
+
+#: the title of the section of the runs x measures table
+TABLE_TITLE = "Runs x measures"
+
+
+def _table_section(ev, orders, pair_table, means, tests, options) -> Section:
+    """The section "Runs x measures": the table papers print (``prefeval table``), one row
+    per run in the MC4 order of the first preference measure, one column per measure
+    (MC4 scores, baselines' means), the best in bold, each run's letter and the letters
+    of the runs it is significantly better than by the first of the report's tests."""
+    test = tests[0]
+    tested = pair_table[pair_table["test"] == test]
+    frame = runs_table(ev, tested, means, alpha=options.alpha, orders=orders)
+    block = runs_table_block(
+        frame, trials=options.trials, queries=len(ev.query_ids), digits=options.digits
+    )
+    return Section(TABLE_TITLE, [block])
+
+
+def runs_table_block(
+    frame,
+    *,
+    order_by: str | None = None,
+    trials: int | None = None,
+    queries: int | None = None,
+    digits: int = 3,
+    label: str = "table",
+) -> Table:
+    """The runs x measures table of ``frame`` (a table of
+    :func:`prefeval.analysis.table.runs_table`) as a :class:`Table`: one row per run in
+    the frame's row order, with its letter (without a reference), one column per measure
+    (values in ``digits`` decimals; the reference's own preferences as –), the best per
+    measure in bold, the marks as superscripts; its caption says what the values and
+    marks are (``order_by``: the measure the rows follow, as given to the table, None
+    for the first preference measure; ``trials``: of the HSD or randomization test;
+    ``queries``: their number, when known)."""
+    against = "reference" in frame.columns
+    measures = list(dict.fromkeys(frame["measure"]))
+    runs = list(dict.fromkeys(frame["run"]))
+    kinds = dict(zip(frame["measure"], frame["kind"]))
+    cells = {(r.run, r.measure): r for r in frame.itertuples(index=False)}
+    reference = frame["reference"].iloc[0] if against and len(frame) else None
+    rows = []
+    for run in runs:
+        row = [] if against else [Cell(cells[run, measures[0]].letter)]
+        row.append(Cell(run))
+        for name in measures:
+            got = cells[run, name]
+            if run == reference and kinds[name] == "preference":
+                row.append(Cell("–", number=True))
+                continue
+            row.append(
+                Cell(_number(got.value, digits), bold=bool(got.best), marks=got.marks, number=True)
+            )
+        rows.append(row)
+    header = (["run"] if against else ["#", "run"]) + measures
+    caption = _table_caption(frame, measures, kinds, order_by, trials, queries, reference)
+    return Table(caption, header, rows, label, own_marks=True)
+
+
+def _table_caption(frame, measures, kinds, order_by, trials, queries, reference) -> str:
+    """What :func:`runs_table_block`'s table shows, in a paper's words."""
+    preferences = [m for m in measures if kinds[m] == "preference"]
+    over = f" over the {queries} queries" if queries is not None else " over the queries"
+    if order_by is None:
+        order_by = (preferences or measures or [""])[0]
+    elif order_by != GIVEN:
+        order_by = canonical_measure(order_by, measures)
+    if order_by == GIVEN:
+        rows = "runs in the order given"
+    elif kinds.get(order_by) == "preference":
+        rows = f"runs in the MC4 order of {order_by}"
+    else:
+        rows = f"runs in the order of their mean {order_by}"
+    parts = []
+    if preferences and reference is None:
+        parts.append(
+            "per preference measure each run's MC4 score (its share of the stationary "
+            "distribution of the Markov chain over the per-query rankings; the scores sum "
+            "to 1)"
+        )
+    elif preferences:
+        parts.append(
+            f"per preference measure each run's mean preference Δ(run, {reference})"
+            f"{over} (positive: the run is preferred to {reference}; – for {reference} "
+            "itself)"
+        )
+    if len(preferences) < len(measures):
+        parts.append(f"per baseline its mean{over}")
+    test = frame["test"].iloc[0] if len(frame) else ""
+    correction = frame["correction"].iloc[0] if len(frame) else ""
+    alpha = float(frame["alpha"].iloc[0]) if len(frame) else 0.05
+    how = _TABLE_TESTS.get(test, test)
+    if test in ("hsd", "randomization") and trials is not None:
+        how += f", {trials} trials"
+    if test == "hsd":
+        corrected = "family-wise over all runs"
+    elif reference is None:
+        corrected = (
+            f"{_CORRECTION_NAMES.get(correction, correction)} over all pairs of runs on the measure"
+        )
+    else:
+        corrected = (
+            f"{_CORRECTION_NAMES.get(correction, correction)} over the runs compared with "
+            f"{reference} on the measure"
+        )
+    if reference is None:
+        marks = (
+            "Each run has a letter (#); a superscript lists the letters of the runs it is "
+            "significantly better than on that measure"
+        )
+    else:
+        marks = (
+            f"Superscript {BETTER}: significantly better than {reference} on that measure; "
+            f"{WORSE}: significantly worse"
+        )
+    return (
+        "Runs x measures: "
+        + "; ".join(parts)
+        + f"; {rows}; the best run of each measure in bold. {marks} ({how}, {corrected}, "
+        f"α = {alpha:g})."
+    )
+
+
+#: the tests as the table's caption names them
+_TABLE_TESTS = {
+    "ttest": "two-sided t-test on the per-query differences",
+    "sign": "two-sided sign test",
+    "hsd": "randomized Tukey HSD",
+    "randomization": "two-sided paired randomization test",
+}
+
+
+def runs_table_tex(frame, **given) -> str:
+    """The runs x measures table of ``frame`` as a LaTeX table (booktabs) to ``\\input``
+    into a paper (:func:`runs_table_block`'s, ``given`` its keywords)."""
+    block = runs_table_block(frame, **given)
+    head = [
+        "% prefeval table: \\input{} this file; it needs \\usepackage{booktabs,graphicx}.",
+        "",
+    ]
+    return "\n".join(head + _tex_table(block, "")).rstrip("\n") + "\n"
 
 
 def _judged_counts(inputs, query_ids) -> tuple[int, int]:
@@ -1429,6 +1575,7 @@ def _latex(report: Report, files: dict[str, str]) -> str:
                     continue
                 note = ""
                 marked = block.label == "summary" or any(c.marks for r in block.rows for c in r)
+                marked = marked and not block.own_marks
                 if marked and legend_at is None:
                     legend_at = _tex_label(block.label)
                     note = latex_escape(report.legend)
