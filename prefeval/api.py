@@ -1047,14 +1047,14 @@ def table(
     >>> import prefeval, glob
     >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
     >>> rows = prefeval.table("sample_data/qrels.txt", runs, measures="rpp", baselines="AP")
-    >>> rows[rows.measure == "rpp"][["run", "letter", "value", "best", "marks"]]
-          run letter     value   best  marks
-    0   sys06      a  0.800000   True  bcdef
-    2   sys03      b  0.109091  False    def
-    4   sys04      c  0.043290  False     ef
-    6   sys05      d  0.023229  False      f
-    8   sys02      e  0.014489  False
-    10  sys01      f  0.009901  False
+    >>> rows[rows.measure == "rpp"][["letter", "run", "marks", "value", "best"]]
+       letter    run marks     value   best
+    0       a  sys06   def  0.800000   True
+    2       b  sys03   def  0.109091  False
+    4       c  sys04    ef  0.043290  False
+    6       d  sys05     f  0.023229  False
+    8       e  sys02        0.014489  False
+    10      f  sys01        0.009901  False
     """
 
     given = {**locals(), "tests": test}

@@ -30,7 +30,7 @@ from ..core import ties
 from ..core.cube import against_pairs
 from ..measures import parse_measures
 from ..options import OptionError
-from .baselines import parse_baselines
+from .baselines import metrics_summary, parse_baselines
 from .orderings import Evidence
 from .orderings import order as order_table
 
@@ -119,6 +119,28 @@ def _better(means: pd.DataFrame) -> dict:
     return {key: s for key, s in zip(keys, sign)}
 
 
+def baseline_means(evidence: Evidence, name: str) -> dict[str, float]:
+    """run -> the baseline ``name``'s summary over the evidence's queries, as ``prefeval
+    metrics`` writes its summary rows (:func:`~prefeval.analysis.baselines.metrics_summary`:
+    the mean, a count measure's sum, ``gm_map``'s geometric mean), the same bits where
+    those queries are the ones it summarises; the mean for a name it does not know)."""
+    values = np.asarray(evidence.metrics[name], dtype=np.float64)  # queries x runs
+    n_q, n_runs = values.shape
+    rows = pd.DataFrame(
+        {
+            "measure": name,
+            "run": np.repeat(np.asarray(evidence.runs, dtype=object), n_q),
+            "query_id": np.tile(np.asarray(evidence.query_ids, dtype=object), n_runs),
+            "value": values.T.reshape(-1),
+        }
+    )
+    try:
+        summary = metrics_summary(rows)
+    except ValueError:  # a name ir-measures does not know (a --metrics table's): the mean
+        return dict(zip(evidence.runs, values.mean(axis=0).tolist()))
+    return dict(zip(summary["run"], summary["value"].astype(float)))
+
+
 def runs_table(
     evidence: Evidence,
     tested: pd.DataFrame,
@@ -163,6 +185,11 @@ def runs_table(
         value = dict(zip(mine["run"], mine["score"]))
         rank = dict(zip(mine["run"], mine["rank"]))
         method = mine["method"].iloc[0]
+        if not preference:  # summed as prefeval metrics sums its summary rows
+            value = baseline_means(evidence, name)
+            scores = np.array([value[run] for run in evidence.runs], dtype=np.float64)
+            better_high = evidence.higher_is_better.get(name, True)
+            rank = dict(zip(evidence.runs, ties.competition_ranks(scores, better_high).tolist()))
         frame = pd.DataFrame({"row": np.arange(1, len(runs) + 1), "run": runs})
         if reference is None:
             beaten: dict[str, list[str]] = {run: [] for run in runs}

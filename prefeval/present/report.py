@@ -329,9 +329,9 @@ def build(
     legend += "".join(f" Caution: {caveat}." for caveat in sample_caveats(ev, tests))
     sections = [
         _summary_section(inputs, orders, taus, pair_table, means, legend, options),
+        _table_section(ev, orders, pair_table, means, tests, options),
         _data_section(inputs, sources),
     ]
-    sections.append(_table_section(ev, orders, pair_table, means, tests, options))
     if against is not None:
         sections.append(_against_section(*against, options.digits))
     if ev.metrics:
