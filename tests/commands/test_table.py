@@ -17,7 +17,6 @@ from helpers import invoke, read_tsv
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 QRELS = SAMPLE / "qrels.txt"
 RUNS = sorted(str(p) for p in (SAMPLE / "runs").glob("input.*"))
-NAMES = ["sys01", "sys02", "sys03", "sys04", "sys05", "sys06"]
 
 
 def run(*args) -> pd.DataFrame:
