@@ -474,6 +474,7 @@ def runs_table_block(
     kinds = dict(zip(frame["measure"], frame["kind"]))
     cells = {(r.run, r.measure): r for r in frame.itertuples(index=False)}
     reference = frame["reference"].iloc[0] if against and len(frame) else None
+    where = {} if against else {cells[run, measures[0]].letter: i for i, run in enumerate(runs)}
     rows = []
     for run in runs:
         row = [] if against else [Cell(cells[run, measures[0]].letter)]
@@ -483,13 +484,30 @@ def runs_table_block(
             if run == reference and kinds[name] == "preference":
                 row.append(Cell("–", number=True))
                 continue
+            marks = got.marks if against else letter_ranges(got.marks, where)
             row.append(
-                Cell(_number(got.value, digits), bold=bool(got.best), marks=got.marks, number=True)
+                Cell(_number(got.value, digits), bold=bool(got.best), marks=marks, number=True)
             )
         rows.append(row)
     header = (["run"] if against else ["#", "run"]) + measures
     caption = _table_caption(frame, measures, kinds, order_by, trials, queries, reference)
     return Table(caption, header, rows, label, own_marks=True)
+
+
+def letter_ranges(marks: str, where: dict[str, int]) -> str:
+    """A cell's letters as printed: as they are up to 26 runs (``bdf``); past 26 runs
+    (letters separated by commas, ``where`` their rows) three or more letters of
+    consecutive rows as ``first-last`` (``b,c,d,e,g`` -> ``b-e,g``)."""
+    if "," not in marks and len(where) <= 26:
+        return marks
+    letters = [x for x in marks.split(",") if x]
+    groups: list[list[str]] = []
+    for x in letters:
+        if groups and where[x] == where[groups[-1][-1]] + 1:
+            groups[-1].append(x)
+        else:
+            groups.append([x])
+    return ",".join(f"{g[0]}-{g[-1]}" if len(g) >= 3 else ",".join(g) for g in groups)
 
 
 def _table_caption(frame, measures, kinds, order_by, trials, queries, reference) -> str:
@@ -542,6 +560,7 @@ def _table_caption(frame, measures, kinds, order_by, trials, queries, reference)
         marks = (
             "Each run has a letter (#); a superscript lists the letters of the runs it is "
             "significantly better than on that measure"
+            + ("; b-e stands for the runs from b to e" if len(frame["run"].unique()) > 26 else "")
         )
     else:
         marks = (

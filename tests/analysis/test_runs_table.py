@@ -92,3 +92,18 @@ def test_against_a_reference_marks_plus_and_minus():
     p = dict(zip(frame["run"], frame["p_value"]))
     assert p["D"] == p["C"] == 2 / 2**10 and p["B"] == 1.0 and np.isnan(p["A"])
     assert set(frame["reference"]) == {"A"}
+
+
+def test_past_26_runs_the_printed_letters_are_ranges_of_rows():
+    from prefeval.present.report import runs_table_block
+
+    ev = evidence({f"r{i:02d}": [float(i)] * 10 for i in range(28)})
+    block = runs_table_block(table(ev, correction="none"))
+    assert block.header == ["#", "run", "AP"]
+    assert [row[0].text for row in block.rows[:2]] == ["a", "b"]
+    assert block.rows[0][2].marks == "b-ab"  # every row below the first
+    assert block.rows[25][2].marks == "aa,ab"  # two letters stay two
+    assert block.rows[0][2].bold and not block.rows[1][2].bold
+    assert "b-e stands for the runs from b to e" in block.caption
+    few = runs_table_block(table(evidence({"A": [1.0] * 10, "C": [0.0] * 10})))
+    assert few.rows[0][2].marks == "b" and "stands for" not in few.caption
