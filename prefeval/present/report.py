@@ -462,7 +462,8 @@ def runs_table_block(
 ) -> Table:
     """The runs x measures table of ``frame`` (a table of
     :func:`prefeval.analysis.table.runs_table`) as a :class:`Table`: one row per run in
-    the frame's row order, with its letter (without a reference), one column per measure
+    the frame's row order, its name first (a LaTeX table split by width repeats it), then
+    its letter (without a reference), one column per measure
     (values in ``digits`` decimals; the reference's own preferences as –), the best per
     measure in bold, the marks as superscripts; its caption says what the values and
     marks are (``order_by``: the measure the rows follow, as given to the table, None
@@ -477,8 +478,7 @@ def runs_table_block(
     where = {} if against else {cells[run, measures[0]].letter: i for i, run in enumerate(runs)}
     rows = []
     for run in runs:
-        row = [] if against else [Cell(cells[run, measures[0]].letter)]
-        row.append(Cell(run))
+        row = [Cell(run)] if against else [Cell(run), Cell(cells[run, measures[0]].letter)]
         for name in measures:
             got = cells[run, name]
             if run == reference and kinds[name] == "preference":
@@ -489,7 +489,7 @@ def runs_table_block(
                 Cell(_number(got.value, digits), bold=bool(got.best), marks=marks, number=True)
             )
         rows.append(row)
-    header = (["run"] if against else ["#", "run"]) + measures
+    header = (["run"] if against else ["run", "#"]) + measures
     caption = _table_caption(frame, measures, kinds, order_by, trials, queries, reference)
     return Table(caption, header, rows, label, own_marks=True)
 

@@ -99,8 +99,8 @@ def test_past_26_runs_the_printed_letters_are_ranges_of_rows():
 
     ev = evidence({f"r{i:02d}": [float(i)] * 10 for i in range(28)})
     block = runs_table_block(table(ev, correction="none"))
-    assert block.header == ["#", "run", "AP"]
-    assert [row[0].text for row in block.rows[:2]] == ["a", "b"]
+    assert block.header == ["run", "#", "AP"]
+    assert [row[1].text for row in block.rows[:2]] == ["a", "b"]
     assert block.rows[0][2].marks == "b-ab"  # every row below the first
     assert block.rows[25][2].marks == "aa,ab"  # two letters stay two
     assert block.rows[0][2].bold and not block.rows[1][2].bold
