@@ -122,8 +122,8 @@ def _better(means: pd.DataFrame) -> dict:
 def baseline_means(evidence: Evidence, name: str) -> dict[str, float]:
     """run -> the baseline ``name``'s summary over the evidence's queries, as ``prefeval
     metrics`` writes its summary rows (:func:`~prefeval.analysis.baselines.metrics_summary`:
-    the mean, a count measure's sum, ``gm_map``'s geometric mean), the same bits where
-    those queries are the ones it summarises; the mean for a name it does not know)."""
+    the mean, a count measure's sum, ``gm_map``'s geometric mean; the mean for a name it
+    does not know), the same bits where those queries are the ones it summarises."""
     values = np.asarray(evidence.metrics[name], dtype=np.float64)  # queries x runs
     n_q, n_runs = values.shape
     rows = pd.DataFrame(
