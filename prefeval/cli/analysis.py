@@ -15,6 +15,7 @@ from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
 from ..core.terminal import shown
 from ..io.writers import atomic_output, write_stdout, write_table
+from ..present.report import runs_table_tex
 from .checks import command, no_against, plotting_for
 from .errors import usage_errors
 from .params import (
@@ -357,8 +358,6 @@ def table(inputs, prefs, metrics_file, tests, order_by, precision, fmt, output):
     if fmt != "tex":
         write_table(frame, output, fmt, precision)
         return
-    from ..present.report import runs_table_tex
-
     values = parameters(click.get_current_context())
     with usage_errors():
         text = runs_table_tex(
