@@ -100,6 +100,8 @@ def _cases(sets: dict) -> list[tuple[str, list[str]]]:
             (f"{name}/tau", ["tau", *data]),
             (f"{name}/agree", ["agree", "--ties", *data]),
             (f"{name}/pairs", ["pairs", *data]),
+            (f"{name}/table", ["table", *data]),
+            (f"{name}/table-tex", ["table", "-f", "tex", "--test", "sign", *data]),
             (f"{name}/discpower", ["discpower", "--test", "ttest", "--test", "sign", *data]),
             (
                 f"{name}/discpower-hsd",
@@ -143,6 +145,7 @@ def _cases(sets: dict) -> list[tuple[str, list[str]]]:
             reference = _run_name(runs[0])
             cases += [
                 (f"{name}/gate", ["gate", "--against", reference, "-B", "AP", *data]),
+                (f"{name}/table-against", ["table", "--against", reference, *data]),
                 (
                     f"{name}/gate-randomization",
                     [

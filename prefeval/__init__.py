@@ -5,7 +5,7 @@ Recall-paired preference (RPP; Diaz & Ferraro, SIGIR 2022), lexicographic recall
 between pairs of TREC runs, trec_eval style.
 
 ``prefeval.compare``, ``metrics``, ``order``, ``discpower``, ``tau``, ``agree``,
-``robustness``, ``pairs``, ``explain`` and ``gate`` (:mod:`prefeval.api`) return the
+``robustness``, ``pairs``, ``explain``, ``gate`` and ``table`` (:mod:`prefeval.api`) return the
 DataFrame the command of the same name writes; ``prefeval.report`` writes the report;
 ``prefeval.gate(..., check=True)`` raises :class:`Regression` when a run regressed.
 ``dir(prefeval)`` lists them (a notebook's tab completion offers them), and each one's
@@ -44,6 +44,7 @@ _EXPORTS = {
         "explain",
         "report",
         "gate",
+        "table",
     ],
     "core.errors": ["PrefevalWarning", "InputError", "Regression"],
     "core.cube": ["PreferenceCube"],

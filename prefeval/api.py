@@ -62,6 +62,7 @@ from .analysis.significance import (
     pair_tests,
     sample_caveats,
 )
+from .analysis.table import GIVEN, known_measures, runs_table
 from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning, Regression
@@ -89,6 +90,7 @@ __all__ = [
     "explain",
     "report",
     "gate",
+    "table",
 ]
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -1008,6 +1010,102 @@ def report(
     if output is None:
         return reports.InlineReport(document)
     return reports.write(document, output, inputs=[*paths, *tables])
+
+
+@_command
+def table(
+    qrels=None,
+    runs=None,
+    *,
+    prefs=None,
+    metrics=None,
+    measures=None,
+    baselines=None,
+    relevance_level: float | None = None,
+    max_docs: int | None = None,
+    binary: bool = False,
+    order_by: str | None = None,
+    against=None,
+    test: str = "ttest",
+    correction: str = "bonferroni",
+    alpha: float = 0.05,
+    trials: int = 10000,
+    seed: int = 0,
+    engine: str = "local",
+    scheduler: str | None = None,
+    cache: bool | None = None,
+    jobs: int | None = None,
+    progress: bool = False,
+    notify: Notify = warn,
+) -> pd.DataFrame:
+    """The runs x measures table papers print (``prefeval table``), tidy: one row per run
+    and measure, ``row, run, letter, measure, kind, method, value, rank, best, marks,
+    test, correction, alpha``, rows in the table's order (``row``), then the measures'.
+
+    Rows: the runs in the MC4 order of ``order_by`` (a preference measure, or a
+    baseline's mean; default the first preference measure), ties by name, or with
+    ``order_by="given"`` in the order given.  ``value``: a preference measure's MC4 score
+    (``method`` ``mc4``, as :func:`order`), a baseline's mean over the queries (``mean``,
+    as :func:`metrics`); ``rank`` 1 is the best of the measure (``best``).  Each run has a
+    ``letter`` (a, b, ... z, aa, ab, ... in row order); ``marks``: the letters of the
+    runs it is significantly better than on the measure by ``test`` (``ttest``, ``sign``,
+    ``hsd`` or ``randomization``, as :func:`discpower`), ``correction`` over every pair
+    of runs of the measure, at ``alpha``; separated by commas past 26 runs.
+
+    ``against`` (one run name, REF): a preference measure's value is the run's mean
+    preference Δ(run, REF) (``method`` ``delta``, as :func:`pairs` with ``against``; 0
+    for REF), ranked by it; ``marks`` ``+`` (significantly better than REF) or ``-``
+    (worse), the test's ``p_value`` and ``p_adjusted`` (corrected over the pairs of the
+    measure with REF, as :func:`discpower` with ``against``) beside them; columns
+    ``letter`` out, ``reference, p_value, p_adjusted`` in.  Inputs as :func:`order`.
+
+    >>> import prefeval, glob
+    >>> runs = sorted(glob.glob("sample_data/runs/input.*"))
+    >>> rows = prefeval.table("sample_data/qrels.txt", runs, measures="rpp", baselines="AP")
+    >>> rows[rows.measure == "rpp"][["letter", "run", "marks", "value", "best"]]
+       letter    run marks     value   best
+    0       a  sys06   def  0.800000   True
+    2       b  sys03   def  0.109091  False
+    4       c  sys04    ef  0.043290  False
+    6       d  sys05     f  0.023229  False
+    8       e  sys02        0.014489  False
+    10      f  sys01        0.009901  False
+    """
+
+    given = {**locals(), "tests": test}
+    options = _judged("table", given, keywords={"tests": "test"})
+    reference = options.against[0] if options.against else None
+    if options.order_by not in (None, GIVEN) and len(known_measures(options.order_by)) != 1:
+        raise OptionError(
+            "order_by",
+            f"{{value}} is not a measure; give a preference measure, a baseline or "
+            f"{GIVEN!r} (the runs in the order given)",
+            options.order_by,
+        )
+    # every pair is compared (MC4 orders the rows); ``against`` names the reference
+    options = replace(options, against=())
+    if reference is not None and runs is not None and prefs is None:
+        runs = _runs(runs)  # resolved once: an iterator or a reader gives its runs once
+        against_pairs(list(runs), [reference])  # an unknown name before any computing
+    test = options.tests[0]
+    with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+        evidence = _evidence_only(
+            qrels, runs, prefs, metrics, options, notify, stream=test != "randomization",
+            win_rates=test == "hsd", spill=test == "hsd", engine=engine,
+        )  # fmt: skip
+        tested = evidence
+        if reference is not None:
+            against_pairs(evidence.runs, [reference])  # a prefs table's runs
+            tested = evidence.against(reference)
+        pair_table = pair_tests(
+            tested, [test], options.correction, options.trials, options.seed,
+            progress=progress, jobs=options.jobs, notify=notify, engine=engine,
+        )  # fmt: skip
+    frame = runs_table(
+        evidence, pair_table, pair_summary(tested), order_by=options.order_by, reference=reference,
+        alpha=options.alpha,
+    )  # fmt: skip
+    return _plain(frame)
 
 
 def _source_name(table) -> str | None:

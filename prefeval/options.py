@@ -55,7 +55,7 @@ CORRECTIONS = ("bonferroni", "holm", "bh", "by", "none")
 POLICIES = ("uniform", "pool")
 #: the sections of a report, in the order it prints them (``--sections``)
 SECTIONS = (
-    "summary", "data", "against", "table", "baselines", "matrices", "discpower", "tau",
+    "summary", "table", "data", "against", "baselines", "matrices", "discpower", "tau",
     "agreement", "robustness",
 )  # fmt: skip
 
@@ -235,6 +235,8 @@ class Options:
     sections: tuple[str, ...] = SECTIONS  # report: the sections it prints (--sections);
     #     those that apply: "against" needs --against, "robustness" --robustness
     top: int | None = None  # explain: the N queries with the largest |Delta|
+    order_by: str | None = None  # table: the rows in the MC4 order of this measure, or
+    #                              "given" (the runs' order); None: the first preference measure
 
 
 FIELDS = tuple(f.name for f in fields(Options))
@@ -343,6 +345,14 @@ def _sections(value) -> tuple[str, ...]:
     return tuple(s for s in SECTIONS if s in names)
 
 
+def _text(field: str, value) -> str:
+    if not isinstance(value, str):
+        raise OptionTypeError(field, "{value} is not a string.", value)
+    if not value.strip():
+        raise OptionError(field, "{value} is empty.", value)
+    return value.strip()
+
+
 def _optional(rule):
     return lambda field, value: None if value is None else rule(field, value)
 
@@ -374,6 +384,7 @@ _RULES: dict[str, Callable] = {
     "partition_cells": lambda f, v: _number(f, v, integer=True),
     "jobs": lambda f, v: usable_cpus() if v is None else _number(f, v, integer=True),
     "top": _optional(lambda f, v: _number(f, v, integer=True)),
+    "order_by": _optional(lambda f, v: _text(f, v)),
     "queries": lambda f, v: () if v is None else _numbers(f, v, integer=True),
     "labels": lambda f, v: () if v is None else _numbers(f, v, integer=False),
     "sections": lambda f, v: SECTIONS if v is None else _sections(v),
@@ -474,13 +485,20 @@ def judge(**given) -> Options:
                 "by how much; use ttest or randomization",
             )
         options = replace(options, tests=tests)
+    if options.command == "table":  # one test marks the cells
+        tests = options.tests or ("ttest",)
+        if len(tests) != 1:
+            raise OptionError(
+                "tests", f"the table marks its cells by one test, not {len(tests)}", tests
+            )
+        options = replace(options, tests=tests)
     # report: --against names the reference run of its section "Against the reference"
     # (every pair is still compared); one run
     pairs_against = bool(options.against) and options.command != "report"
-    if options.command == "report" and len(set(options.against)) > 1:
+    if options.command in ("report", "table") and len(set(options.against)) > 1:
         raise OptionError(
             "against",
-            "{against}: the report compares with one reference run (given "
+            f"{{against}}: the {options.command} compares with one reference run (given "
             f"{len(set(options.against))})",
         )
     if pairs_against and options.tests is not None and "hsd" in options.tests:

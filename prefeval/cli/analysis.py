@@ -1,4 +1,4 @@
-"""The analysis commands (order, pairs, discpower, tau, agree, robustness): each reads
+"""The analysis commands (order, pairs, discpower, tau, agree, robustness, table): each reads
 its options, calls its function of :mod:`prefeval.api` and writes the table."""
 
 from __future__ import annotations
@@ -14,17 +14,22 @@ from ..analysis.significance import discriminative_power
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
 from ..core.terminal import shown
-from ..io.writers import write_table
+from ..io.writers import atomic_output, write_stdout, write_table
+from ..present.report import runs_table_tex
 from .checks import command, no_against, plotting_for
 from .errors import usage_errors
 from .params import (
     DEFAULTS,
+    FORMAT_HELP,
     IntervalType,
     PlotFile,
     analysis_options,
     baseline_names,
     judged,
     judged_options,
+    output_option,
+    parameters,
+    precision_option,
     resolved_runs,
     significance_options,
 )
@@ -292,3 +297,78 @@ def pairs(inputs, prefs, metrics_file, precision, fmt, output):
 
     table = run_analysis("pairs", inputs, prefs, metrics_file)
     write_table(table, output, fmt, precision)
+
+
+#: the formats of ``table``: the tidy table's, and the LaTeX table
+TABLE_FORMATS = click.Choice(["tsv", "csv", "jsonl", "parquet", "tex"], case_sensitive=False)
+#: decimals of ``table -f tex`` without -p
+TEX_DIGITS = 3
+
+
+@command()
+@analysis_options(
+    against="The reference run REF: each cell is the run against REF (a preference "
+    "measure's mean Δ(run, REF)), marked + or - where the run is significantly better or "
+    "worse than REF.",
+    outputs=False,
+)
+@click.option(
+    "--order-by",
+    "order_by",
+    metavar="MEASURE|given",
+    default=None,
+    help="Rows in the MC4 order of MEASURE (a baseline: its mean), or 'given': the runs "
+    "in the order given.  [default: the first preference measure]",
+)
+@significance_options(one_test=True)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=TABLE_FORMATS,
+    default="tsv",
+    show_default=True,
+    help=FORMAT_HELP.removesuffix(".")
+    + "; tex: the table itself (booktabs), to \\input into a paper.",
+)
+@output_option
+@precision_option
+def table(inputs, prefs, metrics_file, tests, order_by, precision, fmt, output):
+    """The runs x measures table papers print, with significance marks.
+
+    One row per run (in the MC4 order of --order-by, or as given), one column per
+    measure: a preference measure's MC4 score, or with --against REF the run's mean
+    preference Delta(run, REF); a baseline's mean. The best per measure is marked; each
+    run has a letter (a, b, ..., z, aa, ...) and a cell lists the letters of the runs it
+    is significantly better than (--test, --correction over all pairs of runs of the
+    measure); with --against, + or - against REF, with its p-values.
+
+    Rows `row run letter measure kind method value rank best marks test correction
+    alpha` (with --against: no letter; reference p_value p_adjusted after them); -f tex
+    writes the table itself (best in bold, marks as superscripts; -p decimals, default 3).
+
+    \b
+    Example:
+      prefeval table -m rpp -B AP qrels.txt runs/input.*
+      prefeval table -f tex -o table.tex --against sys01 qrels.txt runs/input.*
+    """
+
+    fmt = fmt.lower()
+    frame = run_analysis("table", inputs, prefs, metrics_file, test=tests)
+    if fmt != "tex":
+        write_table(frame, output, fmt, precision)
+        return
+    values = parameters(click.get_current_context())
+    with usage_errors():
+        text = runs_table_tex(
+            frame,
+            order_by=order_by,
+            trials=values.get("trials"),
+            digits=TEX_DIGITS if precision is None else precision,
+        )
+    data = text.encode("utf-8")
+    if output is None or output == "-":
+        write_stdout([data])
+        return
+    with atomic_output(output) as handle:
+        handle.write(data)

@@ -25,6 +25,7 @@ COMMANDS = {
     "metrics": "compare",
     "pairs": "analysis",
     "gate": "gate",
+    "table": "analysis",
     "explain": "compare",
     "report": "report",
     "measures": "measures",

@@ -392,19 +392,36 @@ class PlotFile(click.Path):
         return path
 
 
-def significance_options(func):
-    """--test, --correction, --alpha, --trials, --seed: the tests of discpower and report."""
-    decorators = [
-        click.option(
+def significance_options(func=None, *, one_test: bool = False):
+    """--test, --correction, --alpha, --trials, --seed: the tests of discpower and report;
+    ``one_test``: --test takes one test, ttest by default (table)."""
+    if func is None:
+        return lambda f: significance_options(f, one_test=one_test)
+    tests = (
+        "ttest (t-test of the per-query differences), sign (sign test), hsd (randomized "
+        "Tukey HSD), randomization (paired sign-flip test of the mean difference; holds the "
+        "preferences whole)"
+    )
+    if one_test:
+        test = click.option(
+            "--test",
+            "tests",
+            type=click.Choice(options.TESTS),
+            default="ttest",
+            show_default=True,
+            help=f"Significance test: {tests}.",
+        )
+    else:
+        test = click.option(
             "--test",
             "tests",
             type=click.Choice(options.TESTS),
             multiple=True,
-            help="Significance test(s); repeatable: ttest (t-test of the per-query "
-            "differences), sign (sign test), hsd (randomized Tukey HSD), randomization "
-            "(paired sign-flip test of the mean difference; holds the preferences whole). "
-            "Default: ttest, sign and hsd (ttest and sign with --against).",
-        ),
+            help=f"Significance test(s); repeatable: {tests}. Default: ttest, sign and hsd "
+            "(ttest and sign with --against).",
+        )
+    decorators = [
+        test,
         click.option(
             "--correction",
             type=click.Choice(options.CORRECTIONS),

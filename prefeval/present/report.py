@@ -42,6 +42,7 @@ from ..analysis.agreement import agreement_table, tau_table, ties_table
 from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
+from ..analysis.table import BETTER, GIVEN, WORSE, canonical_measure, runs_table
 from ..core import ties
 from ..core.citations import METHOD_PAPERS, bibliography, cited
 from ..core.errors import OutputError
@@ -123,6 +124,7 @@ class Table:
     label: str
     formats: tuple = ("html", "md", "tex")  # where the table is shown
     collapsed: bool = False
+    own_marks: bool = False  # its caption says what its marks mean (not the legend)
 
 
 @dataclass
@@ -422,6 +424,7 @@ def _robustness(study):
 #: the report's sections (none when it does not apply)
 SECTION_BUILDERS: dict[str, Callable] = {
     "summary": _summary,
+    "table": lambda study: [_table_section(study)],
     "data": lambda study: [_data_section(study.inputs, study.sources, study.label)],
     "against": _against,
     "baselines": _baselines,
@@ -467,7 +470,10 @@ def build(
 
 
 def _marked(table: Table) -> bool:
-    """Whether a table holds significance marks (or is the summary, which counts them)."""
+    """Whether a table holds the marks the legend explains (or is the summary, which
+    counts them); a table whose caption says what its own marks mean does not."""
+    if table.own_marks:
+        return False
     return table.label == "summary" or any(c.marks for r in table.rows for c in r)
 
 
@@ -696,6 +702,176 @@ def _disagreement(name, order_rows, pair_rows, digits, label=str) -> str:
         f"{lead}, but {label(ranked[beater])} is preferred to it by a mean Δ of "
         f"{_number(over[beater], digits)}."
     )
+
+
+#: the title of the section of the runs x measures table
+TABLE_TITLE = "Runs x measures"
+
+
+def _table_section(study) -> Section:
+    """The section "Runs x measures": the table papers print (``prefeval table``), one row
+    per run in the MC4 order of the first preference measure, one column per measure
+    (MC4 scores, baselines' means), the best in bold, each run's letter and the letters
+    of the runs it is significantly better than by the first of the report's tests."""
+    ev, options = study.ev, study.options
+    tested = study.pair_table[study.pair_table["test"] == study.tests[0]]
+    frame = runs_table(ev, tested, study.means, alpha=options.alpha, orders=study.orders)
+    block = runs_table_block(
+        frame,
+        trials=options.trials,
+        queries=len(ev.query_ids),
+        digits=options.digits,
+        name=study.label,
+    )
+    return Section(TABLE_TITLE, [block])
+
+
+def runs_table_block(
+    frame,
+    *,
+    order_by: str | None = None,
+    trials: int | None = None,
+    queries: int | None = None,
+    digits: int = 3,
+    label: str = "table",
+    name=str,
+) -> Table:
+    """The runs x measures table of ``frame`` (a table of
+    :func:`prefeval.analysis.table.runs_table`) as a :class:`Table`: one row per run in
+    the frame's row order, its name first (a LaTeX table split by width repeats it), then
+    its letter (without a reference), one column per measure
+    (values in ``digits`` decimals; the reference's own preferences as –), the best per
+    measure in bold, the marks as superscripts; its caption says what the values and
+    marks are (``order_by``: the measure the rows follow, as given to the table, None
+    for the first preference measure; ``trials``: of the HSD or randomization test;
+    ``queries``: their number, when known; ``name``: run -> the name it goes by)."""
+    against = "reference" in frame.columns
+    measures = list(dict.fromkeys(frame["measure"]))
+    runs = list(dict.fromkeys(frame["run"]))
+    kinds = dict(zip(frame["measure"], frame["kind"]))
+    cells = {(r.run, r.measure): r for r in frame.itertuples(index=False)}
+    reference = frame["reference"].iloc[0] if against and len(frame) else None
+    where = {} if against else {cells[run, measures[0]].letter: i for i, run in enumerate(runs)}
+    rows = []
+    for run in runs:
+        row = [Cell(name(run))]
+        if not against:
+            row.append(Cell(cells[run, measures[0]].letter))
+        for name in measures:
+            got = cells[run, name]
+            if run == reference and kinds[name] == "preference":
+                row.append(Cell("–", number=True))
+                continue
+            marks = got.marks if against else letter_ranges(got.marks, where)
+            row.append(
+                Cell(_number(got.value, digits), bold=bool(got.best), marks=marks, number=True)
+            )
+        rows.append(row)
+    header = (["run"] if against else ["run", "#"]) + measures
+    shown = None if reference is None else name(reference)
+    caption = _table_caption(frame, measures, kinds, order_by, trials, queries, shown)
+    return Table(caption, header, rows, label, own_marks=True)
+
+
+def letter_ranges(marks: str, where: dict[str, int]) -> str:
+    """A cell's letters as printed: as they are up to 26 runs (``bdf``); past 26 runs
+    (letters separated by commas, ``where`` their rows) three or more letters of
+    consecutive rows as ``first-last`` (``b,c,d,e,g`` -> ``b-e,g``)."""
+    if "," not in marks and len(where) <= 26:
+        return marks
+    letters = [x for x in marks.split(",") if x]
+    groups: list[list[str]] = []
+    for x in letters:
+        if groups and where[x] == where[groups[-1][-1]] + 1:
+            groups[-1].append(x)
+        else:
+            groups.append([x])
+    return ",".join(f"{g[0]}-{g[-1]}" if len(g) >= 3 else ",".join(g) for g in groups)
+
+
+def _table_caption(frame, measures, kinds, order_by, trials, queries, reference) -> str:
+    """What :func:`runs_table_block`'s table shows, in a paper's words."""
+    preferences = [m for m in measures if kinds[m] == "preference"]
+    over = f" over the {queries} queries" if queries is not None else " over the queries"
+    if order_by is None:
+        order_by = (preferences or measures or [""])[0]
+    elif order_by != GIVEN:
+        order_by = canonical_measure(order_by, measures)
+    if order_by == GIVEN:
+        rows = "runs in the order given"
+    elif kinds.get(order_by) == "preference":
+        rows = f"runs in the MC4 order of {order_by}"
+    else:
+        rows = f"runs in the order of their mean {order_by}"
+    parts = []
+    if preferences and reference is None:
+        parts.append(
+            "per preference measure each run's MC4 score (its share of the stationary "
+            "distribution of the Markov chain over the per-query rankings; the scores sum "
+            "to 1)"
+        )
+    elif preferences:
+        parts.append(
+            f"per preference measure each run's mean preference Δ(run, {reference})"
+            f"{over} (positive: the run is preferred to {reference}; – for {reference} "
+            "itself)"
+        )
+    if len(preferences) < len(measures):
+        parts.append(f"per baseline its mean{over}")
+    test = frame["test"].iloc[0] if len(frame) else ""
+    correction = frame["correction"].iloc[0] if len(frame) else ""
+    alpha = float(frame["alpha"].iloc[0]) if len(frame) else 0.05
+    how = _TABLE_TESTS.get(test, test)
+    if test in ("hsd", "randomization") and trials is not None:
+        how += f", {trials} trials"
+    if test == "hsd":
+        corrected = "family-wise over all runs"
+    elif reference is None:
+        corrected = (
+            f"{_CORRECTION_NAMES.get(correction, correction)} over all pairs of runs on the measure"
+        )
+    else:
+        corrected = (
+            f"{_CORRECTION_NAMES.get(correction, correction)} over the runs compared with "
+            f"{reference} on the measure"
+        )
+    if reference is None:
+        marks = (
+            "Each run has a letter (#); a superscript lists the letters of the runs it is "
+            "significantly better than on that measure"
+            + ("; b-e stands for the runs from b to e" if len(frame["run"].unique()) > 26 else "")
+        )
+    else:
+        marks = (
+            f"Superscript {BETTER}: significantly better than {reference} on that measure; "
+            f"{WORSE}: significantly worse"
+        )
+    return (
+        "Runs x measures: "
+        + "; ".join(parts)
+        + f"; {rows}; the best run of each measure in bold. {marks} ({how}, {corrected}, "
+        f"α = {alpha:g})."
+    )
+
+
+#: the tests as the table's caption names them
+_TABLE_TESTS = {
+    "ttest": "two-sided t-test on the per-query differences",
+    "sign": "two-sided sign test",
+    "hsd": "randomized Tukey HSD",
+    "randomization": "two-sided paired randomization test",
+}
+
+
+def runs_table_tex(frame, **given) -> str:
+    """The runs x measures table of ``frame`` as a LaTeX table (booktabs) to ``\\input``
+    into a paper (:func:`runs_table_block`'s, ``given`` its keywords)."""
+    block = runs_table_block(frame, **given)
+    head = [
+        "% prefeval table: \\input{} this file; it needs \\usepackage{booktabs,graphicx}.",
+        "",
+    ]
+    return "\n".join(head + _tex_table(block, "")).rstrip("\n") + "\n"
 
 
 def _judged_counts(inputs, query_ids) -> tuple[int, int]:

@@ -726,7 +726,7 @@ def test_docstring_examples_run(monkeypatch):
     functions = [
         getattr(prefeval, n) for n in dir(prefeval) if inspect.isfunction(getattr(prefeval, n))
     ]
-    assert len(functions) == 14
+    assert len(functions) == 15
     finder, runner = (
         doctest.DocTestFinder(),
         doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE),

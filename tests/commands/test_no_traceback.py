@@ -45,6 +45,7 @@ SMALL_SAMPLE = (
 NOTICE = {
     "discpower": SMALL_SAMPLE,
     "report": SMALL_SAMPLE,
+    "table": SMALL_SAMPLE,
     # fewer queries than gate's minimum: inconclusive verdicts, exit 0
     "gate": "prefeval: 2 of 2 verdicts inconclusive: 20 evaluated queries, fewer than the "
     "minimum of 25 (rpp sys01 vs sys03, rpp sys02 vs sys03)\n",

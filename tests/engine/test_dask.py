@@ -512,6 +512,7 @@ ANALYSES = {
     "agree": [[]],
     "tau": [[]],
     "robustness": [["--queries", "5,10", "--labels", "0.3,0.6", "--samples", "3"]],
+    "table": [["--test", "hsd", "--trials", "300"], ["--against", "sys03", "-B", "AP"]],
     # exit 0: inconclusive on 20 queries; against the worst run, improvements
     "gate": [
         ["--against", "sys03"],
