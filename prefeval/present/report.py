@@ -525,6 +525,7 @@ def _names_section(labels: dict[str, str]) -> Section:
 #: a preference measure's subsection applies MC4 (its ordering) and the tests
 _SECTION_METHODS = {
     "Summary": ("mc4", "tests"),
+    "Runs x measures": ("mc4", "tests"),
     "Baselines": ("baselines", "tests"),
     "Preferences": ("mc4", "tests"),
     "Discriminative power": ("discpower", "tests"),
@@ -721,7 +722,7 @@ def _table_section(study) -> Section:
         trials=options.trials,
         queries=len(ev.query_ids),
         digits=options.digits,
-        name=study.label,
+        run_name=study.label,
     )
     return Section(TABLE_TITLE, [block])
 
@@ -734,7 +735,7 @@ def runs_table_block(
     queries: int | None = None,
     digits: int = 3,
     label: str = "table",
-    name=str,
+    run_name=str,
 ) -> Table:
     """The runs x measures table of ``frame`` (a table of
     :func:`prefeval.analysis.table.runs_table`) as a :class:`Table`: one row per run in
@@ -744,7 +745,7 @@ def runs_table_block(
     measure in bold, the marks as superscripts; its caption says what the values and
     marks are (``order_by``: the measure the rows follow, as given to the table, None
     for the first preference measure; ``trials``: of the HSD or randomization test;
-    ``queries``: their number, when known; ``name``: run -> the name it goes by)."""
+    ``queries``: their number, when known; ``run_name``: run -> the name it goes by)."""
     against = "reference" in frame.columns
     measures = list(dict.fromkeys(frame["measure"]))
     runs = list(dict.fromkeys(frame["run"]))
@@ -754,7 +755,7 @@ def runs_table_block(
     where = {} if against else {cells[run, measures[0]].letter: i for i, run in enumerate(runs)}
     rows = []
     for run in runs:
-        row = [Cell(name(run))]
+        row = [Cell(run_name(run))]
         if not against:
             row.append(Cell(cells[run, measures[0]].letter))
         for name in measures:
@@ -768,7 +769,7 @@ def runs_table_block(
             )
         rows.append(row)
     header = (["run"] if against else ["run", "#"]) + measures
-    shown = None if reference is None else name(reference)
+    shown = None if reference is None else run_name(reference)
     caption = _table_caption(frame, measures, kinds, order_by, trials, queries, shown)
     return Table(caption, header, rows, label, own_marks=True)
 
