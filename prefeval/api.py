@@ -158,8 +158,9 @@ def _judged(command: str, given: dict, keywords: dict[str, str] | None = None) -
     the summary rows alone.  ``keywords``: the function's own keyword of a judge keyword
     it passes under another name, which its errors name (``metrics``' ``measures``)."""
     given = {k: v for k, v in given.items() if k in KEYWORDS}
-    if "baselines" in given:
-        given["baselines"] = _measure_names(given["baselines"])
+    for key in ("measures", "baselines"):  # measures=AP: refused by the judge, by name
+        if key in given:
+            given[key] = _measure_names(given[key])
     if "summary" in given and given["summary"] is None:
         given["summary"] = not given.get("per_query")
     try:
