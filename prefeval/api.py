@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -94,12 +95,27 @@ __all__ = [
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+#: the notices :func:`warn` has issued in this process
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
 def warn(message: str) -> None:
-    """Issue a notice as a :class:`PrefevalWarning`, attributed to the first caller
-    outside the prefeval package (the user's line); its control characters escaped when
-    stderr, where Python shows warnings, is a terminal
-    (:func:`prefeval.core.terminal.shown`)."""
-    _warn_user(shown(message, sys.stderr), PrefevalWarning)
+    """Issue a notice as a :class:`PrefevalWarning`, once per process (a session's calls
+    on the same runs would repeat it; ``notify=`` a function of your own gets every
+    one), attributed to the first caller outside the prefeval package (the user's
+    line); its control characters escaped when stderr, where Python shows warnings, is a
+    terminal (:func:`prefeval.core.terminal.shown`)."""
+    with _WARNED_LOCK:
+        if message in _WARNED:
+            return
+        _WARNED.add(message)
+    try:
+        _warn_user(shown(message, sys.stderr), PrefevalWarning)
+    except BaseException:  # a warnings filter made it an error: raised again next time
+        with _WARNED_LOCK:
+            _WARNED.discard(message)
+        raise
 
 
 def _warn_user(message: str, category: type[Warning]) -> None:
