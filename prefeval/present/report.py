@@ -38,6 +38,7 @@ from ..analysis.agreement import agreement_table, tau_table, ties_table
 from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
+from ..core import progress as bars
 from ..core import ties
 from ..core.errors import OutputError
 from ..core.qrels import query_sort_key
@@ -939,6 +940,17 @@ def render(report: Report, output) -> dict[str, bytes]:
     itself last)."""
 
     fmt = report_format(output)
+    with bars.counted(_figures(report), desc="figures", unit="figure") as drawn:
+        return _render(report, output, fmt, drawn)
+
+
+def _figures(report: Report) -> int:
+    """How many figures ``report`` draws (the progress bar's stage "figures")."""
+    return sum(isinstance(b, Figure) for section in report.sections for b in section.blocks)
+
+
+def _render(report: Report, output, fmt: str, drawn: Callable) -> dict[str, bytes]:
+    """:func:`render` in format ``fmt``, calling ``drawn()`` after each figure."""
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     files: dict[str, bytes] = {}
     paths = {}  # figure or download name -> its file name, beside the report
@@ -960,8 +972,12 @@ def render(report: Report, output) -> dict[str, bytes]:
             else:
                 width = None if fmt == "md" else TEXT_WIDTH if block.wide else COLUMN_WIDTH
                 files[path] = figure_bytes(block.draw(width), ext)
+                drawn()
             paths[block.name] = os.path.basename(path)
-    writer = {"html": _html, "md": _markdown, "tex": _latex}[fmt]
+    if fmt == "html":
+        files[os.fspath(output)] = _html(report, paths, drawn).encode("utf-8")
+        return files
+    writer = {"md": _markdown, "tex": _latex}[fmt]
     files[os.fspath(output)] = writer(report, paths).encode("utf-8")
     return files
 
@@ -975,7 +991,8 @@ class InlineReport:
 
     def __init__(self, report: Report):
         self.title = report.title
-        self.html = _html(report, None)
+        with bars.counted(_figures(report), desc="figures", unit="figure") as drawn:
+            self.html = _html(report, None, drawn)
 
     def _repr_html_(self) -> str:
         return (
@@ -1179,10 +1196,11 @@ def _html_href(name: str) -> str:
     return html.escape(urllib.parse.quote(name))
 
 
-def _html(report: Report, files: dict[str, str] | None) -> str:
+def _html(report: Report, files: dict[str, str] | None, drawn: Callable = lambda: None) -> str:
     """The HTML page of ``report``, figures inline; ``files``: figure or download name ->
     its file name beside the report, None for a page written nowhere
-    (:class:`InlineReport`: the CSV files inline too, as ``data:`` links)."""
+    (:class:`InlineReport`: the CSV files inline too, as ``data:`` links); ``drawn()``
+    is called after each figure."""
 
     out = [
         "<!DOCTYPE html>",
@@ -1216,6 +1234,7 @@ def _html(report: Report, files: dict[str, str] | None) -> str:
                 )
             else:
                 svg = svg_text(block.draw(None)).encode("utf-8")
+                drawn()
                 svg = base64.b64encode(svg).decode("ascii")
                 out.append(
                     f'<figure id="{html.escape(block.name)}"><img '
