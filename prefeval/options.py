@@ -283,14 +283,15 @@ def _check_measures(options: Options) -> None:
 
 
 def _is_metric(name: str) -> bool:
-    """Whether ir-measures reads ``name`` as a measure (``AP``, ``nDCG@10``), or as a
-    trec_eval name (``map``, ``ndcg_cut_10``)."""
+    """Whether ``name`` is a baseline metric: one ir-measures reads as a measure (``AP``,
+    ``nDCG@10``) or as a trec_eval name (``map``, ``ndcg_cut_10``), or prefeval's own
+    ``TSE``, ``ASL`` and ``gm_map``."""
     import ir_measures
 
     for parse in (ir_measures.parse_measure, ir_measures.parse_trec_measure):
         try:
             parse(name)
-        except (ValueError, NameError, TypeError, SyntaxError, KeyError):
+        except Exception:  # whatever ir-measures raises on text it cannot read
             continue
         return True
     return re.fullmatch(r"(TSE|ASL|gm_map)\b.*", name, re.DOTALL) is not None
