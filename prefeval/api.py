@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -96,12 +97,27 @@ __all__ = [
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+#: the notices :func:`warn` has issued in this process
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
 def warn(message: str) -> None:
-    """Issue a notice as a :class:`PrefevalWarning`, attributed to the first caller
-    outside the prefeval package (the user's line); its control characters escaped when
-    stderr, where Python shows warnings, is a terminal
-    (:func:`prefeval.core.terminal.shown`)."""
-    _warn_user(shown(message, sys.stderr), PrefevalWarning)
+    """Issue a notice as a :class:`PrefevalWarning`, once per process (a session's calls
+    on the same runs would repeat it; ``notify=`` a function of your own gets every
+    one), attributed to the first caller outside the prefeval package (the user's
+    line); its control characters escaped when stderr, where Python shows warnings, is a
+    terminal (:func:`prefeval.core.terminal.shown`)."""
+    with _WARNED_LOCK:
+        if message in _WARNED:
+            return
+        _WARNED.add(message)
+    try:
+        _warn_user(shown(message, sys.stderr), PrefevalWarning)
+    except BaseException:  # a warnings filter made it an error: raised again next time
+        with _WARNED_LOCK:
+            _WARNED.discard(message)
+        raise
 
 
 def _warn_user(message: str, category: type[Warning]) -> None:
@@ -160,8 +176,9 @@ def _judged(command: str, given: dict, keywords: dict[str, str] | None = None) -
     the summary rows alone.  ``keywords``: the function's own keyword of a judge keyword
     it passes under another name, which its errors name (``metrics``' ``measures``)."""
     given = {k: v for k, v in given.items() if k in KEYWORDS}
-    if "baselines" in given:
-        given["baselines"] = _measure_names(given["baselines"])
+    for key in ("measures", "baselines"):  # measures=AP: refused by the judge, by name
+        if key in given:
+            given[key] = _measure_names(given[key])
     if "summary" in given and given["summary"] is None:
         given["summary"] = not given.get("per_query")
     try:

@@ -264,6 +264,48 @@ def text_list(value, field: str) -> tuple[str, ...]:
     return values
 
 
+def _check_measures(options: Options) -> None:
+    """A preference measure named (``-m``, ``measures=``; each may be a comma list, parsed
+    by the engine) that is no preference measure but a baseline metric (``AP``,
+    ``nDCG@10``, ``map``) is an error that points to where metrics go: the baselines, or
+    ``metrics`` for the commands without them."""
+    from .measures import MEASURES, parse_measure
+
+    for name in (part.strip() for spec in options.measures for part in spec.split(",")):
+        try:
+            parse_measure(name)
+        except ValueError:
+            if not _is_metric(name):
+                continue  # the engine's error: unknown measure, cutoff...
+            where = (
+                "compute it with metrics"
+                if options.command in ("compare", "explain")
+                else "give it with {baselines=}"
+            )
+            raise OptionError(
+                "measures",
+                "{value} is a baseline metric, not a preference measure ("
+                + ", ".join(MEASURES)
+                + f"): {where}",
+                name,
+            ) from None
+
+
+def _is_metric(name: str) -> bool:
+    """Whether ``name`` is a baseline metric: one ir-measures reads as a measure (``AP``,
+    ``nDCG@10``) or as a trec_eval name (``map``, ``ndcg_cut_10``), or prefeval's own
+    ``TSE``, ``ASL`` and ``gm_map``."""
+    import ir_measures
+
+    for parse in (ir_measures.parse_measure, ir_measures.parse_trec_measure):
+        try:
+            parse(name)
+        except Exception:  # whatever ir-measures raises on text it cannot read
+            continue
+        return True
+    return re.fullmatch(r"(TSE|ASL|gm_map)\b.*", name, re.DOTALL) is not None
+
+
 def _number(field: str, value, integer: bool = False, check_range: bool = True):
     """``value`` as an int (``integer``) or a finite float, in the field's range."""
     kind = numbers.Integral if integer else numbers.Real
@@ -433,6 +475,7 @@ def judge(**given) -> Options:
         given["level"], given["ci"] = ci, "t"
     values = {name: check(name, value) for name, value in given.items()}
     options = Options(**{"tests": None, **values})  # tests=None: the command's, below
+    _check_measures(options)
 
     if not options.summary and not options.per_query:
         raise OptionError("summary", "{summary=False} without {per_query=True} leaves no rows")

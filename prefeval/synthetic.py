@@ -27,7 +27,13 @@ has no line at all for one query.
 
 Determinism: the collection is drawn from one child of ``SeedSequence(seed)`` and every run
 from its own spawned child, so a run's content does not depend on generation order.  Same
-seed + shape + scale gives byte-identical files (gzip headers carry ``mtime=0``).
+seed + shape + scale + run count gives byte-identical files (gzip headers carry
+``mtime=0``).  The run count may differ from the shape's (``runs=``, ``--runs``): run *k*
+is the same whatever the count (its name aside, where more runs widen the number), since
+the shape's runs keep their stratified qualities and each run beyond them draws its
+quality from its own child; spawned children are the same first ones whatever their
+number.  ``names="realistic"`` names the runs as retrieval systems are (``bm25``,
+``contriever-msmarco_k1=0.9_b=0.4``, ``colbertv2-rerank@100``) instead of ``sys01``...
 
 Each run file is formatted with one vectorized pass: all fields are laid out in a
 fixed-width ``uint8`` matrix where unused leading positions hold NUL bytes, which are then
@@ -48,7 +54,7 @@ import numpy as np
 
 from .io.text import parse_run
 
-__all__ = ["SHAPES", "Shape", "generate", "main"]
+__all__ = ["NAMINGS", "SHAPES", "Shape", "generate", "main", "run_names"]
 
 UNJUDGED = -9  # grade code for pool documents that are not in the qrels
 FIRST_QID = 301
@@ -138,6 +144,44 @@ SHAPES: dict[str, Shape] = {
         ),
     )
 }
+
+#: how :func:`generate` names runs: ``sys01``... or as retrieval systems are named
+NAMINGS = ("sys", "realistic")
+# realistic run names: a system, then, from the second round of systems on, a setting
+_SYSTEMS = (
+    "bm25", "ql", "bm25+rm3", "dph", "splade-v2", "contriever-msmarco", "tas-b",
+    "colbertv2", "monot5-base", "ance",
+)  # fmt: skip
+_SETTINGS = (
+    "_k1=0.9_b=0.4", "-rerank@100", "_k1=1.2_b=0.75", "-rerank@1000", "_fb=10",
+    "-distill", "_k1=0.6_b=0.3", "-rerank@50",
+)  # fmt: skip
+
+
+def run_names(count: int, naming: str = "sys") -> list[str]:
+    """The names of ``count`` runs: ``sys01``... (``sys001``... from 100 runs on, so they
+    sort as strings), or realistic ones (every system, then every system with each
+    setting in turn, then with a round number: all distinct, the first ones the same
+    whatever ``count``).
+
+    >>> run_names(3), run_names(12, "realistic")[9:]
+    (['sys01', 'sys02', 'sys03'], ['ance', 'bm25_k1=0.9_b=0.4', 'ql_k1=0.9_b=0.4'])
+    """
+    if naming == "sys":
+        width = max(2, len(str(count)))
+        return [f"sys{r + 1:0{width}d}" for r in range(count)]
+    if naming != "realistic":
+        raise ValueError(f"unknown naming {naming!r}; choose from {', '.join(NAMINGS)}")
+    names = []
+    for r in range(count):
+        turn, system = divmod(r, len(_SYSTEMS))
+        name = _SYSTEMS[system]
+        if turn:
+            again, setting = divmod(turn - 1, len(_SETTINGS))
+            name += _SETTINGS[setting] + (f"-{again + 1}" if again else "")
+        names.append(name)
+    return names
+
 
 # Ranking boost per grade (multiplied by run quality and query ease).
 _BOOST_NONREL = 1.1
@@ -327,11 +371,10 @@ def _subtopic_bytes(
 
 
 def _run_bytes(
-    coll: _Collection, shape: Shape, r: int, name: str, rng: np.random.Generator
+    coll: _Collection, shape: Shape, r: int, name: str, q: float, rng: np.random.Generator
 ) -> tuple[bytes, int]:
     Q, P = coll.grades.shape
     depth = shape.depth
-    q = coll.qualities[r]
     p_miss = rng.uniform(0.03, 0.2)  # vocabulary mismatch: document barely matched
     style = int(rng.integers(3))
     p_short = rng.uniform(0.0, 0.06)
@@ -414,18 +457,30 @@ def _write_runs_table(path: Path, names: list[str], texts: list[bytes]) -> int:
 
 
 def generate(
-    out_dir, shape: str = "sample", scale: float = 1.0, seed: int = 0, gzip_runs: bool = False
+    out_dir,
+    shape: str = "sample",
+    scale: float = 1.0,
+    seed: int = 0,
+    gzip_runs: bool = False,
+    runs: int | None = None,
+    names: str = "sys",
 ) -> dict:
     """Write a synthetic collection (qrels, optional subtopic qrels, runs) to ``out_dir``.
 
     ``scale`` multiplies the number of queries (at least 2; ignored for ``sample``).
-    With ``gzip_runs`` every run is written as ``input.<name>.gz``; the ``sample`` shape
-    always gzips ``input.sys06`` and also writes every run in one Parquet table
-    ``runs.parquet`` (columns ``run, query_id, doc_id, score``).  Returns a dict of counts.
+    ``runs``: how many runs (default the shape's); ``names``: ``sys`` (``sys01``...) or
+    ``realistic`` (:func:`run_names`).  With ``gzip_runs`` every run is written as
+    ``input.<name>.gz``; the ``sample`` shape always gzips its sixth run and also writes
+    every run in one Parquet table ``runs.parquet`` (columns ``run, query_id, doc_id,
+    score``).  Returns a dict of counts.
     """
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; choose from {sorted(SHAPES)}")
     sh = SHAPES[shape]
+    n_runs = sh.runs if runs is None else runs
+    if isinstance(n_runs, bool) or not isinstance(n_runs, int) or n_runs < 1:
+        raise ValueError(f"runs must be a positive integer, not {runs!r}")
+    run_list = run_names(n_runs, names)
     n_queries = sh.queries if not sh.scalable else max(2, int(round(sh.queries * scale)))
     out = Path(out_dir)
     runs_dir = out / "runs"
@@ -443,32 +498,33 @@ def generate(
         nbytes += _write(out / "qrels.subtopics.txt", data, False)
 
     run_lines = 0
-    names = []
     texts = []
-    width = max(2, len(str(sh.runs)))  # sys01.. or sys001.. so names sort as strings
-    for r, ss in enumerate(runs_ss.spawn(sh.runs)):
-        name = f"sys{r + 1:0{width}d}"
-        gz = gzip_runs or (sh.name == "sample" and name == "sys06")
-        data, n = _run_bytes(coll, sh, r, name, np.random.default_rng(ss))
+    for r, ss in enumerate(runs_ss.spawn(n_runs)):
+        name = run_list[r]
+        gz = gzip_runs or (sh.name == "sample" and r == 5)
+        if r < sh.runs:  # the shape's runs: stratified from weak to strong
+            quality = coll.qualities[r]
+        else:  # more: each its own, from a child of its seed (its stream unchanged)
+            quality = 0.2 + 1.6 * np.random.default_rng(ss.spawn(1)[0]).random()
+        data, n = _run_bytes(coll, sh, r, name, quality, np.random.default_rng(ss))
         path = runs_dir / (f"input.{name}" + (".gz" if gz else ""))
         stale = runs_dir / (f"input.{name}" + ("" if gz else ".gz"))
         if stale.exists():
             stale.unlink()
         nbytes += _write(path, data, gz)
         run_lines += n
-        names.append(name)
         texts.append(data)
     if sh.name == "sample":
-        nbytes += _write_runs_table(out / "runs.parquet", names, texts)
+        nbytes += _write_runs_table(out / "runs.parquet", run_list, texts)
 
     return {
         "shape": sh.name,
         "seed": seed,
         "scale": scale if sh.scalable else 1.0,
         "queries": n_queries,
-        "runs": sh.runs,
+        "runs": n_runs,
         "depth": sh.depth,
-        "run_names": names,
+        "run_names": run_list,
         "lines": run_lines,
         "qrels_lines": int(qi.size),
         "subtopic_lines": sub_lines,
@@ -493,16 +549,46 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gzip", action="store_true", help="write runs as input.<name>.gz")
+    ap.add_argument(
+        "--runs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="the number of runs (default: the shape's); run k is the same whatever N",
+    )
+    ap.add_argument(
+        "--names",
+        choices=NAMINGS,
+        default="sys",
+        help="run names: sys01, sys02... (default) or realistic ones "
+        "(bm25, contriever-msmarco_k1=0.9_b=0.4, colbertv2-rerank@100...)",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     info = generate(
-        args.out_dir, shape=args.shape, scale=args.scale, seed=args.seed, gzip_runs=args.gzip
+        args.out_dir,
+        shape=args.shape,
+        scale=args.scale,
+        seed=args.seed,
+        gzip_runs=args.gzip,
+        runs=args.runs,
+        names=args.names,
     )
     info["seconds"] = round(time.perf_counter() - t0, 2)
     info.pop("run_names")
     json.dump(info, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 if __name__ == "__main__":

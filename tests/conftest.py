@@ -43,3 +43,12 @@ def _private_cache(tmp_path_factory):
         os.environ.pop("PREFEVAL_CACHE_DIR", None)
     else:
         os.environ["PREFEVAL_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _notices_anew():
+    """Each test sees the API's notices as a new process does: the first of each is
+    shown (:func:`prefeval.api.warn` shows a notice once per process)."""
+    from prefeval import api
+
+    api._WARNED.clear()

@@ -277,7 +277,7 @@ def analysis_options(
         ),
         click.option(
             "--prefs",
-            type=click.Path(dir_okay=False, exists=True),
+            type=click.Path(dir_okay=False, exists=True, allow_dash=True),
             default=None,
             help="Per-query preference table written by `compare -q` (any format) "
             "instead of computing preferences from QRELS RUN...",
@@ -285,7 +285,7 @@ def analysis_options(
         click.option(
             "--metrics",
             "metrics_file",
-            type=click.Path(dir_okay=False, exists=True),
+            type=click.Path(dir_okay=False, exists=True, allow_dash=True),
             default=None,
             help="Per-query baseline table written by `prefeval "
             "metrics`, instead of computing baselines.",

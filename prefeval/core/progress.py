@@ -15,11 +15,17 @@ so its rate and ETA) the whole series', each part taken to be as long as the cur
 one.  What else is written to the terminal while a bar shows (notices,
 :func:`stderr_notice`; a table on standard output, :func:`beside_bar`) clears the bar,
 is written on lines of its own and draws the bar again below it, so that no frozen
-piece of a bar stays on the screen.
+piece of a bar stays on the screen.  Work that is no loop over items (the figures a
+report draws in its writers) is a stage counted by hand, :func:`counted`.
+
+On a terminal narrower than :data:`WIDE` columns the bar leaves out the rate (the time
+left says as much), so that the bar itself keeps a readable width beside the stage's
+label: tqdm shrinks the bar, never the text, down to one character.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -29,6 +35,20 @@ from .terminal import escaped, shown
 
 # seconds of a command's work before its bar appears: short work stays silent
 DELAY = 1.0
+#: terminals at least this wide show tqdm's own line, the rate included
+WIDE = 100
+#: the bar's line on a narrower terminal: tqdm's, without the rate
+NARROW = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
+
+
+def _bar_format() -> str | None:
+    """:data:`NARROW` where stderr is a terminal narrower than :data:`WIDE` columns (as
+    tqdm measures it, on the terminal itself), else None: tqdm's line."""
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return None
+    return NARROW if 0 < columns < WIDE else None
 
 
 class CommandProgress:
@@ -61,6 +81,9 @@ class CommandProgress:
         delay = max(0.0, DELAY - (time.monotonic() - self.started))
         if self.bar is not None and self._shown():
             self.bar.unit = unit
+            # tqdm's dynamic miniters grew with the last stage's count (10,000 HSD
+            # trials at a time): a stage of a few steps would show none of them
+            self.bar.miniters = 0
             self.bar.set_description_str(desc, refresh=False)
             self.bar.reset(total=total)
             return self.bar
@@ -68,7 +91,13 @@ class CommandProgress:
         from tqdm.auto import tqdm
 
         self.bar = tqdm(
-            total=total, desc=desc, unit=unit, file=sys.stderr, delay=delay, leave=False
+            total=total,
+            desc=desc,
+            unit=unit,
+            file=sys.stderr,
+            delay=delay,
+            leave=False,
+            bar_format=_bar_format(),
         )
         return self.bar
 
@@ -157,6 +186,23 @@ def _standalone(iterable, desc, unit, enable, total, count):
         yield from progress.stage(iterable, desc, unit, total, count)
     finally:
         progress.close()
+
+
+@contextmanager
+def counted(total: int, *, desc: str, unit: str = "it"):
+    """A stage of ``total`` steps counted by hand (see :func:`progress_bar`): the block
+    calls the function it is given after each step."""
+    if total < 1:
+        yield lambda: None
+        return
+    steps = iter(progress_bar(range(total), desc=desc, unit=unit, total=total))
+    next(steps, None)  # the stage begins, at 0
+    try:
+        yield lambda: next(steps, None)
+    finally:
+        close = getattr(steps, "close", None)
+        if close is not None:  # a stage left early ends here, not when collected
+            close()
 
 
 @contextmanager

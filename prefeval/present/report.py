@@ -43,6 +43,7 @@ from ..analysis.orderings import order
 from ..analysis.robustness import robustness as run_robustness
 from ..analysis.significance import discriminative_power, pair_summary, pair_tests, sample_caveats
 from ..analysis.table import BETTER, GIVEN, WORSE, canonical_measure, runs_table
+from ..core import progress as bars
 from ..core import ties
 from ..core.citations import METHOD_PAPERS, bibliography, cited
 from ..core.errors import OutputError
@@ -1392,6 +1393,17 @@ def render(report: Report, output) -> dict[str, bytes]:
     itself last)."""
 
     fmt = report_format(output)
+    with bars.counted(_figures(report), desc="figures", unit="figure") as drawn:
+        return _render(report, output, fmt, drawn)
+
+
+def _figures(report: Report) -> int:
+    """How many figures ``report`` draws (the progress bar's stage "figures")."""
+    return sum(isinstance(b, Figure) for section in report.sections for b in section.blocks)
+
+
+def _render(report: Report, output, fmt: str, drawn: Callable) -> dict[str, bytes]:
+    """:func:`render` in format ``fmt``, calling ``drawn()`` after each figure."""
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     files: dict[str, bytes] = {}
     paths = {}  # figure or download name -> its file name, beside the report
@@ -1419,8 +1431,12 @@ def render(report: Report, output) -> dict[str, bytes]:
             else:
                 width = None if fmt == "md" else TEXT_WIDTH if block.wide else COLUMN_WIDTH
                 files[path] = figure_bytes(block.draw(width), ext)
+                drawn()
             paths[block.name] = os.path.basename(path)
-    writer = {"html": _html, "md": _markdown, "tex": _latex}[fmt]
+    if fmt == "html":
+        files[os.fspath(output)] = _html(report, paths, drawn).encode("utf-8")
+        return files
+    writer = {"md": _markdown, "tex": _latex}[fmt]
     files[os.fspath(output)] = writer(report, paths).encode("utf-8")
     return files
 
@@ -1434,7 +1450,8 @@ class InlineReport:
 
     def __init__(self, report: Report):
         self.title = report.title
-        self.html = _html(report, None)
+        with bars.counted(_figures(report), desc="figures", unit="figure") as drawn:
+            self.html = _html(report, None, drawn)
 
     def _repr_html_(self) -> str:
         return (
@@ -1638,10 +1655,11 @@ def _html_href(name: str) -> str:
     return html.escape(urllib.parse.quote(name))
 
 
-def _html(report: Report, files: dict[str, str] | None) -> str:
+def _html(report: Report, files: dict[str, str] | None, drawn: Callable = lambda: None) -> str:
     """The HTML page of ``report``, figures inline; ``files``: figure or download name ->
     its file name beside the report, None for a page written nowhere
-    (:class:`InlineReport`: the CSV files inline too, as ``data:`` links)."""
+    (:class:`InlineReport`: the CSV files inline too, as ``data:`` links); ``drawn()``
+    is called after each figure."""
 
     out = [
         "<!DOCTYPE html>",
@@ -1677,6 +1695,7 @@ def _html(report: Report, files: dict[str, str] | None) -> str:
                 )
             elif "html" in block.formats:
                 svg = svg_text(block.draw(None)).encode("utf-8")
+                drawn()
                 svg = base64.b64encode(svg).decode("ascii")
                 out.append(
                     f'<figure id="{html.escape(block.name)}"><img '

@@ -4,6 +4,9 @@ plain string ids, notices as warnings, clear errors for bad input."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -389,6 +392,43 @@ def test_notices_are_warnings(capsys):
     prefeval.compare(QRELS, RUNS, notify=seen.append)
     assert seen == ["run sys04: no results for 1 of 20 evaluated queries; evaluated as "
                     "retrieving nothing"]  # fmt: skip
+
+
+def test_a_notice_is_shown_once_per_process():
+    """The same notice from every call of a session (the README's example) is shown the
+    first time only, as Python shows a warning once per place; notify= gets every one,
+    and a filter that makes it an error raises it every time."""
+    script = f"""
+import warnings
+import prefeval
+qrels, runs = {str(QRELS)!r}, {[str(r) for r in RUNS]!r}
+prefs = prefeval.compare(qrels, runs, per_query=True)
+prefeval.compare(qrels, runs)
+prefeval.order(prefs=prefs, baselines=[])
+seen = []
+prefeval.compare(qrels, runs, notify=seen.append)
+print(len(seen))
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    for _ in range(2):
+        try:
+            prefeval.metrics(qrels, runs, measures="AP", relevance_level=9)
+        except prefeval.PrefevalWarning as error:
+            print("raised:", error)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PREFEVAL_CACHE": "0"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    notices = [line for line in proc.stderr.splitlines() if "PrefevalWarning" in line]
+    assert len(notices) == 1 and notices[0].endswith(
+        "PrefevalWarning: run sys04: no results for 1 of 20 evaluated queries; evaluated as "
+        "retrieving nothing"
+    ), proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "1"
+    assert len(lines) == 3 and lines[1] == lines[2] and lines[1].startswith("raised: ")
 
 
 def test_progress(capsys, monkeypatch):

@@ -79,6 +79,87 @@ def test_unknown_measure_is_a_usage_error_naming_it(command):
     usage_error(invoke(command, "-B", "AP,ndcg_cutt_10", QRELS, *RUNS), "'ndcg_cutt_10'")
 
 
+PREFERENCE_MEASURES = (
+    "rpp, dcgrpp, invrpp, strpp, stdcgrpp, stinvrpp, lexirecall, lexiprecision, rrlexiprecision"
+)
+
+
+@pytest.mark.parametrize("metric", ["AP", "nDCG@10", "AP(rel=2)", "map", "ndcg_cut_10", "TSE"])
+@pytest.mark.parametrize("command", ["order", "pairs", "tau", "discpower"])
+def test_a_metric_given_as_preference_measure_points_to_baselines(command, metric):
+    """-m AP: one usage line naming the preference measures and -B, exit status 2."""
+    result = invoke(command, "-m", f"rpp,{metric}", QRELS, *RUNS)
+    usage_error(
+        result,
+        f"'{metric}' is a baseline metric, not a preference measure ({PREFERENCE_MEASURES}): "
+        "give it with -B/--baseline",
+    )
+    assert "KeyError" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["compare", "explain"])
+def test_a_metric_given_to_compare_points_to_metrics(command):
+    usage_error(
+        invoke(command, "-m", "nDCG@10", QRELS, *RUNS[:2]),
+        "'nDCG@10' is a baseline metric, not a preference measure",
+        "compute it with metrics",
+    )
+
+
+def test_a_misspelt_preference_measure_is_still_unknown():
+    usage_error(invoke("order", "-m", "rppp", QRELS, *RUNS), "unknown measure 'rppp'")
+
+
+@pytest.mark.parametrize("measure", [ir_measures.AP, "AP", ir_measures.nDCG @ 10, [ir_measures.AP]])
+def test_api_metric_as_preference_measure_is_a_value_error(measure):
+    """measures=AP (the object or its name, alone or in a list): a ValueError naming
+    baselines=, not a KeyError from inside ir-measures."""
+    import prefeval
+
+    name = str(measure[0] if isinstance(measure, list) else measure)
+    with pytest.raises(ValueError) as caught:
+        prefeval.order(str(QRELS), [str(r) for r in RUNS], measures=measure)
+    assert str(caught.value) == (
+        f"measures={name!r} is a baseline metric, not a preference measure "
+        f"({PREFERENCE_MEASURES}): give it with baselines="
+    )
+
+
+def _piped(args, data: bytes):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "prefeval", *map(str, args)],
+        input=data,
+        capture_output=True,
+        env={**__import__("os").environ, "PREFEVAL_CACHE": "0"},
+    )
+
+
+def test_prefs_and_metrics_read_from_standard_input(tmp_path):
+    """--prefs - and --metrics - read the table piped in, as /dev/stdin does; '-' for
+    two inputs is refused."""
+    prefs, metrics = tmp_path / "prefs.tsv", tmp_path / "metrics.tsv"
+    ok(invoke("compare", "-q", "-m", "rpp,lexirecall", "-o", prefs, QRELS, *RUNS))
+    ok(invoke("metrics", "-q", "-m", "AP", "-o", metrics, QRELS, *RUNS))
+    expected = ok(invoke("order", "--prefs", prefs, "--metrics", metrics))
+    for args, data in (
+        (["--prefs", "-", "--metrics", metrics], prefs.read_bytes()),
+        (["--prefs", prefs, "--metrics", "-"], metrics.read_bytes()),
+    ):
+        proc = _piped(["order", *args], data)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.decode() == expected
+    proc = _piped(["order", "--prefs", "-", "--metrics", "-"], prefs.read_bytes())
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.decode()
+        .strip()
+        .endswith("Error: '-' (standard input) may be given for one input only")
+    )
+
+
 # --------------------------------------------------------------------------- 2. summary rows
 
 

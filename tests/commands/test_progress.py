@@ -96,6 +96,51 @@ def test_inner_stages_count_in_the_outer_one(recorded):
     assert recorded.stages[-1][1:] == ["sample", 6, 6]
 
 
+@pytest.mark.parametrize("ext", ["html", "md"])
+def test_the_report_counts_its_figures_as_a_stage(recorded, tmp_path, ext):
+    """After the tests, the report's figures are a stage of their own, counted to the
+    end (the bar stayed at "HSD trials 100%" while they were drawn)."""
+    pytest.importorskip("matplotlib")
+    output = tmp_path / f"report.{ext}"
+    result = invoke(
+        "report", "--no-cache", "--trials", "200", "-B", "AP", "-m", "rpp", "-o", output,
+        *INPUTS,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    text = output.read_text()
+    figures = text.count("<figure") if ext == "html" else text.count("](<report-")
+    assert figures == 2  # discriminative power and tau, at 3 runs
+    assert recorded.stages[-1] == ["figures", "figure", figures, figures]
+    assert recorded.stages[-2][0].startswith("HSD trials")
+
+
+def _bars(seen: bytes) -> list[str]:
+    """Every state of the bar drawn on the terminal (the pieces between carriage
+    returns that hold a bar), escape sequences dropped."""
+    import re
+
+    pieces = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", seen).decode("utf-8", "replace")
+    return [p.strip("\n") for p in re.split(r"[\r\n]", pieces) if "%|" in p]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_bar_stays_readable_on_a_narrow_terminal(columns):
+    """At 80 columns the bar leaves out the rate and keeps 10 characters of bar beside
+    the longest label; at 120 it is tqdm's own line, the rate included."""
+    code, seen, _ = on_terminal(
+        "discpower", "--no-cache", "--test", "hsd", "--trials", "3000",
+        "-m", "rpp,rrlexiprecision", "-B", "AP", *INPUTS, columns=columns,
+    )  # fmt: skip
+    assert code == 0
+    bars = _bars(seen)
+    assert any("HSD trials rrlexiprecision (2 of 3)" in b for b in bars), bars
+    for line in bars:
+        assert len(line) <= columns, line
+        assert len(line.split("|")[1]) >= 10, line  # the bar itself
+    rates = [line for line in bars if line.endswith("/s]")]
+    assert bool(rates) == (columns == 120), bars
+
+
 def test_quick_work_shows_nothing(monkeypatch):
     """Work shorter than DELAY by the clock prints no bar: the clock (prefeval's and
     tqdm's) stands still here, so the command is quick on any machine under any load

@@ -97,6 +97,18 @@ def test_readme_block_runs(line, lang, body, workdir, environment, ran):
         if earlier[0] not in ran:
             ran.add(earlier[0])
             run_block(*earlier, workdir, environment)
+            if earlier == README_BLOCKS[-1]:
+                written_only_under_out(workdir)
+
+
+README_BLOCKS = [b for b in BLOCKS if b[0].startswith("README.md:")]
+
+
+def written_only_under_out(workdir):
+    """Run from a clone's root, the README's examples leave nothing there but ``out/``
+    (which .gitignore lists): a user who copies them does not litter the clone."""
+    assert sorted(p.name for p in workdir.iterdir()) == ["out", "sample_data"]
+    assert "/out/" in (ROOT / ".gitignore").read_text().splitlines()
 
 
 def run_block(line, lang, body, workdir, environment):
