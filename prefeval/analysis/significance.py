@@ -406,8 +406,9 @@ def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
     """What makes the p-values of ``tests`` on ``evidence`` a weak guide, as notices
     (empty when nothing): fewer than :data:`MIN_QUERIES` queries; for ``ttest``, run
     pairs whose differences are the same on every query (no variance: p = 0 by the
-    convention of :func:`ttest_pvalues`, or 1 when they are 0).  The numbers stay as
-    computed; the commands say these once each."""
+    convention of :func:`ttest_pvalues`, or 1 when they are 0), counted as run pairs (on
+    any measure) and per measure.  The numbers stay as computed; the commands say these
+    once each."""
     caveats = []
     n_q = len(evidence.query_ids)
     if tests and n_q < MIN_QUERIES:
@@ -416,16 +417,18 @@ def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
             f"{MIN_QUERIES}: their p-values are a weak guide"
         )
     if "ttest" in tests:
-        constant, total, names = 0, 0, []
+        counts, any_measure = [], None
         for name in evidence.measures:
             moments = evidence.moments(name)
             fixed = moments.constant() & (moments.n >= 2) & ~ties.is_zero(moments.mean())
-            constant, total = constant + int(fixed.sum()), total + len(fixed)
-            names += [name] if fixed.any() else []
-        if constant:
+            any_measure = fixed if any_measure is None else any_measure | fixed
+            counts += [f"{name} {int(fixed.sum())}"] if fixed.any() else []
+        if counts:
+            total = len(any_measure)
             caveats.append(
-                f"ttest: {constant} of {total} run pairs ({', '.join(names)}) differ by the "
-                "same amount on every query: no variance, p = 0 by convention"
+                f"ttest: the differences of {int(any_measure.sum())} of {total} run "
+                f"pair{'' if total == 1 else 's'} are the same on every query "
+                f"({', '.join(counts)}): no variance, p = 0 by convention"
             )
     return caveats
 
