@@ -359,6 +359,24 @@ def test_kendall_tau_hand_values():
         assert math.isnan(kendall_tau(np.array([1, 1, 1]), np.array([1, 2, 3])))
 
 
+def test_kendall_tau_is_written_exactly_from_its_counts():
+    """Six runs: 15 pairs.  Every pair concordant: tau = 15 / sqrt(15 * 15) = 1 exactly
+    (scipy's 15 / sqrt(15) / sqrt(15) is 0.9999999999999999).  y swapping the runs
+    ranked 5 and 6 of x: one discordant pair, 13/15, the double nearest it.  x with the
+    two last runs tied: 14 pairs untied in x, all concordant with y = 1..6, 14 /
+    sqrt(14 * 15), one square root of the integer 210."""
+    x = np.arange(6.0)
+    assert stats.kendalltau(x, x).statistic == 0.9999999999999999
+    assert kendall_tau(x, x) == 1.0
+    assert kendall_tau(x, -x) == -1.0
+    assert kendall_tau(x, np.array([0.0, 1, 2, 3, 5, 4])) == 13 / 15
+    tied = np.array([0.0, 1, 2, 3, 4, 4])
+    assert kendall_tau(tied, x) == 14 / math.sqrt(210)
+    # 2000 runs, more than one block of rows: every pair concordant, still exactly 1
+    many = np.random.default_rng(0).permutation(2000).astype(float)
+    assert kendall_tau(many, 2 * many + 1) == 1.0
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_kendall_tau_equals_scipy_with_ties(seed):
     rng = np.random.default_rng(seed)
