@@ -715,7 +715,9 @@ def pairs(
         qrels, runs, prefs, metrics, options, notify, stream=options.ci == "t",
         win_rates=False,
     )  # fmt: skip
-    table = pair_summary(evidence, options.level, options.ci, options.resamples, options.seed)
+    table = pair_summary(
+        evidence, options.level, options.ci, options.resamples, options.seed, notify
+    )
     return _plain(table)
 
 
