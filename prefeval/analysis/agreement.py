@@ -12,7 +12,6 @@ import pandas as pd
 from ..core import ties
 from .orderings import DEFAULT_METHOD, DEFAULT_TELEPORT, Evidence, orderings
 
-
 #: runs whose signs of differences are compared with all others at a time by
 #: :func:`kendall_tau` (memory: this many x the number of runs bytes, twice)
 TAU_BLOCK = 1024

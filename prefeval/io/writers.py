@@ -4,9 +4,9 @@ a file; on a terminal, a readable view for people (:func:`terminal`, the one tes
 tsv to a terminal is an aligned table (:func:`readable_chunks`: 4 decimals, or
 ``precision``; a p-value above 0 too small for them as ``<0.0001``); every other output
 (a file, ``-o``, a pipe, a redirection, csv, jsonl, Parquet) is the machine format
-described below, byte for byte the same whatever reads it.  Counts held in float columns (``counts``: metrics' NumQ, NumRel, NumRet,
-NumRelRet, robustness' numbers of queries) are integers in every text format and view;
-``precision`` leaves them alone.
+described below, byte for byte the same whatever reads it.  Counts held in float
+columns (``counts``: metrics' NumQ, NumRel, NumRet, NumRelRet, robustness' numbers of
+queries) are integers in every text format and view; ``precision`` leaves them alone.
 
 Floats are written in their shortest round-trip form (Python's ``repr``), or with
 ``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  A missing

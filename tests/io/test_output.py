@@ -604,8 +604,7 @@ def test_small_p_values_read_below_the_smallest_decimal_on_a_terminal_only():
         "0.50    <0.01        0.50\n"
     )
     assert b"".join(iter_chunks(frame, "tsv")).decode() == (
-        "mean\tp_value\tp_adjusted\n3e-07\t3e-07\t0.0001\n0.0\t0.0\t0.004\n"
-        "0.5\t7e-05\t0.5\n"
+        "mean\tp_value\tp_adjusted\n3e-07\t3e-07\t0.0001\n0.0\t0.0\t0.004\n0.5\t7e-05\t0.5\n"
     )
     sys03 = SAMPLE / "runs" / "input.sys03"
     args = ["--pairs", "--test", "ttest", "-m", "rpp", "--no-baselines", *ARGS, sys03]
@@ -613,11 +612,15 @@ def test_small_p_values_read_below_the_smallest_decimal_on_a_terminal_only():
     assert code == 0
     # the sample's rpp t-test p-values: 0.01995... (sys01 vs sys02), 9.9e-12, 6.7e-09;
     # Bonferroni over 3 pairs: 0.05986..., 3.0e-11, 2.0e-08
-    assert seen.decode().replace("\r\n", "\n").endswith(
-        "measure  test   correction  run_a  run_b  p_value  p_adjusted\n"
-        "rpp      ttest  bonferroni  sys01  sys02   0.0200      0.0599\n"
-        "rpp      ttest  bonferroni  sys01  sys03  <0.0001     <0.0001\n"
-        "rpp      ttest  bonferroni  sys02  sys03  <0.0001     <0.0001\n"
+    assert (
+        seen.decode()
+        .replace("\r\n", "\n")
+        .endswith(
+            "measure  test   correction  run_a  run_b  p_value  p_adjusted\n"
+            "rpp      ttest  bonferroni  sys01  sys02   0.0200      0.0599\n"
+            "rpp      ttest  bonferroni  sys01  sys03  <0.0001     <0.0001\n"
+            "rpp      ttest  bonferroni  sys02  sys03  <0.0001     <0.0001\n"
+        )
     )
 
 
