@@ -713,6 +713,8 @@ def pairs(
     t interval) or ``"bootstrap"`` (the percentile bootstrap of the mean, ``resamples``
     resamples seeded by ``seed``; it holds every pair's per-query differences: the
     preferences whole, not streamed); a number as ``ci`` is the level of a t interval.
+    A preference's interval is clipped to [-1, 1], the range of its mean (``notify`` is
+    told on how many run pairs).
     ``against``: run name(s); only the pairs (a, RUN).  Inputs as :func:`order`.
 
     >>> import prefeval, glob
@@ -734,7 +736,9 @@ def pairs(
         qrels, runs, prefs, metrics, options, notify, stream=options.ci == "t",
         win_rates=False,
     )  # fmt: skip
-    table = pair_summary(evidence, options.level, options.ci, options.resamples, options.seed)
+    table = pair_summary(
+        evidence, options.level, options.ci, options.resamples, options.seed, notify
+    )
     return _plain(table)
 
 

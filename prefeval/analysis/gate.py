@@ -112,7 +112,7 @@ def gate(
         raise ValueError(f"gate: the pairs must all be (candidate, {reference})")
     order = np.argsort(np.asarray([evidence.runs[a] for a in pairs[:, 0]], dtype=object))
     summary = pair_summary(
-        evidence, 1.0 - options.alpha, options.ci, options.resamples, options.seed
+        evidence, 1.0 - options.alpha, options.ci, options.resamples, options.seed, notify
     )
     frames = []
     for k, name in enumerate(evidence.measures):

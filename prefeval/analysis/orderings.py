@@ -9,6 +9,7 @@ preference.  Metrics (baselines) are ordered by their mean over queries.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -232,27 +233,83 @@ def mc4(scores: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
     b beats a when more queries rank b strictly above a than a above b (scores that tie
     under :mod:`prefeval.core.ties` rank equal).  From a the chain moves to each run that
     beats it with probability 1/n and otherwise stays; mixed with a uniform teleport of
-    weight ``teleport``.  Solved as a linear system.
+    weight ``teleport``.  Each score is the float64 nearest its exact value
+    (:func:`mc4_chain`).
     """
     return mc4_chain(pairwise_counts(scores), teleport)
 
 
+#: refinements of the float solution tried before :func:`_exact_solution` takes over
+_REFINEMENTS = 3
+
+
 def mc4_chain(above: np.ndarray, teleport: float = DEFAULT_TELEPORT) -> np.ndarray:
-    """:func:`mc4`'s stationary distribution from the :func:`pairwise_counts`."""
+    """:func:`mc4`'s stationary distribution from the :func:`pairwise_counts`: each
+    score the float64 nearest its exact rational value (so the scores of a chain whose
+    exact stationary distribution is 4/5, 6/55, ... are written 0.8, 0.10909090909090909,
+    ... whatever the order of the runs or the machine's linear algebra).
+
+    With the teleport t = p/q (the decimal it is written as: 0.05 = 1/20), B the 0/1
+    matrix B[a, b] = b beats a and L = diag(B 1) - B, the stationary pi (pi P = pi, sum
+    1) solves the integer system pi A = p 1 with A = (q - p) L + n p I (multiplying
+    pi (I - P) = 0 by n q; the sum 1 follows, as L 1 = 0).  A is strictly diagonally
+    dominant by rows with margin d = n p, so for any y the exact residual r = p 1 - y A
+    bounds the error: |pi_i - y_i| <= ||r||_1 / d.  A float64 solution is refined with
+    exact (integer) residuals until the bound puts each pi_i in the rounding interval of
+    one float64 (certified), or solved in fractions where it does not."""
     n = above.shape[0]
     if n == 1:
         return np.ones(1)
-    beats = above.T > above  # beats[a, b]: b beats a
-    move = beats / n
-    np.fill_diagonal(move, 0.0)
-    move[np.arange(n), np.arange(n)] = 1.0 - move.sum(axis=1)
-    chain = (1.0 - teleport) * move + teleport / n
-    # pi (chain - I) = 0, sum(pi) = 1
-    system = chain.T - np.eye(n)
-    system[-1, :] = 1.0
-    rhs = np.zeros(n)
-    rhs[-1] = 1.0
-    return np.linalg.solve(system, rhs)
+    weight = Fraction(repr(float(teleport)))
+    p, q = weight.numerator, weight.denominator
+    beats = (above.T > above).astype(np.int64)  # beats[a, b]: b beats a
+    system = np.empty((n, n), dtype=object)
+    system[:, :] = [[-(q - p) * int(v) for v in row] for row in beats]
+    for a, lost in enumerate(beats.sum(axis=1).tolist()):
+        system[a, a] = (q - p) * lost + n * p
+    return _nearest_solution(system, p, n * p)
+
+
+def _nearest_solution(system: np.ndarray, rhs: int, margin: int) -> np.ndarray:
+    """The float64 nearest each entry of the row vector x solving x ``system`` = ``rhs``
+    1 (Python integers; strictly diagonally dominant by rows by ``margin``)."""
+    from scipy.linalg import lu_factor, lu_solve
+
+    n = system.shape[0]
+    factors = lu_factor(system.T.astype(np.float64))
+    parts = [lu_solve(factors, np.full(n, float(rhs)))]
+    for _ in range(_REFINEMENTS):
+        # y = the sum of the parts, exactly: integers over one power of two
+        scale = max((Fraction(v).denominator for part in parts for v in part.tolist()), default=1)
+        y = np.zeros(n, dtype=object)
+        for part in parts:
+            y += np.array([int(v * scale) for v in map(Fraction, part.tolist())], dtype=object)
+        residual = rhs * scale - y.dot(system)  # (p 1 - y A) * scale, exactly
+        bound = Fraction(sum(abs(int(v)) for v in residual), scale * margin)
+        values = [Fraction(int(v), scale) for v in y]
+        nearest = [float(v) for v in values]
+        if all(float(v - bound) == z == float(v + bound) for v, z in zip(values, nearest)):
+            return np.array(nearest)
+        parts.append(
+            lu_solve(factors, np.array([float(Fraction(int(v), scale)) for v in residual]))
+        )
+    return np.array([float(v) for v in _exact_solution(system, rhs)])
+
+
+def _exact_solution(system: np.ndarray, rhs: int) -> list[Fraction]:
+    """x solving x ``system`` = ``rhs`` 1 in fractions (Gauss-Jordan on the transpose)."""
+    n = system.shape[0]
+    rows = [[Fraction(int(system[j, i])) for j in range(n)] + [Fraction(rhs)] for i in range(n)]
+    for col in range(n):
+        pivot = next(r for r in range(col, n) if rows[r][col] != 0)
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        head = rows[col][col]
+        rows[col] = [v / head for v in rows[col]]
+        for r in range(n):
+            if r != col and rows[r][col] != 0:
+                factor = rows[r][col]
+                rows[r] = [v - factor * w for v, w in zip(rows[r], rows[col])]
+    return [rows[i][n] for i in range(n)]
 
 
 def copeland(pair_means: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:

@@ -406,8 +406,9 @@ def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
     """What makes the p-values of ``tests`` on ``evidence`` a weak guide, as notices
     (empty when nothing): fewer than :data:`MIN_QUERIES` queries; for ``ttest``, run
     pairs whose differences are the same on every query (no variance: p = 0 as
-    :func:`ttest_pvalues` gives it, or 1 when they are 0).  The numbers stay as
-    computed; the commands say these once each."""
+    :func:`ttest_pvalues` gives it, or 1 when they are 0), counted as run pairs (on
+    any measure) and per measure.  The numbers stay as computed; the commands say these
+    once each."""
     caveats = []
     n_q = len(evidence.query_ids)
     if tests and n_q < MIN_QUERIES:
@@ -416,16 +417,18 @@ def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
             f"{MIN_QUERIES}: their p-values are a weak guide"
         )
     if "ttest" in tests:
-        constant, total, names = 0, 0, []
+        counts, any_measure = [], None
         for name in evidence.measures:
             moments = evidence.moments(name)
             fixed = moments.constant() & (moments.n >= 2) & ~ties.is_zero(moments.mean())
-            constant, total = constant + int(fixed.sum()), total + len(fixed)
-            names += [name] if fixed.any() else []
-        if constant:
+            any_measure = fixed if any_measure is None else any_measure | fixed
+            counts += [f"{name} {int(fixed.sum())}"] if fixed.any() else []
+        if counts:
+            total = len(any_measure)
             caveats.append(
-                f"ttest: {constant} of {total} run pairs ({', '.join(names)}) differ by the "
-                "same amount on every query: no variance, so the t-test gives p = 0"
+                f"ttest: the differences of {int(any_measure.sum())} of {total} run "
+                f"pair{'' if total == 1 else 's'} are the same on every query "
+                f"({', '.join(counts)}): no variance, so the t-test gives p = 0"
             )
     return caveats
 
@@ -513,12 +516,19 @@ PAIR_COLUMNS = [
 ]
 
 
+#: the range of every preference's per-query Delta(a, b), hence of its mean: RPP's
+#: weights sum to 1 over signs, a lexicographic measure is -1, 0 or +1, rrLP a
+#: difference of two reciprocal ranks
+PREFERENCE_RANGE = (-1.0, 1.0)
+
+
 def pair_summary(
     evidence: Evidence,
     confidence: float = 0.95,
     interval: str = "t",
     resamples: int = 10000,
     seed: int | None = 0,
+    notify=None,
 ) -> pd.DataFrame:
     """Rows ``measure, run_a, run_b, queries, mean, ci_low, ci_high, wins, ties, losses,
     effect``.
@@ -533,14 +543,20 @@ def pair_summary(
     ``resamples`` resamples seeded by ``seed``
     (:func:`prefeval.analysis.paired.bootstrap_intervals`; needs each pair's per-query
     differences, a cube of the preferences).  Either interval has zero width when the
-    differences all tie and is NaN below two queries.
+    differences all tie and is NaN below two queries.  A preference's interval is
+    clipped to :data:`PREFERENCE_RANGE`, [-1, 1], the range of its mean: a t interval
+    can reach beyond it (19 losses and a win on 20 queries: mean -0.9, t interval from
+    -1.1093), and the mean cannot, so the clipped interval holds the mean whenever the
+    unclipped one does; ``notify`` (None: not told) is told on how many run pairs, per
+    measure.  A baseline's interval is as computed (its range depends on the metric:
+    ASL's is unbounded).
     """
     from scipy import stats
 
     if interval not in INTERVALS:
         raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
     pairs = evidence.pairs()
-    frames = []
+    frames, clipped, counts = [], None, []
     for name in evidence.measures:
         moments = evidence.moments(name)
         n = moments.n
@@ -565,6 +581,12 @@ def pair_summary(
                 )
             fixed = constant & (n > 1)  # zero width at the mean, as the t interval
             low[fixed] = high[fixed] = mean[fixed]
+        if evidence.is_preference(name):
+            bottom, top = PREFERENCE_RANGE
+            beyond = (low < bottom) | (high > top)
+            low, high = np.maximum(low, bottom), np.minimum(high, top)
+            clipped = beyond if clipped is None else clipped | beyond
+            counts += [f"{name} {int(beyond.sum())}"] if beyond.any() else []
         frames.append(
             pd.DataFrame(
                 {
@@ -582,6 +604,15 @@ def pair_summary(
                 },
                 columns=PAIR_COLUMNS,
             )
+        )
+    if counts and notify is not None:
+        bottom, top = PREFERENCE_RANGE
+        total = len(clipped)
+        notify(
+            f"{interval} interval clipped to [{bottom:g}, {top:g}], the range of a "
+            f"preference's mean difference, on {int(clipped.sum())} of {total} run "
+            f"pair{'' if total == 1 else 's'} ({', '.join(counts)}): the mean lies inside, "
+            f"so the clipped interval holds it whenever the {interval} interval does"
         )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PAIR_COLUMNS)
 

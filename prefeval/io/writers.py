@@ -2,11 +2,11 @@
 a file; on a terminal, a readable view for people (:func:`terminal`, the one test).
 
 tsv to a terminal is an aligned table (:func:`readable_chunks`: 4 decimals, or
-``precision``); every other output (a file, ``-o``, a pipe, a redirection, csv, jsonl,
-Parquet) is the machine format described below, byte for byte the same whatever reads
-it.  Counts held in float columns (``counts``: metrics' NumQ, NumRel, NumRet,
-NumRelRet, robustness' numbers of queries) are integers in every text format and view;
-``precision`` leaves them alone.
+``precision``; a p-value above 0 too small for them as ``<0.0001``); every other output
+(a file, ``-o``, a pipe, a redirection, csv, jsonl, Parquet) is the machine format
+described below, byte for byte the same whatever reads it.  Counts held in float
+columns (``counts``: metrics' NumQ, NumRel, NumRet, NumRelRet, robustness' numbers of
+queries) are integers in every text format and view; ``precision`` leaves them alone.
 
 Floats are written in their shortest round-trip form (Python's ``repr``), or with
 ``precision`` N as ``%.Nf`` (trec_eval's fixed notation; never ``-0``).  A missing
@@ -47,6 +47,9 @@ FORMATS = ("tsv", "csv", "jsonl")
 BINARY_FORMATS = ("parquet",)
 #: float columns that echo a parameter (discpower's alpha, robustness' level): never rounded
 EXACT_COLUMNS = ("alpha", "level")
+#: p-value columns: in the readable view, a p-value above 0 that ``%.Nf`` would show as
+#: 0 or as 10^-N is shown as ``<`` 10^-N (``<0.0001``); every machine format keeps it
+P_COLUMNS = ("p_value", "p_adjusted")
 _CHUNK = 1 << 20  # rows per formatting chunk
 
 
@@ -183,7 +186,8 @@ def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, count
             mask = masks.get(str(name))
             if mask is not None:
                 mask = np.broadcast_to(np.asarray(mask, dtype=bool), codes.shape)
-            encoded.append((codes, (digits, mask)))
+            small = fmt == "text" and digits is not None and str(name) in P_COLUMNS
+            encoded.append((codes, (digits, mask, small)))
             continue
         if fmt == "tsv":
             _check_tsv(f"a value of {name}", texts)
@@ -207,9 +211,10 @@ def _chunk_texts(encoded, fmt: str, start: int, stop: int) -> list:
     cols = []
     for codes, texts in encoded:
         if isinstance(texts, tuple):
-            digits, mask = texts
+            digits, mask, small = texts
             part = None if mask is None else mask[start:stop]
-            cols.append(_float_column(codes[start:stop], fmt, digits, part))
+            text = _float_column(codes[start:stop], fmt, digits, part)
+            cols.append(_below(codes[start:stop], text, digits) if small else text)
         else:
             cols.append(pc.take(texts, pa.array(codes[start:stop])))
     return cols
@@ -278,7 +283,8 @@ def _right_aligned(series: pd.Series) -> bool:
 def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterator[bytes]:
     """The rows of ``frames`` (DataFrames with the same columns) as an aligned table for
     people: a header, numbers right-aligned (floats as ``%.Nf``, N = ``precision`` or
-    :data:`READABLE_DIGITS`; counts as integers; :data:`EXACT_COLUMNS` as given), text
+    :data:`READABLE_DIGITS`; counts as integers; :data:`EXACT_COLUMNS` as given; a
+    p-value of :data:`P_COLUMNS` above 0 and below 10^-N as ``<0.0001``), text
     left-aligned, columns two spaces apart, no trailing blanks; control characters in
     names and texts escaped (:func:`prefeval.core.terminal.escaped`).  Widths come from the
     header and the first frame's rows; a wider value later widens its column from there
@@ -331,6 +337,20 @@ def _float_column(values: np.ndarray, fmt: str, precision: int | None, counts=No
             ints = pa.array(np.rint(values[whole]).astype(np.int64)).cast(pa.string())
             text = pc.replace_with_mask(text, pa.array(whole), ints)
     return text
+
+
+def _below(values: np.ndarray, text, digits: int):
+    """``text`` with each value above 0 and below 10^-``digits`` (the smallest
+    positive ``%.Nf`` value) written ``<`` 10^-digits: a p-value ``%.4f`` would show as
+    0.0000 or round up to 0.0001 is ``<0.0001``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    smallest = 10.0**-digits
+    below = (values > 0) & (values < smallest)
+    if not below.any():
+        return text
+    return pc.if_else(pa.array(below), pa.scalar("<" + f"{smallest:.{digits}f}"), text)
 
 
 def _string_data(array) -> bytes:

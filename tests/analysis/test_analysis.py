@@ -189,7 +189,8 @@ def test_mc4_condorcet_winner():
     scores = evidence_of(cube).scores("m")
     np.testing.assert_array_equal(scores, [[2, 0, -2], [2, -2, 0], [-2, 2, 0]])
     pi = mc4(scores, 0.05)
-    np.testing.assert_allclose(pi, [410 / 451, 30 / 451, 11 / 451], rtol=0, atol=1e-15)
+    # each score the float64 nearest its exact value (Python's int / int rounds so)
+    assert pi.tolist() == [410 / 451, 30 / 451, 11 / 451]
     assert abs(pi.sum() - 1.0) < 1e-15
     power, chain = stationary_by_power(scores, 0.05)
     np.testing.assert_allclose(pi @ chain, pi, rtol=0, atol=1e-15)  # pi P = pi
@@ -200,6 +201,30 @@ def test_mc4_condorcet_winner():
     assert list(table["rank"]) == [1, 2, 3]
     assert set(table["method"]) == {"mc4"}
     np.testing.assert_allclose(table["score"], [410 / 451, 30 / 451, 11 / 451], atol=1e-15)
+
+
+def test_mc4_scores_are_the_floats_nearest_the_exact_stationary_distribution(monkeypatch):
+    """Six runs in one total order on every query (f above e above ... above a), teleport
+    t = 1/20.  With pi A = p 1, A = (q - p) L + n p I = 19 L + 6 I (L = diag(B 1) - B,
+    B[a, b] = b beats a), the column of the run ranked r reads
+    (19 (r - 1) + 6) pi_r - 19 (1 - pi_1 - ... - pi_r) = 1, the runs below it being the
+    ones it beats:
+      r = 1: 6 pi_1 - 19 (1 - pi_1) = 1                     -> pi_1 = 20/25 = 4/5
+      r = 2: 25 pi_2 - 19 (1/5 - pi_2) = 1                  -> pi_2 = (24/5)/44 = 6/55
+      r = 3: 44 pi_3 - 19 (1/5 - 6/55 - pi_3) = 1           -> pi_3 = (30/11)/63 = 10/231
+    and on: 20/861, 60/4141, 1/101.  A float64 solve gave 0.8000000000000004 for 4/5."""
+    from prefeval.analysis import orderings as module
+
+    exact = [4 / 5, 6 / 55, 10 / 231, 20 / 861, 60 / 4141, 1 / 101]
+    scores = np.array([[6.0, 5, 4, 3, 2, 1]])  # a (first column) ranked first
+    pi = mc4(scores, 0.05)
+    assert pi.tolist() == exact and repr(float(pi[0])) == "0.8"
+    # whatever the order of the runs: the same floats, moved with their runs
+    shuffled = [3, 0, 5, 1, 4, 2]
+    assert mc4(scores[:, shuffled], 0.05).tolist() == [exact[i] for i in shuffled]
+    # the exact solve in fractions, taken when no refinement certifies, agrees
+    monkeypatch.setattr(module, "_REFINEMENTS", 0)
+    assert mc4(scores, 0.05).tolist() == exact
 
 
 @pytest.mark.parametrize("teleport", [0.05, 0.3, 0.9])
@@ -235,7 +260,7 @@ def test_mc4_cycle_ties():
 def test_mc4_single_run_and_teleport_one():
     np.testing.assert_array_equal(mc4(np.array([[1.0], [2.0]])), [1.0])
     # teleport 1: pure uniform jump
-    np.testing.assert_allclose(mc4(np.array([[3.0, 2.0, 1.0]]), 1.0), [1 / 3] * 3, atol=1e-15)
+    assert mc4(np.array([[3.0, 2.0, 1.0]]), 1.0).tolist() == [1 / 3] * 3
 
 
 # --------------------------------------------------------------------------- 3. Borda etc.
@@ -357,6 +382,24 @@ def test_kendall_tau_hand_values():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert math.isnan(kendall_tau(np.array([1, 1, 1]), np.array([1, 2, 3])))
+
+
+def test_kendall_tau_is_written_exactly_from_its_counts():
+    """Six runs: 15 pairs.  Every pair concordant: tau = 15 / sqrt(15 * 15) = 1 exactly
+    (scipy's 15 / sqrt(15) / sqrt(15) is 0.9999999999999999).  y swapping the runs
+    ranked 5 and 6 of x: one discordant pair, 13/15, the double nearest it.  x with the
+    two last runs tied: 14 pairs untied in x, all concordant with y = 1..6, 14 /
+    sqrt(14 * 15), one square root of the integer 210."""
+    x = np.arange(6.0)
+    assert stats.kendalltau(x, x).statistic == 0.9999999999999999
+    assert kendall_tau(x, x) == 1.0
+    assert kendall_tau(x, -x) == -1.0
+    assert kendall_tau(x, np.array([0.0, 1, 2, 3, 5, 4])) == 13 / 15
+    tied = np.array([0.0, 1, 2, 3, 4, 4])
+    assert kendall_tau(tied, x) == 14 / math.sqrt(210)
+    # 2000 runs, more than one block of rows: every pair concordant, still exactly 1
+    many = np.random.default_rng(0).permutation(2000).astype(float)
+    assert kendall_tau(many, 2 * many + 1) == 1.0
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -103,3 +103,40 @@ def test_effect_and_t_interval_of_a_metric():
 def test_unknown_interval():
     with pytest.raises(ValueError, match="unknown interval 'z'"):
         pair_summary(metric_evidence(), 0.9, "z")
+
+
+def test_a_preference_interval_is_clipped_to_its_range_a_baselines_is_not():
+    """Runs a, b, c on 20 queries.  lexirecall Delta(a, b): 19 losses and a win, mean
+    -0.9, sd sqrt((19 * 0.1**2 + 1.9**2) / 19) = sqrt(0.2), so the t interval is
+    -0.9 -/+ t(0.975, 19) * sqrt(0.2 / 20) = -0.9 -/+ 0.2093: [-1.1093, -0.6907],
+    written [-1, -0.6907]; (a, c) and (b, c) vary inside.  The metric X holds the same
+    differences (a - b) and keeps its interval as computed."""
+    votes = np.array([-1.0] * 19 + [1.0])
+    spread = np.tile([0.5, -0.5], 10)
+    cube = PreferenceCube(
+        ["lexirecall"], RUNS[:3], [str(q) for q in range(20)],
+        np.array([[0, 1], [0, 2], [1, 2]]), np.stack([votes, spread, -spread])[None],
+    )  # fmt: skip
+    metric = np.stack([votes, np.zeros(20), np.zeros(20)], axis=1)  # queries x runs
+    ev = Evidence(RUNS[:3], cube.query_ids, cube, {"X": metric})
+    told = []
+    table = pair_summary(ev, notify=told.append).set_index(["measure", "run_a", "run_b"])
+    half = stats.t.ppf(0.975, 19) * np.sqrt(0.2 / 20)
+    assert half == pytest.approx(0.2093024, abs=1e-7)
+    row = table.loc[("lexirecall", "a", "b")]
+    assert row["mean"] == pytest.approx(-0.9, abs=1e-15)
+    assert row["ci_low"] == -1.0
+    assert row["ci_high"] == pytest.approx(-0.9 + half, abs=1e-12)
+    inside = table.loc[("lexirecall", "a", "c")]  # mean 0, sd sqrt(20/19)/2: inside
+    assert inside["ci_low"] == pytest.approx(-stats.t.ppf(0.975, 19) * 0.5 / np.sqrt(19))
+    baseline = table.loc[("X", "a", "b")]
+    assert baseline["ci_low"] == pytest.approx(-0.9 - half, abs=1e-12)
+    assert told == [
+        "t interval clipped to [-1, 1], the range of a preference's mean difference, on 1 "
+        "of 3 run pairs (lexirecall 1): the mean lies inside, so the clipped interval "
+        "holds it whenever the t interval does"
+    ]
+    # the bootstrap's means are means of the values: inside the range, nothing to say
+    told.clear()
+    boot = pair_summary(ev, 0.95, "bootstrap", 200, 0, told.append)
+    assert boot["ci_low"].min() >= -1.0 and told == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import invoke, write_qrels, write_run
 
@@ -18,8 +19,8 @@ SAMPLE_ARGS = [SAMPLE / "qrels.txt", *(SAMPLE / "runs" / f"input.sys0{i}" for i 
 
 FEW = "prefeval: significance tests on 3 queries, fewer than 25: their p-values are a weak guide\n"
 CONSTANT = (
-    "prefeval: ttest: 2 of 2 run pairs (rpp, lexirecall) differ by the same amount on every "
-    "query: no variance, so the t-test gives p = 0\n"
+    "prefeval: ttest: the differences of 1 of 1 run pair are the same on every query (rpp 1, "
+    "lexirecall 1): no variance, so the t-test gives p = 0\n"
 )
 
 
@@ -71,3 +72,22 @@ def test_the_api_warns_and_returns_the_same_numbers(three_queries):
         quiet = prefeval.discpower(qrels, [a, b], notify=None, **keywords)
     assert table.equals(quiet)
     assert table["percent"].tolist() == [100.0, 100.0]
+
+
+def test_the_constant_sample_notice_counts_run_pairs():
+    """Runs a, b, c on three queries, two metrics.  X: a - b = 1 on every query, c varies:
+    one constant pair.  Y: a - b = 1 and a - c = 1 on every query, b - c = 0 (constant but
+    0: p = 1, not counted): two.  Pairs on either measure: (a, b) and (a, c), 2 of the 3
+    run pairs (3 measure x pair rows of 6)."""
+    from prefeval.analysis.orderings import Evidence
+    from prefeval.analysis.significance import sample_caveats
+
+    metrics = {
+        "X": np.array([[1.0, 0.0, 5.0], [2.0, 1.0, 0.0], [3.0, 2.0, 7.0]]),
+        "Y": np.array([[1.0, 0.0, 0.0], [2.0, 1.0, 1.0], [3.0, 2.0, 2.0]]),
+    }
+    evidence = Evidence(["a", "b", "c"], ["1", "2", "3"], None, metrics)
+    assert sample_caveats(evidence, ("ttest",))[1] == (
+        "ttest: the differences of 2 of 3 run pairs are the same on every query (X 1, Y 2): "
+        "no variance, so the t-test gives p = 0"
+    )

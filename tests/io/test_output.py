@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers import as_other_user, invoke, on_terminal, readable_copies
 
@@ -574,6 +575,52 @@ def test_a_terminal_shows_an_aligned_table_with_4_decimals():
         "measure  kind     level  samples  tau_mean  tau_std    ties  agreement\n"
         "rpp      queries      2        2    1.0000   0.0000\n"
         "rpp      labels     0.5        2    1.0000   0.0000  0.1750     0.7188\n"
+    )
+
+
+def test_small_p_values_read_below_the_smallest_decimal_on_a_terminal_only():
+    """A p-value above 0 that 4 decimals would show as 0.0000 (or round up to 0.0001)
+    reads <0.0001 on a terminal (<0.01 with -p 2); 0 stays 0.0000, other columns and
+    the machine formats keep the values."""
+    from prefeval.io.writers import iter_chunks, readable_chunks
+
+    frame = pd.DataFrame(
+        {
+            "mean": [3e-7, 0.0, 0.5],
+            "p_value": [3e-7, 0.0, 0.00007],
+            "p_adjusted": [0.0001, 0.004, 0.5],
+        }
+    )
+    assert b"".join(readable_chunks([frame])).decode() == (
+        "  mean  p_value  p_adjusted\n"
+        "0.0000  <0.0001      0.0001\n"
+        "0.0000   0.0000      0.0040\n"
+        "0.5000  <0.0001      0.5000\n"
+    )
+    assert b"".join(readable_chunks([frame], precision=2)).decode() == (
+        "mean  p_value  p_adjusted\n"
+        "0.00    <0.01       <0.01\n"
+        "0.00     0.00       <0.01\n"
+        "0.50    <0.01        0.50\n"
+    )
+    assert b"".join(iter_chunks(frame, "tsv")).decode() == (
+        "mean\tp_value\tp_adjusted\n3e-07\t3e-07\t0.0001\n0.0\t0.0\t0.004\n0.5\t7e-05\t0.5\n"
+    )
+    sys03 = SAMPLE / "runs" / "input.sys03"
+    args = ["--pairs", "--test", "ttest", "-m", "rpp", "--no-baselines", *ARGS, sys03]
+    code, seen, _ = on_terminal("discpower", *args, delay=60)
+    assert code == 0
+    # the sample's rpp t-test p-values: 0.01995... (sys01 vs sys02), 9.9e-12, 6.7e-09;
+    # Bonferroni over 3 pairs: 0.05986..., 3.0e-11, 2.0e-08
+    assert (
+        seen.decode()
+        .replace("\r\n", "\n")
+        .endswith(
+            "measure  test   correction  run_a  run_b  p_value  p_adjusted\n"
+            "rpp      ttest  bonferroni  sys01  sys02   0.0200      0.0599\n"
+            "rpp      ttest  bonferroni  sys01  sys03  <0.0001     <0.0001\n"
+            "rpp      ttest  bonferroni  sys02  sys03  <0.0001     <0.0001\n"
+        )
     )
 
 
