@@ -708,13 +708,17 @@ def _disagreement(name, order_rows, pair_rows, digits, label=str) -> str:
 
 #: the title of the section of the runs x measures table
 TABLE_TITLE = "Runs x measures"
+#: the report's runs x measures table lists letters of significance up to this many runs
+#: (past it a cell's letters, even as ranges, outgrow a page)
+REPORT_LETTERS_MAX = 26
 
 
 def _table_section(study) -> Section:
     """The section "Runs x measures": the table papers print (``prefeval table``), one row
     per run in the MC4 order of the first preference measure, one column per measure
     (MC4 scores, baselines' means), the best in bold, each run's letter and the letters
-    of the runs it is significantly better than by the first of the report's tests."""
+    of the runs it is significantly better than by the first of the report's tests (up
+    to :data:`REPORT_LETTERS_MAX` runs; past it the values alone)."""
     ev, options = study.ev, study.options
     tested = study.pair_table[study.pair_table["test"] == study.tests[0]]
     frame = runs_table(ev, tested, study.means, alpha=options.alpha, orders=study.orders)
@@ -724,6 +728,7 @@ def _table_section(study) -> Section:
         queries=len(ev.query_ids),
         digits=options.digits,
         run_name=study.label,
+        letters=len(ev.runs) <= REPORT_LETTERS_MAX,
     )
     return Section(TABLE_TITLE, [block])
 
@@ -737,6 +742,7 @@ def runs_table_block(
     digits: int = 3,
     label: str = "table",
     run_name=str,
+    letters: bool = True,
 ) -> Table:
     """The runs x measures table of ``frame`` (a table of
     :func:`prefeval.analysis.table.runs_table`) as a :class:`Table`: one row per run in
@@ -746,8 +752,10 @@ def runs_table_block(
     measure in bold, the marks as superscripts; its caption says what the values and
     marks are (``order_by``: the measure the rows follow, as given to the table, None
     for the first preference measure; ``trials``: of the HSD or randomization test;
-    ``queries``: their number, when known; ``run_name``: run -> the name it goes by)."""
+    ``queries``: their number, when known; ``run_name``: run -> the name it goes by;
+    ``letters``: False to leave out the letters of significance, the caption saying so)."""
     against = "reference" in frame.columns
+    letters = letters or against
     measures = list(dict.fromkeys(frame["measure"]))
     runs = list(dict.fromkeys(frame["run"]))
     kinds = dict(zip(frame["measure"], frame["kind"]))
@@ -757,21 +765,21 @@ def runs_table_block(
     rows = []
     for run in runs:
         row = [Cell(run_name(run))]
-        if not against:
+        if not against and letters:
             row.append(Cell(cells[run, measures[0]].letter))
         for name in measures:
             got = cells[run, name]
             if run == reference and kinds[name] == "preference":
                 row.append(Cell("–", number=True))
                 continue
-            marks = got.marks if against else letter_ranges(got.marks, where)
+            marks = got.marks if against else letter_ranges(got.marks, where) if letters else ""
             row.append(
                 Cell(_number(got.value, digits), bold=bool(got.best), marks=marks, number=True)
             )
         rows.append(row)
-    header = (["run"] if against else ["run", "#"]) + measures
+    header = (["run"] if against or not letters else ["run", "#"]) + measures
     shown = None if reference is None else run_name(reference)
-    caption = _table_caption(frame, measures, kinds, order_by, trials, queries, shown)
+    caption = _table_caption(frame, measures, kinds, order_by, trials, queries, shown, letters)
     return Table(caption, header, rows, label, own_marks=True)
 
 
@@ -791,7 +799,9 @@ def letter_ranges(marks: str, where: dict[str, int]) -> str:
     return ",".join(f"{g[0]}-{g[-1]}" if len(g) >= 3 else ",".join(g) for g in groups)
 
 
-def _table_caption(frame, measures, kinds, order_by, trials, queries, reference) -> str:
+def _table_caption(
+    frame, measures, kinds, order_by, trials, queries, reference, letters=True
+) -> str:
     """What :func:`runs_table_block`'s table shows, in a paper's words."""
     preferences = [m for m in measures if kinds[m] == "preference"]
     over = f" over the {queries} queries" if queries is not None else " over the queries"
@@ -836,6 +846,15 @@ def _table_caption(frame, measures, kinds, order_by, trials, queries, reference)
         corrected = (
             f"{_CORRECTION_NAMES.get(correction, correction)} over the runs compared with "
             f"{reference} on the measure"
+        )
+    if reference is None and not letters:
+        runs = len(frame["run"].unique())
+        return (
+            "Runs x measures: "
+            + "; ".join(parts)
+            + f"; {rows}; the best run of each measure in bold. With {runs} runs the letters "
+            "of the runs each run is significantly better than are left out (they would "
+            "not fit a page); the matrices mark the significant pairs."
         )
     if reference is None:
         marks = (

@@ -107,3 +107,33 @@ def test_past_26_runs_the_printed_letters_are_ranges_of_rows():
     assert "b-e stands for the runs from b to e" in block.caption
     few = runs_table_block(table(evidence({"A": [1.0] * 10, "C": [0.0] * 10})))
     assert few.rows[0][2].marks == "b" and "stands for" not in few.caption
+
+
+def test_without_letters_the_table_keeps_values_and_bold_and_says_why():
+    from prefeval.present.report import runs_table_block
+
+    ev = evidence({f"r{i:02d}": [float(i)] * 10 for i in range(28)})
+    block = runs_table_block(table(ev, correction="none"), letters=False)
+    assert block.header == ["run", "AP"]
+    assert [row[0].text for row in block.rows[:2]] == ["r27", "r26"]
+    assert [row[1].text for row in block.rows[:2]] == ["27.000", "26.000"]
+    assert all(row[1].marks == "" for row in block.rows)
+    assert block.rows[0][1].bold and not block.rows[1][1].bold
+    assert "With 28 runs the letters" in block.caption and "(#)" not in block.caption
+
+
+@pytest.mark.parametrize("n_runs, letters", [(26, True), (27, False)])
+def test_the_report_lists_letters_up_to_26_runs(tmp_path, n_runs, letters):
+    import prefeval
+    from tests.helpers import write_qrels, write_run
+
+    qrels = write_qrels(tmp_path / "q.txt", [("1", 0, f"d{i}", 1) for i in range(4)])
+    runs = [
+        write_run(tmp_path / f"r{k:02d}.txt", [("1", f"d{(i + k) % 4}", 4 - i) for i in range(4)])
+        for k in range(n_runs)
+    ]
+    shown = prefeval.report(qrels, runs, measures="rpp", baselines=[], sections="table",
+                            trials=20, notify=None)  # fmt: skip
+    assert ("<th>#</th>" in shown.html) is letters
+    assert ("the letters of the runs each run is significantly better than are left out"
+            in shown.html) is not letters  # fmt: skip
