@@ -487,22 +487,33 @@ def short_names(runs) -> dict[str, str]:
     than :data:`NAME_MAX` characters; otherwise a name longer than that is cut to its
     first ``NAME_MAX - 1`` characters and ``…``, and the names cut alike are told apart
     by a number after the ``…`` (1, 2, ... or 01, 02, ... in the order of the full names,
-    the name cut shorter to make room), so that every run has one short name whatever
-    the order of the runs; should two runs still go by one name, every run is ``R1``,
-    ``R2``... in the order of the names."""
+    the name cut shorter to make room; runs whose shorter cuts meet are numbered
+    together), so that every run has one short name whatever the order of the runs;
+    should two runs still go by one name, every run is ``R1``, ``R2``... in the order of
+    the names."""
     runs = sorted(set(runs))
     if all(len(run) <= NAME_MAX for run in runs):
         return {run: run for run in runs}
     cut = {run: run if len(run) <= NAME_MAX else run[: NAME_MAX - 1] + "…" for run in runs}
-    groups: dict[str, list[str]] = {}
+    alike: dict[str, list[str]] = {}
     for run in runs:
-        groups.setdefault(cut[run], []).append(run)
-    for group in groups.values():
-        if len(group) > 1:
+        alike.setdefault(cut[run], []).append(run)
+    groups = [group for group in alike.values() if len(group) > 1]
+    while True:  # groups whose heads (cut shorter for the number) meet are numbered as one
+        heads: dict[str, list[str]] = {}
+        for group in groups:
             digits = len(str(len(group)))
-            for i, run in enumerate(group, start=1):
-                head = run[: max(1, min(len(run), NAME_MAX) - 1 - digits)]
-                cut[run] = f"{head}…{i:0{digits}d}"
+            for run in group:
+                heads.setdefault(run[: max(1, min(len(run), NAME_MAX) - 1 - digits)], []).append(
+                    run
+                )
+        if len(heads) == len(groups):
+            break
+        groups = [sorted(group) for group in heads.values()]
+    for head, group in heads.items():
+        digits = len(str(len(group)))
+        for i, run in enumerate(group, start=1):
+            cut[run] = f"{head}…{i:0{digits}d}"
     if len(set(cut.values())) < len(runs):
         width = len(str(len(runs)))
         return {run: f"R{i:0{width}d}" for i, run in enumerate(runs, start=1)}

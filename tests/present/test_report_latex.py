@@ -148,6 +148,20 @@ def test_short_names_by_hand():
     assert short_names(["a", "b-" * 7]) == {"a": "a", "b-" * 7: "b-" * 7}  # none too long
 
 
+def test_short_names_numbered_together_where_their_shorter_cuts_meet():
+    # cut alike in two groups ("bm25+rm3_k1=0…", "bm25+rm3_k1=1…") whose heads, cut one
+    # character shorter for the number, are both "bm25+rm3_k1=": one numbering
+    runs = ["bm25+rm3_k1=0.5_b=0.3", "bm25+rm3_k1=0.9_b=0.4", "bm25+rm3_k1=1.2_b=0.75",
+            "bm25+rm3_k1=1.2_b=0.8", "bm25"]  # fmt: skip
+    assert short_names(runs) == {
+        "bm25": "bm25",
+        "bm25+rm3_k1=0.5_b=0.3": "bm25+rm3_k1=…1",
+        "bm25+rm3_k1=0.9_b=0.4": "bm25+rm3_k1=…2",
+        "bm25+rm3_k1=1.2_b=0.75": "bm25+rm3_k1=…3",
+        "bm25+rm3_k1=1.2_b=0.8": "bm25+rm3_k1=…4",
+    }
+
+
 def test_short_names_many_alike_are_unique():
     runs = [f"a-very-long-common-prefix-{i}" for i in range(130)]
     names = short_names(runs)
