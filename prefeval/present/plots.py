@@ -250,7 +250,9 @@ def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None
 MIN_LABEL_PT = 4.5
 #: the white margin (inches) around a heat map drawn at a given width
 _MARGIN = 0.015
-_GAP = 0.4  # points between two neighbouring names
+_GAP = (
+    0.6  # points between two neighbouring names (their measured heights scale not quite linearly)
+)
 
 
 def _text_sizes(fig, texts, size):

@@ -173,15 +173,44 @@ def test_short_names_many_alike_are_unique():
 # ------------------------------------------------------------------ 40 and 130 runs
 
 
+def drawing(monkeypatch) -> list:
+    """The figures the report draws from now on (their bytes as before)."""
+    drawn = []
+
+    def keep(fig, fmt):
+        drawn.append(fig)
+        return saved_bytes(fig, fmt)
+
+    saved_bytes = reports.figure_bytes
+    monkeypatch.setattr(reports, "figure_bytes", keep)
+    return drawn
+
+
+def check_heatmaps(figures, n_heatmaps: int) -> None:
+    """The report's heat maps, as it drew them for a column: no two names overlap, all
+    text inside the figure, the matrix at least 80% of the column, the colour bar no
+    taller than the matrix (measured as tests/present/test_figure_layout.py measures)."""
+    from test_figure_layout import check_layout, saved
+
+    heatmaps = [fig for fig in figures if len(fig.axes) == 2]
+    assert len(heatmaps) == n_heatmaps
+    for fig in heatmaps:
+        width, height, renderer = saved(fig)
+        check_layout(fig, renderer, width, height)
+
+
 @pytest.fixture(scope="module")
 def forty(tmp_path_factory):
     folder = tmp_path_factory.mktemp("forty")
     qrels, runs = write_study(folder, 40)
-    return folder, report_tex(folder, qrels, runs)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        figures = drawing(monkeypatch)
+        text = report_tex(folder, qrels, runs)
+    return folder, text, figures
 
 
 def test_forty_runs(forty):
-    folder, text = forty
+    folder, text, figures = forty
     names = realistic_names(40)
     assert max(map(len, names)) == 40
     legend = check_latex(text, names)
@@ -189,6 +218,7 @@ def test_forty_runs(forty):
     # the data section points to the names; the heat maps' labels are the short ones
     assert "by their short names" in text
     assert "Run names" in text
+    check_heatmaps(figures, 2)  # rpp, lexirecall
 
 
 def test_forty_runs_compile_in_two_columns(forty):
@@ -212,12 +242,14 @@ def compile_two_columns(folder: Path) -> None:
     assert all(w <= 3 for w in overfull), overfull
 
 
-def test_hundred_thirty_runs(tmp_path):
+def test_hundred_thirty_runs(tmp_path, monkeypatch):
     qrels, runs = write_study(tmp_path, 130, queries=4, depth=5)
+    figures = drawing(monkeypatch)
     text = report_tex(
         tmp_path, qrels, runs, "-m", "rpp", "--sections", "summary,data,baselines,matrices"
     )
     check_latex(text, realistic_names(130))
+    check_heatmaps(figures, 2)  # rpp, lexirecall
     if shutil.which("pdflatex") is not None:
         compile_two_columns(tmp_path)
 
