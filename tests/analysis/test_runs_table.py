@@ -124,8 +124,9 @@ def test_without_letters_the_table_keeps_values_and_bold_and_says_why():
 
 @pytest.mark.parametrize("n_runs, letters", [(26, True), (27, False)])
 def test_the_report_lists_letters_up_to_26_runs(tmp_path, n_runs, letters):
-    import prefeval
     from helpers import write_qrels, write_run
+
+    import prefeval
 
     qrels = write_qrels(tmp_path / "q.txt", [("1", 0, f"d{i}", 1) for i in range(4)])
     runs = [
