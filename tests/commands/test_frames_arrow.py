@@ -353,7 +353,7 @@ def test_report_shown_inline_writes_nothing(tables, tmp_path, monkeypatch):
     assert written == [str(tmp_path / "r.html")]
     page = (tmp_path / "r.html").read_text()
     headings = re.findall(r"<h[1-3]>([^<]*)</h[1-3]>", page)
-    assert headings[:4] == ["prefeval report", "Summary", "Data", "Baselines"]
+    assert headings[:4] == ["prefeval report", "Summary", "Runs x measures", "Data"]
     assert re.findall(r"<h[1-3]>([^<]*)</h[1-3]>", shown.html) == headings
     frame = shown._repr_html_()
     assert frame.startswith("<iframe ") and frame.endswith("></iframe>")

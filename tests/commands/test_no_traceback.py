@@ -46,6 +46,10 @@ NOTICE = {
     "discpower": SMALL_SAMPLE,
     "report": SMALL_SAMPLE,
     "table": SMALL_SAMPLE,
+    # near-unanimous votes: t intervals past the range of a preference
+    "pairs": "prefeval: t interval clipped to [-1, 1], the range of a preference's mean "
+    "difference, on 2 of 3 run pairs (lexirecall 1, lexiprecision 2): the mean lies inside, "
+    "so the clipped interval holds it whenever the t interval does\n",
     # fewer queries than gate's minimum: inconclusive verdicts, exit 0
     "gate": "prefeval: 2 of 2 verdicts inconclusive: 20 evaluated queries, fewer than the "
     "minimum of 25 (rpp sys01 vs sys03, rpp sys02 vs sys03)\n",
