@@ -11,7 +11,7 @@ VENV_MIN := .venv-min
 BIN_MIN  := $(VENV_MIN)/bin
 MIN_VERSIONS := tests/minimum-versions.txt
 
-.PHONY: demo test test-min install install-test lint bench bench-smoke sample-data screenshot clean
+.PHONY: demo test test-min install install-test lint docs bench bench-smoke sample-data screenshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ lint: install-test
 	$(BIN)/ruff check prefeval tests bench
 	$(BIN)/ruff format --check prefeval tests bench
 	$(BIN)/lint-imports
+
+# docs/commands.md's --help blocks, rewritten by cog from the commands (tests/test_docs_cli.py
+# fails when the committed page differs)
+docs: install-test
+	$(BIN)/cog -r docs/commands.md
 
 bench: install
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
