@@ -38,7 +38,6 @@ from dataclasses import dataclass, field, fields, replace
 
 from .core.limits import MAX_RANK
 from .core.parallel import usable_cpus
-from .measures import MEASURES, parse_measure
 
 #: query partitions hold at most this many cube cells (queries x pairs x measures)
 PARTITION_CELLS = 1 << 22
@@ -269,7 +268,10 @@ def _check_measures(options: Options) -> None:
     """A preference measure named (``-m``, ``measures=``; each may be a comma list, parsed
     by the engine) that is no preference measure but a baseline metric (``AP``,
     ``nDCG@10``, ``map``) is an error that points to where metrics go: the baselines, or
-    ``metrics`` for the commands without them."""
+    ``metrics`` for the commands without them.  The measures (and numpy with them) are
+    imported here, when a measure is named, so that ``--help`` imports no library."""
+    from .measures import MEASURES, parse_measure
+
     for name in (part.strip() for spec in options.measures for part in spec.split(",")):
         try:
             parse_measure(name)
