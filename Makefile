@@ -2,6 +2,7 @@
 #   make demo   - create .venv, install prefeval (with its plot and dask extras), compare
 #                 the bundled sample runs
 #   make test   - create .venv with the test extras, run the whole test suite on every core
+#   make test-fast - the same without the tests marked slow (sweeps, Dask, resource limits)
 #   make test-min - the same in .venv-min, with the lowest versions pyproject allows
 PYTHON ?= python3
 VENV   := .venv
@@ -11,7 +12,7 @@ VENV_MIN := .venv-min
 BIN_MIN  := $(VENV_MIN)/bin
 MIN_VERSIONS := tests/minimum-versions.txt
 
-.PHONY: demo test test-min install install-test lint docs bench bench-smoke sample-data screenshot clean
+.PHONY: demo test test-fast test-min install install-test lint docs bench bench-smoke sample-data screenshot clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +51,11 @@ PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist worksteal
 
 test: install-test
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+
+# everything but the tests marked slow (the property and layout sweeps, Dask, the
+# resource limits): the whole suite is still `make test`, which CI runs
+test-fast: install-test
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow" $(PYTEST_ARGS)
 
 test-min: $(VENV_MIN)/.installed-test
 	$(BIN_MIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)

@@ -272,6 +272,7 @@ def _ran_or_one_line(status, stdout, stderr, expected: bytes, what) -> None:
     assert stderr.startswith("prefeval: "), (what, stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as on Linux")
 def test_address_space_limits_end_in_a_run_or_one_line(tmp_path):
     """ulimit -v (a batch scheduler's h_vmem): OpenBLAS, loaded late in a process near the
@@ -303,6 +304,7 @@ def test_address_space_limits_end_in_a_run_or_one_line(tmp_path):
     assert _limited({"RLIMIT_AS": 4_000_000 << 10}, args, tmp_path)[:2] == (0, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("files", [16, 32, 48])
 def test_dask_under_few_open_files_is_one_line(tmp_path, files, monkeypatch):
     """ulimit -n: a local Dask cluster short of files floods stderr with the scheduler's
@@ -337,6 +339,7 @@ def test_dask_under_few_open_files_is_one_line(tmp_path, files, monkeypatch):
     assert local[:2] == (0, expected), local[2]
 
 
+@pytest.mark.slow
 def test_dask_raises_a_soft_open_files_limit(tmp_path):
     resource = pytest.importorskip("resource", reason="resource limits are POSIX")
     pytest.importorskip("distributed", reason="the dask extra is not installed")
@@ -357,6 +360,7 @@ def test_dask_raises_a_soft_open_files_limit(tmp_path):
     assert proc.stdout.decode() == invoke("compare", QRELS, *RUNS).stdout
 
 
+@pytest.mark.slow
 def test_local_engine_under_few_open_files_is_the_same_every_time(tmp_path, monkeypatch):
     """ulimit -n 5 to 10, several tries each: the threads reading runs and the cache's
     folder descriptors share the limit (unchecked, some tries end in ``cannot read file:
@@ -383,6 +387,7 @@ def test_local_engine_under_few_open_files_is_the_same_every_time(tmp_path, monk
                 assert len(list(folder.rglob("*.entry"))) == len(runs), files
 
 
+@pytest.mark.slow
 def test_every_command_under_few_open_files_runs_or_is_one_line(tmp_path):
     """ulimit -n as low as Python starts with: each command runs (the local engine needs no
     more) or says so in one line, exit 2 (report's and --plot's image libraries opened

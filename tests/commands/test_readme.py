@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# every example of README.md and docs/, run as written: `make test` runs them, `make test-fast` not
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 #: the documents whose examples run, in this order
 DOCUMENTS = ("README.md", "docs/commands.md", "docs/api.md", "docs/ci.md")

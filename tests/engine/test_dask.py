@@ -13,6 +13,9 @@ from helpers import invoke, partition_cells, read_tsv
 pytest.importorskip("dask", reason="the dask extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
 
+# each test starts or reaches a Dask cluster: `make test` runs them, `make test-fast` not
+pytestmark = pytest.mark.slow
+
 from prefeval.core import ties  # noqa: E402
 from prefeval.engine import local as engine  # noqa: E402
 from prefeval.engine.dask import compare_partition  # noqa: E402

@@ -50,6 +50,9 @@ from hypothesis import strategies as st
 
 from prefeval.cli import cli
 
+# a sweep of every command over generated collections: `make test` runs it, `make test-fast` not
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 # PREFEVAL_EXAMPLES=5 runs five times as many examples (a slower, more thorough run)

@@ -13,10 +13,14 @@ from pathlib import Path
 
 import oracle
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import prefeval
+
+# property sweeps over generated collections: `make test` runs them, `make test-fast` not
+pytestmark = pytest.mark.slow
 
 # PREFEVAL_EXAMPLES=5 runs five times as many examples (a slower, more thorough run)
 SCALE = float(os.environ.get("PREFEVAL_EXAMPLES", "1"))
