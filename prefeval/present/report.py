@@ -1207,7 +1207,7 @@ def _tau_section(ev, taus, taus_frame, digits) -> Section:
         "tau",
         formats=("tex",),  # the heat map shows the values elsewhere
     )
-    groups, wide = _tex_column_groups(table, rotated=True)
+    groups, wide, _ = _tex_column_groups(table, rotated=True)
     fits = len(groups) == 1 and not wide
     figure = Figure(
         "tau",
@@ -1849,13 +1849,18 @@ def _tex_width(cells: list[Cell], header: str = "", rotated: bool = False) -> fl
     return chars * _TEX_CHAR_PT + _TEX_PAD_PT
 
 
-def _tex_wrapped(block: Table, rotated: bool = False) -> set[int]:
-    """The columns (after the first) set wrapped in a table wider than a paper's column:
-    those of text (not numbers) wider than :data:`_TEX_WRAP_PT`."""
-    widths = [
+def _tex_widths(block: Table, rotated: bool = False) -> list[float]:
+    """Every column's :func:`_tex_width`, the first included."""
+    return [
         _tex_width([r[i] for r in block.rows], block.header[i], rotated)
         for i in range(len(block.header))
     ]
+
+
+def _tex_wrapped(block: Table, widths: list[float]) -> set[int]:
+    """The columns (after the first) set wrapped in a table wider than a paper's column
+    (``widths``: :func:`_tex_widths`): those of text (not numbers) wider than
+    :data:`_TEX_WRAP_PT`."""
     if sum(widths) <= _TEX_COLUMN_PT:
         return set()
     return {
@@ -1876,30 +1881,26 @@ def _balanced(columns: list[int], k: int) -> list[list[int]]:
     return groups
 
 
-def _tex_column_groups(block: Table, rotated: bool) -> tuple[list[list[int]], bool]:
+def _tex_column_groups(block: Table, rotated: bool) -> tuple[list[list[int]], bool, set[int]]:
     """The columns of a table (after the first) in groups, each printed as a table beside
     the first column, and whether they are printed across both columns of a two-column
     paper (``table*``): one group in a column when the table fits it, else one group
     across both columns when it fits them, else as few groups as fit both columns, of
     about equal size and never of one column alone (a table of many columns: groups of
-    two, shrunk to fit)."""
+    two, shrunk to fit); and the columns set wrapped (:func:`_tex_wrapped`)."""
     stub = _tex_width([r[0] for r in block.rows], block.header[0])
-    wrapped = _tex_wrapped(block, rotated)
-    widths = {
-        i: _TEX_WRAP_PT
-        if i in wrapped
-        else _tex_width([r[i] for r in block.rows], block.header[i], rotated)
-        for i in range(1, len(block.header))
-    }
+    measured = _tex_widths(block, rotated)
+    wrapped = _tex_wrapped(block, measured)
+    widths = {i: _TEX_WRAP_PT if i in wrapped else measured[i] for i in range(1, len(block.header))}
     columns = list(range(1, len(block.header)))
     total = stub + sum(widths.values())
     if total <= _TEX_COLUMN_PT or len(columns) <= 1:
-        return [columns] if columns else [[]], _TEX_COLUMN_PT < total
+        return [columns] if columns else [[]], _TEX_COLUMN_PT < total, wrapped
     for k in range(1, len(columns) // 2 + 1):
         groups = _balanced(columns, k)
         if all(stub + sum(widths[i] for i in g) <= _TEX_TEXT_PT for g in groups):
-            return groups, True
-    return _balanced(columns, len(columns) // 2), True
+            return groups, True, wrapped
+    return _balanced(columns, len(columns) // 2), True, wrapped
 
 
 def _tex_row(cells: list[str]) -> str:
@@ -1920,10 +1921,9 @@ def _tex_table(block: Table, note: str) -> list[str]:
     matrix = block.label.endswith("-matrix") or block.label == "tau"  # run or measure names
     data = block.label == "data"
     if data:
-        groups, wide = [list(range(1, len(block.header)))], False
+        groups, wide, wraps = [list(range(1, len(block.header)))], False, set()
     else:
-        groups, wide = _tex_column_groups(block, matrix)
-    wraps = set() if data else _tex_wrapped(block, matrix)
+        groups, wide, wraps = _tex_column_groups(block, matrix)
     env = "table*" if wide else "table"
     chunks = [block.rows[i : i + LATEX_ROWS] for i in range(0, len(block.rows), LATEX_ROWS)]
     label = _tex_label(block.label)
