@@ -65,18 +65,19 @@ def report(inputs, prefs, metrics_file, against, output):
     """The whole study in one document: HTML, Markdown or LaTeX.
 
     A summary (each measure's first run and how many runs it beats significantly, the
-    baseline agreeing least); the data; the baselines' means per run with significance
-    marks; per preference measure the runs x runs matrix of mean preference with
-    significance marks (past 10 runs a heat map, the numbers in FILE-matrix-<measure>.csv)
-    and its MC4 ordering beside each baseline's; discriminative power (table and
-    curves); Kendall's tau between all measures (a heat map; in .tex a table when it
-    fits); agreement and ties; with --robustness the robustness curves; with --against
-    RUN, after the data, each
-    run against RUN as `prefeval gate` tests it. The format comes from the extension of -o:
-    .html is one self-contained page; .md and .tex get their figures written beside
-    them (FILE-<figure>.svg, FILE-<figure>.pdf). In .tex, when a run name is longer
-    than 14 characters every run goes by a short name, and a table after the data maps
-    the short names to the full ones. --sections keeps only the sections named.
+    baseline agreeing least); the runs x measures table of `prefeval table`; the data;
+    the baselines' means per run with significance marks; per preference measure the
+    runs x runs matrix of mean preference with significance marks (past 10 runs a heat
+    map, the numbers in FILE-matrix-<measure>.csv) and its MC4 ordering beside each
+    baseline's; discriminative power (table and curves); Kendall's tau between all
+    measures (a heat map; in .tex a table when it fits); agreement and ties; with
+    --robustness the robustness curves; with --against RUN, after the data, each run
+    against RUN as `prefeval gate` tests it; the references. The format comes from the
+    extension of -o: .html is one self-contained page; .md and .tex get their figures
+    written beside them (FILE-<figure>.svg, FILE-<figure>.pdf), .tex its references'
+    BibTeX (FILE-references.bib). In .tex, when a run name is longer than 14 characters
+    every run goes by a short name, and a table after the data maps the short names to
+    the full ones. --sections keeps only the sections named.
 
     \b
     Example:
