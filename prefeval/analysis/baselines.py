@@ -67,6 +67,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -141,7 +142,7 @@ class Baseline:
     kind: str
     intent_aware: bool
     #: the ir_measures Measure (``kind == 'irm'``)
-    measure: object = field(default=None, compare=False, repr=False)
+    measure: Any = field(default=None, compare=False, repr=False)
     #: native parameters: ``(("exposure", ...), ("gamma", ...))`` for TSE
     params: tuple = field(default=(), compare=False, repr=False)
 
@@ -505,7 +506,7 @@ class _Ranking:
     each query."""
 
     q: np.ndarray  # index into the evaluated query list, ascending
-    doc_id: object  # pyarrow string array
+    doc_id: Any  # pyarrow string array
     score: np.ndarray
     bounds: np.ndarray  # rows of query k: bounds[k]:bounds[k+1]
 
@@ -879,10 +880,10 @@ def _empty_ranking_values(targets: dict, qrels_input: dict, judged, nb: int, qpo
 class _Group:
     """One ir-measures evaluator, built once for all runs, and the baselines it computes."""
 
-    evaluator: object
+    evaluator: Any
     targets: dict  # evaluated measure -> [baseline index]
     ia: bool  # intent-aware: subtopic qrels, ndeval
-    qrels_input: object
+    qrels_input: Any
     judged: pd.Series  # docnos of the qrels rows
     _empty: np.ndarray | None = None
 

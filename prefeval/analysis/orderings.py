@@ -53,7 +53,7 @@ class Evidence:
 
     runs: list[str]
     query_ids: list[str]
-    cube: object = None
+    cube: PreferenceCube | None = None
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
     higher_is_better: dict[str, bool] = field(default_factory=dict)
     streamed: dict = field(default_factory=dict)

@@ -33,7 +33,7 @@ from ..core.moments import BlockMoments, PairMoments
 from ..core.parallel import in_order
 from ..core.positions import RunPositions
 from ..core.progress import stderr_notice
-from ..core.qrels import Qrels
+from ..core.qrels import Qrels, RelevantSet
 from ..io.runs import RunSet
 from ..options import Options
 
@@ -107,7 +107,7 @@ class Partitions:
     engine keeps them, and whether the fold keeps win rates in a temporary file
     (:func:`~prefeval.core.cube.rate_keeper`; the Dask engine's choice)."""
 
-    relevant: object
+    relevant: RelevantSet
     names: list[str]
     measures: list[str]
     pairs: np.ndarray
@@ -280,9 +280,9 @@ class Gathered:
     cube, or the streamed win rates and moments, and the reduced runs (or their position
     matrix)."""
 
-    relevant: object
+    relevant: RelevantSet
     names: list[str]
-    cube: object = None
+    cube: PreferenceCube | None = None
     streamed: dict | None = None
     streamed_pairs: np.ndarray | None = None
     signs: dict | None = None
