@@ -397,6 +397,7 @@ def without_runid(texts) -> tuple[list, bool]:
     whether it was among them (alone or in a list)."""
     if isinstance(texts, (str, Baseline)):
         texts = [texts]
+    out: list
     out, found = [], False
     for text in texts:
         pieces = _split_list(text.strip()) if isinstance(text, str) else [text]
@@ -434,6 +435,7 @@ def _expand(text) -> list[Baseline]:
 
 def _split_list(text: str) -> list[str]:
     """``text`` cut at commas and blanks outside parentheses."""
+    current: list[str]
     pieces, depth, current = [], 0, []
     for ch in text:
         depth += (ch == "(") - (ch == ")")
@@ -1068,7 +1070,7 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -
     part, built once for all runs (``judged``: per flavour, the docnos judged for every
     evaluated query, when ``qpos`` are some of them)."""
     evaluators: list[_Group] = []
-    groups = {False: [], True: []}
+    groups: dict[bool, list] = {False: [], True: []}
     for i, b in enumerate(parsed):
         if b.kind == "irm" and b.measure.NAME != "NumRel":
             groups[b.intent_aware].append(i)
@@ -1330,6 +1332,7 @@ class _Totals:
                     columns.name, columns.path, qvals.take(ranking.q), ranking.doc_id,
                     ranking.score,
                 )  # fmt: skip
+                assert self.codes is not None  # made with the relevant documents
                 part = self.codes.positions(ordered, None)
                 self.found[r].append((part.doc, part.rank))
                 self.retrieved[r] += part.retrieved

@@ -77,6 +77,7 @@ class Evidence:
 
     def preferences(self, name: str) -> np.ndarray:
         """(pairs x queries) Delta values of a preference measure (NaN: not evaluated)."""
+        assert self.cube is not None  # a streamed measure's values are not kept
         return self.cube.values[self.cube.measures.index(name)]
 
     def name_order(self) -> np.ndarray:
@@ -103,6 +104,7 @@ class Evidence:
                 return rates.load()
             return rates
         values = self.preferences(name)
+        assert self.cube is not None  # preferences() holds it
         return win_rates(values, self.cube.pairs, len(self.runs))
 
     def tally(self, name: str) -> RankTally | None:

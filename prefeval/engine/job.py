@@ -13,7 +13,7 @@ chosen from the options in one place (:func:`prefeval.engine.engines.engine_for`
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -112,8 +112,8 @@ class Partitions:
     measures: list[str]
     pairs: np.ndarray
     ranges: list[range]
-    like: PreferenceCube
-    results: Iterator[PartitionResult]
+    like: PreferenceCube | None
+    results: Generator[PartitionResult, None, None]
     positions: list | None = None
     spill: bool = False
     #: with ``Want.positions``, where the engine keeps it instead of ``positions``: the
@@ -238,11 +238,14 @@ def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterato
     """compare's tables: the per-query rows of each partition (with ``per_query``), as they
     come, then the summary rows (with ``summary``), added block by block in query order
     (:class:`~prefeval.core.cube.SummaryAccumulator`): memory holds one partition."""
+    like = parts.like
+    assert like is not None  # compare's partitions carry the summary's shape
     total = SummaryAccumulator()
     try:
         for result in parts.results:
-            total.add_blocks(result.block_sums, result.counts, parts.like)
+            total.add_blocks(result.block_sums, result.counts, like)
             if per_query:
+                assert result.frame is not None  # asked for with ``per_query``
                 yield from result.frame
     finally:
         parts.results.close()  # a Dask client and its cluster, also when writing stops
