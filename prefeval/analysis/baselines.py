@@ -67,6 +67,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -141,7 +142,7 @@ class Baseline:
     kind: str
     intent_aware: bool
     #: the ir_measures Measure (``kind == 'irm'``)
-    measure: object = field(default=None, compare=False, repr=False)
+    measure: Any = field(default=None, compare=False, repr=False)
     #: native parameters: ``(("exposure", ...), ("gamma", ...))`` for TSE
     params: tuple = field(default=(), compare=False, repr=False)
 
@@ -396,6 +397,7 @@ def without_runid(texts) -> tuple[list, bool]:
     whether it was among them (alone or in a list)."""
     if isinstance(texts, (str, Baseline)):
         texts = [texts]
+    out: list
     out, found = [], False
     for text in texts:
         pieces = _split_list(text.strip()) if isinstance(text, str) else [text]
@@ -433,6 +435,7 @@ def _expand(text) -> list[Baseline]:
 
 def _split_list(text: str) -> list[str]:
     """``text`` cut at commas and blanks outside parentheses."""
+    current: list[str]
     pieces, depth, current = [], 0, []
     for ch in text:
         depth += (ch == "(") - (ch == ")")
@@ -505,7 +508,7 @@ class _Ranking:
     each query."""
 
     q: np.ndarray  # index into the evaluated query list, ascending
-    doc_id: object  # pyarrow string array
+    doc_id: Any  # pyarrow string array
     score: np.ndarray
     bounds: np.ndarray  # rows of query k: bounds[k]:bounds[k+1]
 
@@ -879,10 +882,10 @@ def _empty_ranking_values(targets: dict, qrels_input: dict, judged, nb: int, qpo
 class _Group:
     """One ir-measures evaluator, built once for all runs, and the baselines it computes."""
 
-    evaluator: object
+    evaluator: Any
     targets: dict  # evaluated measure -> [baseline index]
     ia: bool  # intent-aware: subtopic qrels, ndeval
-    qrels_input: object
+    qrels_input: Any
     judged: pd.Series  # docnos of the qrels rows
     _empty: np.ndarray | None = None
 
@@ -1067,7 +1070,7 @@ def _evaluators(qrels: Qrels, general, parsed, level, qpos: dict, judged=None) -
     part, built once for all runs (``judged``: per flavour, the docnos judged for every
     evaluated query, when ``qpos`` are some of them)."""
     evaluators: list[_Group] = []
-    groups = {False: [], True: []}
+    groups: dict[bool, list] = {False: [], True: []}
     for i, b in enumerate(parsed):
         if b.kind == "irm" and b.measure.NAME != "NumRel":
             groups[b.intent_aware].append(i)
@@ -1329,6 +1332,7 @@ class _Totals:
                     columns.name, columns.path, qvals.take(ranking.q), ranking.doc_id,
                     ranking.score,
                 )  # fmt: skip
+                assert self.codes is not None  # made with the relevant documents
                 part = self.codes.positions(ordered, None)
                 self.found[r].append((part.doc, part.rank))
                 self.retrieved[r] += part.retrieved

@@ -18,7 +18,7 @@ from ..core.cube import against_pairs, arrays_set_aside
 from ..core.errors import InputError
 from ..core.positions import position_matrix
 from ..core.progress import stderr_notice
-from ..core.qrels import query_sort_key
+from ..core.qrels import Qrels, RelevantSet, query_sort_key
 from ..engine.engines import engine_for
 from ..engine.job import Engine, Job, Want, fold_evidence
 from ..engine.local import relevant_with_notice
@@ -43,11 +43,11 @@ class Inputs:
     """Evidence plus what is needed to recompute it (robustness experiments)."""
 
     evidence: Evidence
-    qrels: object = None
-    run_sources: dict = field(default_factory=dict)
-    relevant: object = None
-    positions: list = None
-    measures: list = None
+    qrels: Qrels | None = None
+    run_sources: RunSet = field(default_factory=lambda: RunSet([]))
+    relevant: RelevantSet | None = None
+    positions: list | None = None
+    measures: list | None = None
     baselines: list[str] = field(default_factory=list)
     relevance_level: float | None = None
     max_docs: int | None = None
@@ -68,6 +68,7 @@ class Inputs:
             waiting.close()  # reads the matrix back into ``held``
             self.matrix = held.pop()
         if self.matrix is None and self.positions is not None:
+            assert self.relevant is not None  # set with the positions
             self.matrix = position_matrix(self.positions, self.relevant)
         return self.matrix
 
@@ -182,7 +183,7 @@ def _cube_from_prefs(prefs, metrics, judged, options: Options, notify):
         with_subtopics = None
         if relevant.has_subtopics:
             with_subtopics = {
-                q for q, s in zip(relevant.query_ids, relevant.subtopics) if s.shape[1]
+                q for q, s in zip(relevant.query_ids, relevant.subtopics or []) if s.shape[1]
             }
         cube = _on_queries(cube, relevant.query_ids, prefs, notify, judged.name, with_subtopics)
     elif metrics is not None:
@@ -204,20 +205,21 @@ def _computed_cube(inputs: Inputs, metrics, options: Options, notify, want: Want
     judged, sources = inputs.qrels, inputs.run_sources
     if judged is None or len(sources) < 2:
         raise InputError("<arguments>", None, "give QRELS and two or more RUNs, or --prefs")
-    inputs.measures = parse_measures(list(options.measures), judged.has_subtopics)
+    measures = parse_measures(list(options.measures), judged.has_subtopics)
+    inputs.measures = measures
     # the baselines read the runs again: from the columns the engine parsed, where
     # they fit (KEEP_COLUMNS), else parsed again from the bytes the run set holds
     no_baselines, against = options.baselines == (), options.against
     sources.keep_columns(not no_baselines and metrics is None and _columns_fit(sources))
     chosen = against_pairs(list(sources), against) if against else None
-    job = Job(judged, sources, inputs.measures, options, chosen, notify)
+    job = Job(judged, sources, measures, options, chosen, notify)
     # the whole cube, or with ``stream`` the win rates and moments merged partition
     # by partition (memory then holds one partition's preferences)
     got = fold_evidence((engine or engine_for(options)).partitions(job, want), want)
     inputs.relevant, inputs.positions, inputs.matrix = got.relevant, got.positions, got.matrix
     if got.cube is None:
         inputs.evidence = Evidence(
-            got.names, list(got.relevant.query_ids), streamed=got.streamed,
+            got.names, list(got.relevant.query_ids), streamed=got.streamed or {},
             streamed_pairs=got.streamed_pairs, signs=got.signs or {},
         )  # fmt: skip
     return got.cube

@@ -53,7 +53,7 @@ class Evidence:
 
     runs: list[str]
     query_ids: list[str]
-    cube: object = None
+    cube: PreferenceCube | None = None
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
     higher_is_better: dict[str, bool] = field(default_factory=dict)
     streamed: dict = field(default_factory=dict)
@@ -77,6 +77,7 @@ class Evidence:
 
     def preferences(self, name: str) -> np.ndarray:
         """(pairs x queries) Delta values of a preference measure (NaN: not evaluated)."""
+        assert self.cube is not None  # a streamed measure's values are not kept
         return self.cube.values[self.cube.measures.index(name)]
 
     def name_order(self) -> np.ndarray:
@@ -103,6 +104,7 @@ class Evidence:
                 return rates.load()
             return rates
         values = self.preferences(name)
+        assert self.cube is not None  # preferences() holds it
         return win_rates(values, self.cube.pairs, len(self.runs))
 
     def tally(self, name: str) -> RankTally | None:

@@ -62,7 +62,7 @@ def query_robustness(
     ):
         if not 1 <= k <= n_q:
             raise ValueError(f"--queries {k}: must be between 1 and {n_q} (evaluated queries)")
-        taus = {name: [] for name in full}
+        taus: dict[str, list] = {name: [] for name in full}
         for _ in range(samples):
             chosen = np.sort(rng.choice(n_q, size=k, replace=False))
             # one measure's values on the chosen queries at a time (all of them at once
@@ -99,6 +99,7 @@ def keep_labels(relevant, matrix: np.ndarray, fraction: float, policy: str, rng)
         elif policy == "pool":
             # remove the most-retrieved documents first: keep the least retrieved
             tiebreak = rng.random(m)
+            assert retrieved_by is not None  # counted for this policy
             ranked = np.lexsort((tiebreak, retrieved_by[lo:hi]))
             chosen = ranked[:n_keep]
         else:
@@ -272,7 +273,7 @@ def _reduced_evidence(inputs, keep: np.ndarray, kept: np.ndarray) -> Evidence:
     got = fold_evidence(parts, want)
     reduced = Evidence(
         evidence.runs, evidence.query_ids, None, {}, dict(evidence.higher_is_better),
-        streamed=got.streamed, streamed_pairs=got.streamed_pairs, signs=got.signs,
+        streamed=got.streamed or {}, streamed_pairs=got.streamed_pairs, signs=got.signs or {},
     )  # fmt: skip
     return reduced
 

@@ -133,6 +133,7 @@ def _digit_groups(n: int) -> list[tuple[int, list[int]]]:
     groups whose radix product is at most :data:`_CODE_LIMIT`, one uint64 draw each:
     ``(product, steps)``."""
     groups: list[tuple[int, list[int]]] = []
+    steps: list[int]
     product, steps = 1, []
     for k in range(n - 1, 0, -1):
         if product * (k + 1) > _CODE_LIMIT:
@@ -424,6 +425,7 @@ def sample_caveats(evidence: Evidence, tests=DEFAULT_TESTS) -> list[str]:
             any_measure = fixed if any_measure is None else any_measure | fixed
             counts += [f"{name} {int(fixed.sum())}"] if fixed.any() else []
         if counts:
+            assert any_measure is not None  # set by the measure counted
             total = len(any_measure)
             caveats.append(
                 f"ttest: the differences of {int(any_measure.sum())} of {total} run "
@@ -607,6 +609,7 @@ def pair_summary(
         )
     if counts and notify is not None:
         bottom, top = PREFERENCE_RANGE
+        assert clipped is not None  # set by the measure counted
         total = len(clipped)
         notify(
             f"{interval} interval clipped to [{bottom:g}, {top:g}], the range of a "

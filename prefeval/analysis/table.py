@@ -78,7 +78,7 @@ def row_order(evidence: Evidence, orders: pd.DataFrame, order_by: str) -> list[s
     order_by = canonical_measure(order_by, evidence.measures)
     mine = orders[orders["measure"] == order_by]
     key = dict(zip(mine["run"], zip(mine["rank"], mine["run"])))
-    return sorted(mine["run"], key=key.get)
+    return sorted(mine["run"], key=key.__getitem__)
 
 
 def known_measures(name: str) -> list:
@@ -202,9 +202,9 @@ def runs_table(
                 elif s < 0:
                     beaten[b].append(a)
             frame["letter"] = [letters[run] for run in runs]
+            at = position.__getitem__
             marks = [
-                joined([letters[r] for r in sorted(beaten[run], key=position.get)], len(runs))
-                for run in runs
+                joined([letters[r] for r in sorted(beaten[run], key=at)], len(runs)) for run in runs
             ]
         else:
             part = tested[tested["measure"] == name]

@@ -9,6 +9,7 @@ qrels, which subtopics each one is relevant to.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -68,9 +69,9 @@ class RelevantSet:
     # subtopic qrels only: per query a (m, T) boolean matrix and its subtopic ids
     subtopics: list[np.ndarray] | None = None
     subtopic_ids: list[np.ndarray] | None = None
-    _keys: object = None
-    _gid: object = None
-    _docnos: object = None
+    _keys: Any = None
+    _gid: Any = None
+    _docnos: Any = None
 
     @property
     def n_queries(self) -> int:

@@ -31,7 +31,7 @@ from ..core.cube import run_pairs
 from ..core.errors import InputError, SystemLimitError
 from ..core.positions import RunPositions, join_positions, missing_notice, run_positions
 from ..core.progress import progress_bar
-from ..core.qrels import Qrels
+from ..core.qrels import Qrels, RelevantSet
 from ..core.signals import SignalsHeld
 from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
@@ -517,7 +517,7 @@ class _Plan:
     """The client's side of a Dask computation: the evaluated queries, the runs, the
     partitions (the local engine's) and one delayed kernel call per partition."""
 
-    relevant: object
+    relevant: RelevantSet
     names: list[str]
     measures: list
     parts: list[range]

@@ -13,7 +13,7 @@ chosen from the options in one place (:func:`prefeval.engine.engines.engine_for`
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,7 +33,7 @@ from ..core.moments import BlockMoments, PairMoments
 from ..core.parallel import in_order
 from ..core.positions import RunPositions
 from ..core.progress import stderr_notice
-from ..core.qrels import Qrels
+from ..core.qrels import Qrels, RelevantSet
 from ..io.runs import RunSet
 from ..options import Options
 
@@ -107,13 +107,13 @@ class Partitions:
     engine keeps them, and whether the fold keeps win rates in a temporary file
     (:func:`~prefeval.core.cube.rate_keeper`; the Dask engine's choice)."""
 
-    relevant: object
+    relevant: RelevantSet
     names: list[str]
     measures: list[str]
     pairs: np.ndarray
     ranges: list[range]
-    like: PreferenceCube
-    results: Iterator[PartitionResult]
+    like: PreferenceCube | None
+    results: Generator[PartitionResult, None, None]
     positions: list | None = None
     spill: bool = False
     #: with ``Want.positions``, where the engine keeps it instead of ``positions``: the
@@ -238,11 +238,14 @@ def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterato
     """compare's tables: the per-query rows of each partition (with ``per_query``), as they
     come, then the summary rows (with ``summary``), added block by block in query order
     (:class:`~prefeval.core.cube.SummaryAccumulator`): memory holds one partition."""
+    like = parts.like
+    assert like is not None  # compare's partitions carry the summary's shape
     total = SummaryAccumulator()
     try:
         for result in parts.results:
-            total.add_blocks(result.block_sums, result.counts, parts.like)
+            total.add_blocks(result.block_sums, result.counts, like)
             if per_query:
+                assert result.frame is not None  # asked for with ``per_query``
                 yield from result.frame
     finally:
         parts.results.close()  # a Dask client and its cluster, also when writing stops
@@ -280,9 +283,9 @@ class Gathered:
     cube, or the streamed win rates and moments, and the reduced runs (or their position
     matrix)."""
 
-    relevant: object
+    relevant: RelevantSet
     names: list[str]
-    cube: object = None
+    cube: PreferenceCube | None = None
     streamed: dict | None = None
     streamed_pairs: np.ndarray | None = None
     signs: dict | None = None

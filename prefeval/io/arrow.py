@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -141,9 +142,9 @@ class ArrowRun:
     checked run names of its rows (``labels``) and its own (``label``).  ``rows``: the
     run's rows (what :func:`prefeval.io.runs.rows_estimate` counts)."""
 
-    table: object
+    table: Any
     rows: int
-    labels: object = None
+    labels: Any = None
     label: str | None = None
 
     def __len__(self) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -204,13 +205,13 @@ class RunColumns:
 
     name: str
     path: str
-    query_id: object
-    doc_id: object
+    query_id: Any
+    doc_id: Any
     score: np.ndarray
     doc_code: np.ndarray | None = None
-    doc_values: object = None
+    doc_values: Any = None
     query_code: np.ndarray | None = None
-    query_values: object = None
+    query_values: Any = None
     #: (the ``known`` array given to :func:`prefeval.io.text.parse_run`, each row's index
     #: in it or -1)
     known: tuple | None = None

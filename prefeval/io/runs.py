@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,7 +73,7 @@ class Run:
     name: str
     kind: str
     path: str | None
-    data: object = None
+    data: Any = None
     error: InputError | None = None
     keep: bool = False
     kept: RunColumns | None = field(default=None, repr=False)
