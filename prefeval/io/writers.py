@@ -1010,7 +1010,10 @@ def sweep_folders(parent: str) -> int:
                     pass
                 now = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
                 if os.path.samestat(now, os.fstat(folder)):
-                    shutil.rmtree(name, dir_fd=parent_fd)
+                    if sys.version_info >= (3, 11):
+                        shutil.rmtree(name, dir_fd=parent_fd)
+                    else:  # no dir_fd before Python 3.11
+                        shutil.rmtree(os.path.join(parent, name))
                     removed += 1
             except OSError:
                 pass

@@ -351,6 +351,26 @@ def test_a_killed_spill_s_folder_is_swept_by_a_later_one(tmp_path, scratch):
     assert sorted(scratch.iterdir()) == sorted([fresh, *others])  # the live one, killed
 
 
+def test_a_stale_folder_is_swept_where_rmtree_takes_no_folder_descriptor(scratch, monkeypatch):
+    """Python 3.10's ``shutil.rmtree`` has no ``dir_fd``: there a stale folder (unlocked,
+    untouched an hour) is removed by its path, what it holds too."""
+    import shutil
+    import time
+
+    pytest.importorskip("fcntl")
+    from prefeval.io import writers
+
+    stale = scratch / "prefeval-spill-stale"
+    stale.mkdir()
+    (stale / "0-1.arrow").write_bytes(b"rows")
+    os.utime(stale, (time.time() - 3600,) * 2)
+    rmtree = shutil.rmtree
+    monkeypatch.setattr(shutil, "rmtree", lambda path: rmtree(path))  # 3.10's: no dir_fd
+    monkeypatch.setattr(sys, "version_info", (3, 10, 0, "final", 0))
+    assert writers.sweep_folders(str(scratch)) == 1
+    assert list(scratch.iterdir()) == []
+
+
 MEMORY = """
 import sys
 import pyarrow as pa
