@@ -335,6 +335,7 @@ def _qrels_bytes(coll: _Collection, shape: Shape, qi, ids, g) -> bytes:
 def _subtopic_bytes(
     coll: _Collection, shape: Shape, qi, ids, g, rng: np.random.Generator
 ) -> tuple[bytes, int]:
+    assert shape.subtopics is not None  # called for the shapes with subtopics only
     lo, hi = shape.subtopics
     Q = coll.qids.size
     n_sub = rng.integers(lo, hi + 1, size=Q)

@@ -103,28 +103,28 @@ class PreferenceCube:
         n_m, n_p, n_q = self.values.shape
         pairs = self.pairs if len(self.pairs) else np.zeros((0, 2), dtype=np.int64)
         defined = ~np.isnan(self.values) if per_query else None
-        if summary:
-            means = self.summary() if means is None else means
+        means = (self.summary() if means is None else means) if summary else None
         # the codes of each column filled measure by measure in its smallest integer type
         # (as pandas keeps them): a partition's rows take no more than the frame itself
-        counts = defined.sum(axis=(1, 2)) if per_query else np.zeros(n_m, dtype=np.int64)
-        n_rows = int(counts.sum()) + (int((~np.isnan(means)).sum()) if summary else 0)
+        counts = defined.sum(axis=(1, 2)) if defined is not None else np.zeros(n_m, dtype=np.int64)
+        n_rows = int(counts.sum()) + (int((~np.isnan(means)).sum()) if means is not None else 0)
         m = np.empty(n_rows, dtype=_code_type(n_m))
         a = np.empty(n_rows, dtype=_code_type(len(self.runs)))
         b = np.empty(n_rows, dtype=a.dtype)
         q = np.empty(n_rows, dtype=_code_type(n_q + 1))
         v = np.empty(n_rows)
         at = 0
-        for k in range(n_m) if per_query else ():
-            flat = np.flatnonzero(defined[k])  # (pair, query) in pair, query order
-            pair, query = np.divmod(flat, max(n_q, 1))
-            end = at + len(flat)
-            m[at:end] = k
-            a[at:end], b[at:end] = pairs[pair, 0], pairs[pair, 1]
-            q[at:end] = query
-            v[at:end] = self.values[k].reshape(-1)[flat]
-            at = end
-        if summary:
+        if defined is not None:
+            for k in range(n_m):
+                flat = np.flatnonzero(defined[k])  # (pair, query) in pair, query order
+                pair, query = np.divmod(flat, max(n_q, 1))
+                end = at + len(flat)
+                m[at:end] = k
+                a[at:end], b[at:end] = pairs[pair, 0], pairs[pair, 1]
+                q[at:end] = query
+                v[at:end] = self.values[k].reshape(-1)[flat]
+                at = end
+        if means is not None:
             km, kp = np.nonzero(~np.isnan(means))
             m[at:], a[at:], b[at:] = km, pairs[kp, 0], pairs[kp, 1]
             q[at:] = n_q
@@ -140,10 +140,11 @@ class PreferenceCube:
         )
 
 
-def _code_type(n: int):
+def _code_type(n: int) -> type[np.signedinteger]:
     """The smallest signed integer type holding codes 0..n-1 (pandas' choice for n
     categories)."""
-    for kind in (np.int8, np.int16, np.int32):
+    kinds: tuple[type[np.signedinteger], ...] = (np.int8, np.int16, np.int32)
+    for kind in kinds:
         if n < np.iinfo(kind).max:
             return kind
     return np.int64
@@ -338,7 +339,7 @@ class SpilledRates:
         """Every row added, in order (queries x runs)."""
         self._file.seek(0)
         out = np.empty((self.rows, self.n_runs))
-        self._file.readinto(memoryview(out).cast("B"))
+        self._file.readinto(out.data.cast("B"))
         return out
 
     def close(self) -> None:

@@ -37,11 +37,13 @@ def cgroup_cpus() -> float | None:
     if text is not None:
         pairs.append(text.split()[:2])
     for quota_path, period_path in _CGROUP_V1:
-        pairs.append([_read(quota_path), _read(period_path)])
+        quota_text, period_text = _read(quota_path), _read(period_path)
+        if quota_text is not None and period_text is not None:
+            pairs.append([quota_text, period_text])
     for pair in pairs:
         try:
             quota, period = (int(x) for x in pair)  # "max" (v2), -1 (v1): no quota
-        except (TypeError, ValueError):
+        except ValueError:
             continue
         if quota > 0 and period > 0:
             return quota / period

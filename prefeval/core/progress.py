@@ -28,8 +28,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from contextlib import contextmanager
+from typing import Any
 
 from .terminal import escaped, shown
 
@@ -57,7 +58,7 @@ class CommandProgress:
     def __init__(self, enable: bool):
         self.enable = enable
         self.started = time.monotonic()
-        self.bar = None
+        self.bar: Any = None  # a tqdm bar (tqdm ships no types) or None
         self.depth = 0  # stages under way (nested ones do not touch the bar)
         self.parts = 0  # stages of the series under way (:func:`series`); 0: none
         self.part = 0  # the stages of it opened so far
@@ -66,7 +67,7 @@ class CommandProgress:
         bar = self.bar
         return bar is not None and bar.last_print_t >= bar.start_t + bar.delay
 
-    def _open(self, desc: str, unit: str, total) -> object:
+    def _open(self, desc: str, unit: str, total) -> Any:
         desc = escaped(desc)  # shown on a terminal only
         if self.parts:
             self.part += 1
@@ -107,7 +108,7 @@ class CommandProgress:
         if not self.enable or self.depth:
             yield from iterable
             return
-        if total is None and count is None and hasattr(iterable, "__len__"):
+        if total is None and count is None and isinstance(iterable, Sized):
             total = len(iterable)
         self.depth += 1
         try:

@@ -139,6 +139,7 @@ class RelevantSet:
             qids.append(qid)
             offsets.append(offsets[-1] + n)
             if self.subtopics is not None:
+                assert self.subtopic_ids is not None  # subtopic qrels hold both
                 mat = self.subtopics[k][keep[lo:hi]]
                 used = mat.any(axis=0)
                 subs.append(mat[:, used])

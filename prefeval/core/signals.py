@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
+from types import FrameType
 
 
 class SignalsHeld:
@@ -13,21 +15,23 @@ class SignalsHeld:
     :meth:`deliver` then hands the first one that came to its handler.  A second one is
     handled at once (a body that hangs can still be interrupted)."""
 
-    def __init__(self):
-        self.handlers: dict = {}
-        self.pending = None
+    def __init__(self) -> None:
+        self.handlers: dict[int, Callable[[int, FrameType | None], object]] = {}
+        self.pending: tuple[int, FrameType | None] | None = None
 
     def __enter__(self) -> SignalsHeld:
         if threading.current_thread() is threading.main_thread():
             for name in ("SIGINT", "SIGTERM", "SIGHUP"):
                 signum = getattr(signal, name, None)
-                handler = None if signum is None else signal.getsignal(signum)
+                if signum is None:
+                    continue
+                handler = signal.getsignal(signum)
                 if callable(handler):
                     self.handlers[signum] = handler
                     signal.signal(signum, self._hold)
         return self
 
-    def _hold(self, signum, frame) -> None:
+    def _hold(self, signum: int, frame: FrameType | None) -> None:
         if self.pending is None:
             self.pending = (signum, frame)
             return

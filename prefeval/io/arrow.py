@@ -207,4 +207,5 @@ def read_run(obj, name: str) -> RunColumns:
             None,
             "a table of many runs (a run column), not one run; give it as runs",
         )
+    assert one is not None  # table_runs gives the one run or the many
     return one.read(name)

@@ -219,13 +219,13 @@ class RunColumns:
     def __len__(self) -> int:
         return len(self.score)
 
-    def doc_codes(self) -> tuple[np.ndarray, object]:
+    def doc_codes(self) -> tuple[np.ndarray, Any]:
         """(code of every row's docno, the distinct docnos), computed once."""
         if self.doc_code is None:
             self.doc_code, self.doc_values = dictionary_codes(self.doc_id)
         return self.doc_code, self.doc_values
 
-    def query_codes(self) -> tuple[np.ndarray, object]:
+    def query_codes(self) -> tuple[np.ndarray, Any]:
         """(code of every row's query id, the distinct query ids), computed once."""
         if self.query_code is None:
             self.query_code, self.query_values = dictionary_codes(self.query_id)

@@ -129,7 +129,9 @@ def records_frame(items, value: str, where: str) -> pd.DataFrame:
 
 def nested_frame(mapping: Mapping, value: str, where: str) -> pd.DataFrame:
     """A DataFrame of a pytrec_eval dict ``{query_id: {doc_id: value}}``."""
-    queries, docs, values = [], [], []
+    queries: list[object] = []
+    docs: list[object] = []
+    values: list[object] = []
     for query, ranking in mapping.items():
         if not isinstance(ranking, Mapping):
             raise TypeError(

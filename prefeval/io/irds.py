@@ -27,7 +27,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 import pandas as pd
@@ -177,7 +179,7 @@ def _on_terminal(stream) -> bool:
 
 
 @contextmanager
-def _guarded_downloads(ir_datasets):
+def _guarded_downloads(ir_datasets: Any) -> Iterator[tuple[dict[str, str], set[str]]]:
     """ir_datasets' ``requests`` replaced, for the duration, by one whose ``get`` first
     checks that the URL's host (or its proxy) resolves and accepts a connection within
     :data:`REACH_SECONDS`; a host that does not is a ConnectionError at once, for every

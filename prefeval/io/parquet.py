@@ -331,6 +331,7 @@ def _many_run_columns(pfile, path: str) -> list[str]:
     """The run, query, document and score columns of a many-run table."""
     names = list(pfile.schema_arrow.names)
     run = find_column(names, RUN, path)
+    assert run is not None  # a many-run table (runs_column) has one
     return [
         run,
         need_column(names, QUERY, path, RUN_COLUMNS),
@@ -345,7 +346,9 @@ def _row_group_chunks(pfile, batch: int | None = None) -> list[list[int]]:
     reads ahead and holds most of a large file in Arrow's memory);
     small row groups together."""
     batch = batch or BATCH_ROWS
-    chunks, groups, rows = [], [], 0
+    chunks: list[list[int]] = []
+    groups: list[int] = []
+    rows = 0
     for group in range(pfile.num_row_groups):
         size = pfile.metadata.row_group(group).num_rows
         if groups and rows + size > batch // 2:
@@ -467,10 +470,10 @@ def _run_rows(
     def chunk_rows(chunk):
         return _chunk_rows(path, columns, data, *chunk, cuts=cuts)
 
-    for checked, error in _ordered(pool, ahead, chunk_rows, chunks):
+    for checked, failed in _ordered(pool, ahead, chunk_rows, chunks):
         yield from checked
-        if error is not None:
-            raise error
+        if failed is not None:
+            raise failed
 
 
 def _chunk_rows(
@@ -482,7 +485,7 @@ def _chunk_rows(
     own)."""
     import pyarrow as pa
 
-    checked = []
+    checked: list[tuple] = []
     try:
         pfile = open_parquet(path, data)
         # chunks are read on threads of their own: not on Arrow's too
@@ -527,6 +530,7 @@ def run_names(path: str, data=None) -> list[str]:
     only is read, batch by batch, as a dictionary where it is stored as one; ``data``:
     the file's stored bytes, see :func:`open_parquet`)."""
     column = find_column(list(open_parquet(path, data).schema_arrow.names), RUN, path)
+    assert column is not None  # a many-run table (runs_column) has one
     names: set[str] = set()
     for offset, batch in _batches(path, [column], data, dictionary=(column,)):
         names.update(_distinct_ids(batch.column(0), "run name", path, column, offset))
@@ -705,7 +709,7 @@ def _complete_groups(path: str, columns: list[str], data=None, pool=None, ahead:
     first group, a small block of its own; the rest of a batch is a block (slices, not
     copies).  A batch's groups are found where it is read (:func:`_group_cuts`, on the
     ``pool``'s threads: see :func:`_run_rows`; on this thread only without a pool)."""
-    carry = None
+    carry: tuple | None = None
     rows_read = _run_rows(path, columns, data, pool, ahead, threads=False, cuts=True)
     for offset, names, qid, docno, score, (second, last) in rows_read:
         if not len(score):

@@ -11,6 +11,7 @@ import sys
 import threading
 import weakref
 import zlib
+from typing import overload
 
 from ..core.errors import InputError
 
@@ -118,7 +119,11 @@ class StoredFile:
     def __len__(self) -> int:
         return self._size
 
-    def __getitem__(self, key) -> bytes:
+    @overload
+    def __getitem__(self, key: int) -> int: ...
+    @overload
+    def __getitem__(self, key: slice) -> bytes: ...
+    def __getitem__(self, key: int | slice) -> int | bytes:
         if isinstance(key, int):
             at = key + self._size if key < 0 else key
             if not 0 <= at < self._size:

@@ -160,7 +160,7 @@ class Spill:
 
     def __init__(self, parts: int):
         self.parts = parts
-        self._folder = None
+        self._folder: TemporaryFolder | None = None  # while entered
         self._files: list[tuple[str, list[str], dict[int, str]]] = []
 
     def __enter__(self) -> Spill:
@@ -172,6 +172,7 @@ class Spill:
         return self
 
     def __exit__(self, *exc) -> None:
+        assert self._folder is not None  # set by __enter__
         self._folder.cleanup()
 
     def add(self, path: str, pieces, names: list[str]) -> None:
@@ -179,6 +180,7 @@ class Spill:
         row's run as an int32 index into ``names``, query ids and docnos as Arrow string
         arrays, scores as float64; each piece checked by its reader) written to the
         partitions."""
+        assert self._folder is not None  # written inside its with block (__enter__)
         base = os.path.join(self._folder.name, str(len(self._files)))
         files = [f"{base}-{k}.arrow" for k in range(self.parts)]
         written = _spill(pieces, files)

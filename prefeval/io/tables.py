@@ -398,7 +398,7 @@ def table_input(table, required: list[str], what: str):
         c: id_strings(table[c], c, where) if c != "value" else float_values(table[c], c, where)
         for c in required
     }
-    missing = np.isnan(out["value"])
-    if missing.any():
-        raise InputError(where, None, f"row {int(np.argmax(missing))}: missing value")
+    undefined = np.isnan(out["value"])
+    if undefined.any():
+        raise InputError(where, None, f"row {int(np.argmax(undefined))}: missing value")
     return pd.DataFrame(out), where

@@ -33,7 +33,8 @@ import stat
 import sys
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -129,9 +130,10 @@ def float_text(values: np.ndarray, fmt: str):
     return text
 
 
-def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
+def _encoded(series: pd.Series) -> tuple[np.ndarray, Sequence[str | None] | None]:
     """Column as (codes, distinct strings); a missing value of a nullable integer or
-    boolean column (pandas ``Int64``, ``boolean``) has the text None."""
+    boolean column (pandas ``Int64``, ``boolean``) has the text None; a float column as
+    (its values, None)."""
     nullable = pd.api.types.is_extension_array_dtype(series.dtype) and (
         pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype)
     )
@@ -139,6 +141,7 @@ def _encoded(series: pd.Series) -> tuple[np.ndarray, list[str]]:
         missing = series.isna().to_numpy()
         numpy_dtype = series.dtype.numpy_dtype
         codes, texts = _encoded(series.fillna(numpy_dtype.type(0)).astype(numpy_dtype))
+        assert texts is not None  # an integer or boolean column has texts
         return np.where(missing, len(texts), codes), [*texts, None]
     if isinstance(series.dtype, pd.CategoricalDtype):
         cats = [str(c) for c in series.cat.categories]
@@ -552,7 +555,7 @@ def _write_parquet_frames(frames, output, precision) -> None:
     import pyarrow.parquet as pq
 
     def write(handle) -> None:
-        writer = None
+        writer: Any = None  # a pyarrow ParquetWriter, once the first piece is converted
         try:
             for frame in frames:
                 for lo, hi in row_groups(len(frame)):
@@ -819,7 +822,8 @@ class Replacement:
 
     def __init__(self, folder_fd: int, name: str, mode: int):
         self.folder_fd, self.name, self.mode = folder_fd, name, mode
-        self.tmp = self.handle = None
+        self.tmp: str | None = None
+        self.handle: io.BufferedWriter | None = None
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         flags |= getattr(os, "O_CLOEXEC", 0)
         fd = None
@@ -847,6 +851,8 @@ class Replacement:
     def commit(self) -> None:
         """Flush, fsync and rename the temporary file over the target."""
         try:
+            # both set by __init__ (which raises otherwise) until committed or abandoned
+            assert self.handle is not None and self.tmp is not None
             self.handle.flush()
             os.fsync(self.handle.fileno())
             os.chmod(self.handle.fileno(), self.mode)
@@ -1055,10 +1061,10 @@ class atomic_output:
 
     def __init__(self, path: str):
         self.path = os.fspath(path)
-        self.replacement = None
-        self.handle = None
-        self.folder_fd = None
-        self.stream_fd = None
+        self.replacement: Replacement | None = None
+        self.handle: io.BufferedWriter | None = None
+        self.folder_fd: int | None = None
+        self.stream_fd: int | None = None
 
     def __enter__(self):
         self.target, info = check_output(self.path)
@@ -1098,6 +1104,8 @@ class atomic_output:
     def _quiet(self) -> None:
         """A reader that went away (``| head``): the descriptor and its duplicate are
         pointed at /dev/null, so that nothing buffered fails again (at exit)."""
+        # called for a descriptor's output (``stream_fd``) once entered (``handle``)
+        assert self.stream_fd is not None and self.handle is not None
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             try:

@@ -17,6 +17,7 @@ and its entry here (:func:`register`); the engine, explain, the ``-m`` help and
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import groupby
 
@@ -30,7 +31,11 @@ from .rpp import GRADED, SUBTOPIC, WEIGHTINGS
 #: the families, by ``Measure.family``, in the order the engine and explain ask them
 FAMILIES: dict[str, Family] = {f.name: f for f in (GRADED, SUBTOPIC, LEXICOGRAPHIC)}
 #: per family, the table of its variants
-_VARIANTS = {"rpp": WEIGHTINGS, "strpp": WEIGHTINGS, "lexi": KERNELS}
+_VARIANTS: dict[str, Mapping[str, object]] = {
+    "rpp": WEIGHTINGS,
+    "strpp": WEIGHTINGS,
+    "lexi": KERNELS,
+}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+from typing import Any
 
 from ..core.terminal import escaped
 from ..io.writers import atomic_output
@@ -46,12 +47,21 @@ def plot_format(path) -> str:
     return ext
 
 
+def _colours() -> list:
+    """The colours of :data:`_PALETTE` in :data:`_ORDER`."""
+    from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
+
+    palette = colormaps[_PALETTE]
+    # a qualitative map: a tuple of RGB tuples
+    assert isinstance(palette, ListedColormap) and isinstance(palette.colors, tuple)
+    return [palette.colors[i] for i in _ORDER]
+
+
 def series_styles(measures) -> dict[str, dict]:
     """Line properties per measure: preference measures solid, baselines dashed; no
     (colour, linestyle) pair repeats for up to 20 measures of each kind."""
-    from matplotlib import colormaps
-
-    colours = [colormaps[_PALETTE].colors[i] for i in _ORDER]
+    colours = _colours()
     counts = [0, 0]
     styles = {}
     for name in dict.fromkeys(measures):
@@ -131,7 +141,7 @@ def discpower_figure(pair_table, alpha: float = 0.05, log: bool = False, ymax=No
     positive = pair_table["p_adjusted"].to_numpy(dtype=float)
     positive = positive[positive > 0]
     floor = 10.0 ** np.floor(np.log10(positive.min())) if len(positive) else 1e-3
-    alpha_style = {"color": "black", "linewidth": 0.9, "linestyle": (0, (1, 1.5))}
+    alpha_style: dict[str, Any] = {"color": "black", "linewidth": 0.9, "linestyle": (0, (1, 1.5))}
     with _rc():
         fig = _figure(figsize=(3.0 * max(1, len(tests)) + 1.8, 2.8))
         axes = fig.subplots(1, max(1, len(tests)), squeeze=False, sharey=True)[0]
@@ -192,14 +202,13 @@ def discpower_panels_figure(pair_table, alpha: float = 0.05, width: float | None
     floor, so the curves that reach 0 stay apart by where they leave it; each curve
     crosses the α line at its number of significant pairs."""
     import numpy as np
-    from matplotlib import colormaps
     from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
     tests = list(dict.fromkeys(pair_table["test"]))
     names = list(dict.fromkeys(pair_table["measure"]))
     groups = list(dict.fromkeys(sorted(map(measure_group, names), key=lambda g: g == "")))
-    colours = [colormaps[_PALETTE].colors[i] for i in _ORDER]
-    alpha_style = {"color": "black", "linewidth": 0.8, "linestyle": (0, (1, 1.5))}
+    colours = _colours()
+    alpha_style: dict[str, Any] = {"color": "black", "linewidth": 0.8, "linestyle": (0, (1, 1.5))}
     with _rc():
         nrows, ncols = max(1, len(tests)), max(1, len(groups))
         fig = _figure(figsize=(width or 0.5 + 3.3 * ncols, 0.35 + 1.85 * nrows))

@@ -563,7 +563,7 @@ def _references_section(sections, measures, tests, options, against) -> Section:
     ``against``: (table, its options) or None)."""
     keys = [MEASURES[str(m)].paper for m in measures if str(m) in MEASURES]
     for section in sections:
-        methods = _SECTION_METHODS.get(section.title, ("mc4", "tests"))
+        methods: tuple[str, ...] = _SECTION_METHODS.get(section.title, ("mc4", "tests"))
         if section.level == 2 and section.title not in _SECTION_METHODS:
             methods = ()
         for method in methods:
@@ -581,7 +581,9 @@ def _references_section(sections, measures, tests, options, against) -> Section:
 def _ranked(orders, name) -> list[str]:
     """The runs of measure ``name`` in the order of ``order`` (rank, then name)."""
     mine = orders[orders["measure"] == name]
-    return sorted(mine["run"], key=dict(zip(mine["run"], zip(mine["rank"], mine["run"]))).get)
+    return sorted(
+        mine["run"], key=dict(zip(mine["run"], zip(mine["rank"], mine["run"]))).__getitem__
+    )
 
 
 def _beaten(leader, name, pair_table, means, alpha) -> dict[str, set]:
@@ -997,7 +999,9 @@ def _baselines_section(ev, orders, pair_table, options, label=str) -> Section:
     digits, alpha = options.digits, options.alpha
     first = ev.metrics and next(iter(ev.metrics))
     runs = _ranked(orders, first)
-    score, best, marks = {}, {}, {}
+    score: dict[str, dict] = {}  # baseline -> run -> its mean
+    best: dict[str, set] = {}  # baseline -> its best runs
+    marks: dict[str, dict[str, str]] = {}  # baseline -> run -> the tests' marks
     for base in ev.metrics:
         mine = orders[orders["measure"] == base]
         score[base] = dict(zip(mine["run"], mine["score"]))
@@ -1085,7 +1089,7 @@ def _preference_sections(
     return sections
 
 
-def _matrix(order_rows, pair_rows) -> tuple[list[str], dict, object]:
+def _matrix(order_rows, pair_rows) -> tuple[list[str], dict, np.ndarray]:
     """(the runs in MC4 order (ties by name), run -> rank, the runs x runs matrix of mean
     Δ(row, column) in that order, NaN on the diagonal)."""
     rank = dict(zip(order_rows["run"], order_rows["rank"]))
@@ -1271,6 +1275,7 @@ def _robustness_section(inputs, options) -> Section:
         *(["fewer queries"] if sizes else []),
         *(["fewer relevance labels"] if labels else []),
     ]
+    block: str | Figure
     if not kinds:
         block = "Too few queries to sample fewer (and no runs to sample labels from)."
     else:
@@ -1350,7 +1355,8 @@ def _latex_char(char: str) -> str:
     if char in _LATEX_TEXT:
         return char
     if "\u00c0" <= char <= "\u017f":
-        letter, *accents = unicodedata.normalize("NFD", char)
+        decomposed = unicodedata.normalize("NFD", char)
+        letter, accents = decomposed[0], decomposed[1:]
         if letter.isascii() and letter.isalpha() and len(accents) == 1:
             if accents[0] in _LATEX_ACCENTS:
                 return char
@@ -1436,8 +1442,8 @@ def _render(report: Report, output, fmt: str, drawn: Callable) -> dict[str, byte
     """:func:`render` in format ``fmt``, calling ``drawn()`` after each figure."""
     ext = {"html": None, "md": "svg", "tex": "pdf"}[fmt]
     files: dict[str, bytes] = {}
-    paths = {}  # figure or download name -> its file name, beside the report
-    named = {}  # path -> the figure or download name it was made from
+    paths: dict[str, str] = {}  # figure or download name -> its file name, beside the report
+    named: dict[str, str] = {}  # path -> the figure or download name it was made from
     for section in report.sections:
         for block in section.blocks:
             if isinstance(block, References):
@@ -1459,6 +1465,7 @@ def _render(report: Report, output, fmt: str, drawn: Callable) -> dict[str, byte
             if isinstance(block, Download):
                 files[path] = block.data
             else:
+                assert ext is not None  # a figure is written beside a .md or .tex report only
                 width = None if fmt == "md" else TEXT_WIDTH if block.wide else COLUMN_WIDTH
                 files[path] = figure_bytes(block.draw(width), ext)
                 drawn()
@@ -1614,6 +1621,7 @@ def _holds(path: str, head: bytes | None, tail: bytes | None) -> bool:
             first = handle.read(_SIDE_PEEK)
             if head is not None:
                 return first.startswith(head)
+            assert tail is not None  # each kind of _SIDE_MARKS has a head or a tail
             handle.seek(max(0, os.fstat(handle.fileno()).st_size - _SIDE_PEEK))
             return tail in first or tail in handle.read(_SIDE_PEEK)
     except OSError:
@@ -1717,16 +1725,16 @@ def _html(report: Report, files: dict[str, str] | None, drawn: Callable = lambda
                     f'download="{html.escape(name)}">{html.escape(name)}</a>: '
                     f"{html.escape(block.caption)}.</p>"
                 )
-            elif isinstance(block, Download):
+            elif isinstance(block, Download) and files is not None:
                 target = _html_href(files[block.name])
                 out.append(
                     f'<p class="legend"><a href="{target}" download>'
                     f"{html.escape(files[block.name])}</a>: {html.escape(block.caption)}.</p>"
                 )
             elif "html" in block.formats:
-                svg = svg_text(block.draw(None)).encode("utf-8")
+                svg = svg_text(block.draw(None))
                 drawn()
-                svg = base64.b64encode(svg).decode("ascii")
+                svg = base64.b64encode(svg.encode("utf-8")).decode("ascii")
                 out.append(
                     f'<figure id="{html.escape(block.name)}"><img '
                     f'alt="{html.escape(block.caption)}" src="data:image/svg+xml;base64,{svg}">'
@@ -1921,7 +1929,7 @@ def _tex_table(block: Table, note: str) -> list[str]:
     matrix = block.label.endswith("-matrix") or block.label == "tau"  # run or measure names
     data = block.label == "data"
     if data:
-        groups, wide, wraps = [list(range(1, len(block.header)))], False, set()
+        groups, wide, wraps = [list(range(1, len(block.header)))], False, set[int]()
     else:
         groups, wide, wraps = _tex_column_groups(block, matrix)
     env = "table*" if wide else "table"
