@@ -4,6 +4,7 @@
 #   make test   - create .venv with the test extras, run the whole test suite on every core
 #   make test-fast - the same without the tests marked slow (sweeps, Dask, resource limits)
 #   make test-min - the same in .venv-min, with the lowest versions pyproject allows
+#   make lint   - ruff, the import contract (lint-imports) and the type checker (mypy)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -60,10 +61,12 @@ test-fast: install-test
 test-min: $(VENV_MIN)/.installed-test
 	$(BIN_MIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
+# ruff, the layers' import contract, and mypy on the package (its settings in pyproject.toml)
 lint: install-test
 	$(BIN)/ruff check prefeval tests bench
 	$(BIN)/ruff format --check prefeval tests bench
 	$(BIN)/lint-imports
+	$(BIN)/mypy prefeval
 
 # docs/commands.md's --help blocks, rewritten by cog from the commands (tests/test_docs_cli.py
 # fails when the committed page differs)
