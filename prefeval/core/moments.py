@@ -25,9 +25,8 @@ class PairMoments:
 
     def __init__(self, n_pairs: int):
         self.n = np.zeros(n_pairs, dtype=np.int64)
-        self.sums: np.ndarray | None = (
-            None  # the sums of the blocks so far, added in order (ties.running_sum)
-        )
+        # the sums of the blocks so far, added in order (ties.running_sum)
+        self.sums: np.ndarray | None = None
         self.block_mean = np.zeros(n_pairs)  # Chan's running mean (for M2 only)
         self.m2 = np.zeros(n_pairs)
         self.low = np.full(n_pairs, np.inf)
