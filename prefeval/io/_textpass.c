@@ -23,6 +23,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <float.h>
 #include <locale.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,26 +42,57 @@ static inline uint64_t mix64(uint64_t h)
     return h;
 }
 
-static uint64_t hash_bytes(const unsigned char *s, size_t n)
+/* a 64 by 64 bit multiplication folded to 64 bits (wyhash's mixing step) */
+static inline uint64_t mum(uint64_t a, uint64_t b)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t v;
-        memcpy(&v, s + i, 8);
-        h = mix64(h ^ v);
-    }
-    if (i < n) {
-        uint64_t v = 0;
-        memcpy(&v, s + i, n - i);
-        h = mix64(h ^ v ^ 0xff00000000000000ULL);
-    }
-    return mix64(h);
+#ifdef __SIZEOF_INT128__
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+#else
+    return mix64(a ^ mix64(b));
+#endif
 }
 
-static inline uint64_t pair_hash(uint64_t doc_hash, int64_t query)
+static inline uint64_t read8(const unsigned char *s)
 {
-    return mix64(doc_hash ^ ((uint64_t)(query + 1) * 0x9e3779b97f4a7c15ULL));
+    uint64_t v;
+    memcpy(&v, s, 8);
+    return v;
+}
+
+static inline uint64_t read4(const unsigned char *s)
+{
+    uint32_t v;
+    memcpy(&v, s, 4);
+    return v;
+}
+
+#define K1 0xa0761d6478bd642fULL
+#define K2 0xe7037ed1a0b428dbULL
+#define K3 0x8ebc6af09c88c6e3ULL
+
+/* a 64-bit hash of s[0:n]; every byte counts (a hash only: equal hashes are confirmed
+ * on the bytes) */
+static inline uint64_t hash_bytes(const unsigned char *s, size_t n)
+{
+    uint64_t a, b, h = K3 ^ (uint64_t)n;
+    if (n <= 16) {
+        if (n >= 8)
+            a = read8(s), b = read8(s + n - 8);
+        else if (n >= 4)
+            a = read4(s), b = read4(s + n - 4);
+        else if (n > 0)
+            a = ((uint64_t)s[0] << 16) | ((uint64_t)s[n / 2] << 8) | s[n - 1], b = 0;
+        else
+            a = b = 0;
+    }
+    else {
+        size_t i = 0;
+        for (; i + 16 < n; i += 16)
+            h = mum(read8(s + i) ^ K1, read8(s + i + 8) ^ h);
+        a = read8(s + n - 16), b = read8(s + n - 8);
+    }
+    return mix64(mum(a ^ K1, b ^ K2 ^ h));
 }
 
 static size_t table_size(size_t n)
@@ -72,6 +104,12 @@ static size_t table_size(size_t n)
 }
 
 /* ------------------------------------------------------------------ relevant documents */
+
+/* a hash table's slot: a key's hash and its index + 1 (0: an empty slot) */
+typedef struct {
+    uint64_t hash;
+    int64_t index;
+} Slot;
 
 /* A string stored in a blob: offset and length. */
 typedef struct {
@@ -89,9 +127,11 @@ typedef struct {
     int64_t *qslots;    /* index + 1 into queries, 0: empty */
     Py_ssize_t n_docs;
     Key *docs;          /* global document g's docno */
-    int64_t *doc_query; /* its query index */
-    size_t dmask;
-    int64_t *dslots;    /* g + 1, 0: empty */
+    /* a hash table of each query's relevant docnos (small: it stays in the cache while
+     * the query's block is read): slots tbase[k] to tbase[k] + tmask[k] of dslots */
+    size_t *tbase;
+    size_t *tmask;
+    Slot *dslots;       /* (docno hash, g + 1), g + 1 == 0: empty */
 } RelevantObject;
 
 static void relevant_dealloc(RelevantObject *self)
@@ -100,7 +140,8 @@ static void relevant_dealloc(RelevantObject *self)
     PyMem_RawFree(self->queries);
     PyMem_RawFree(self->qslots);
     PyMem_RawFree(self->docs);
-    PyMem_RawFree(self->doc_query);
+    PyMem_RawFree(self->tbase);
+    PyMem_RawFree(self->tmask);
     PyMem_RawFree(self->dslots);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -122,19 +163,20 @@ static int64_t find_query(const RelevantObject *rel, const unsigned char *s, siz
 
 /* global document number of (query, docno), -1 where not relevant */
 static int64_t find_doc(const RelevantObject *rel, int64_t query, const unsigned char *s,
-                        size_t n, uint64_t doc_hash)
+                        size_t n, uint64_t h)
 {
-    uint64_t h = pair_hash(doc_hash, query);
-    size_t i = h & rel->dmask;
+    const Slot *table = rel->dslots + rel->tbase[query];
+    size_t mask = rel->tmask[query], i = h & mask;
     for (;;) {
-        int64_t slot = rel->dslots[i];
-        if (slot == 0)
+        const Slot *slot = &table[i];
+        if (slot->index == 0)
             return -1;
-        const Key *k = &rel->docs[slot - 1];
-        if (k->hash == doc_hash && rel->doc_query[slot - 1] == query && k->len == n &&
-            memcmp(rel->blob + k->at, s, n) == 0)
-            return slot - 1;
-        i = (i + 1) & rel->dmask;
+        if (slot->hash == h) {
+            const Key *k = &rel->docs[slot->index - 1];
+            if (k->len == n && memcmp(rel->blob + k->at, s, n) == 0)
+                return slot->index - 1;
+        }
+        i = (i + 1) & mask;
     }
 }
 
@@ -177,15 +219,42 @@ static PyObject *relevant_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     self->n_queries = nq;
     self->n_docs = nd;
     self->qmask = table_size((size_t)nq) - 1;
-    self->dmask = table_size((size_t)nd) - 1;
     self->blob = PyMem_RawMalloc(total);
     self->queries = PyMem_RawMalloc(sizeof(Key) * (size_t)(nq + 1));
     self->qslots = PyMem_RawCalloc(self->qmask + 1, sizeof(int64_t));
     self->docs = PyMem_RawMalloc(sizeof(Key) * (size_t)(nd + 1));
-    self->doc_query = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(nd + 1));
-    self->dslots = PyMem_RawCalloc(self->dmask + 1, sizeof(int64_t));
-    if (!self->blob || !self->queries || !self->qslots || !self->docs || !self->doc_query ||
-        !self->dslots) {
+    self->tbase = PyMem_RawMalloc(sizeof(size_t) * (size_t)(nq + 1));
+    self->tmask = PyMem_RawMalloc(sizeof(size_t) * (size_t)(nq + 1));
+    if (!self->blob || !self->queries || !self->qslots || !self->docs || !self->tbase ||
+        !self->tmask) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    size_t slots = 0;
+    for (Py_ssize_t k = 0, g = 0; k < nq; k++) {
+        long long lo = PyLong_AsLongLong(PyList_GET_ITEM(offsets, k));
+        long long hi = PyLong_AsLongLong(PyList_GET_ITEM(offsets, k + 1));
+        if (PyErr_Occurred()) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        if (lo != g || hi < lo || hi > nd || (k == nq - 1 && hi != nd)) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_ValueError, "offsets must rise from 0 to len(docnos)");
+            return NULL;
+        }
+        g = hi;
+        self->tbase[k] = slots;
+        self->tmask[k] = table_size((size_t)(hi - lo)) - 1;
+        slots += self->tmask[k] + 1;
+    }
+    if (nq == 0 && nd != 0) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_ValueError, "offsets must rise from 0 to len(docnos)");
+        return NULL;
+    }
+    self->dslots = PyMem_RawCalloc(slots + 1, sizeof(Slot));
+    if (self->dslots == NULL) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
@@ -210,17 +279,9 @@ static PyObject *relevant_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     }
     Py_ssize_t g = 0;
     for (Py_ssize_t k = 0; k < nq; k++) {
-        long long lo = PyLong_AsLongLong(PyList_GET_ITEM(offsets, k));
-        long long hi = PyLong_AsLongLong(PyList_GET_ITEM(offsets, k + 1));
-        if (PyErr_Occurred()) {
-            Py_DECREF(self);
-            return NULL;
-        }
-        if (lo != g || hi < lo || hi > nd) {
-            Py_DECREF(self);
-            PyErr_SetString(PyExc_ValueError, "offsets must rise from 0 to len(docnos)");
-            return NULL;
-        }
+        Py_ssize_t hi = (Py_ssize_t)PyLong_AsLongLong(PyList_GET_ITEM(offsets, k + 1));
+        Slot *table = self->dslots + self->tbase[k];
+        size_t mask = self->tmask[k];
         for (; g < hi; g++) {
             PyObject *item = PyList_GET_ITEM(docnos, g);
             size_t n = (size_t)PyBytes_GET_SIZE(item);
@@ -233,18 +294,12 @@ static PyObject *relevant_new(PyTypeObject *type, PyObject *args, PyObject *kwds
                 return NULL;
             }
             self->docs[g] = (Key){at, n, h};
-            self->doc_query[g] = k;
-            size_t i = pair_hash(h, k) & self->dmask;
-            while (self->dslots[i])
-                i = (i + 1) & self->dmask;
-            self->dslots[i] = g + 1;
+            size_t i = h & mask;
+            while (table[i].index)
+                i = (i + 1) & mask;
+            table[i] = (Slot){h, g + 1};
             at += n;
         }
-    }
-    if (g != nd) {
-        Py_DECREF(self);
-        PyErr_SetString(PyExc_ValueError, "offsets must rise from 0 to len(docnos)");
-        return NULL;
     }
     return (PyObject *)self;
 }
@@ -324,39 +379,69 @@ static int valid_text(const unsigned char *s, size_t n)
     return 1;
 }
 
+static const double POW10[23] = {
+    1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
 /* the longest score the pass parses (a longer one: declined) */
 #define MAX_NUMBER 100
 
 /* A plain decimal number as both Arrow's parser and strtod read it:
  * [+-]? (digits [. digits*]? | . digits) ([eE] [+-]? digits)?, finite, not underflowing
- * (strtod's ERANGE); 0 where the field is anything else. */
+ * (strtod's ERANGE), with at most 4 exponent digits; 0 where the field is anything
+ * else.  Both are correctly rounded: the value is the double nearest the decimal. */
 static int parse_score(const unsigned char *s, size_t n, double *out)
 {
     if (n == 0 || n > MAX_NUMBER)
         return 0;
-    size_t i = 0, digits = 0, exp_digits = 0;
-    if (s[i] == '+' || s[i] == '-')
-        i++;
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-        i++, digits++;
+    size_t i = 0, digits = 0;
+    int negative = 0, sig = 0, e10 = 0;
+    uint64_t w = 0; /* the first 19 significant digits */
+    if (s[0] == '+' || s[0] == '-')
+        negative = s[i++] == '-';
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++)
+        if (sig || s[i] != '0') {
+            if (++sig <= 19)
+                w = w * 10 + (uint64_t)(s[i] - '0');
+            else
+                e10++;
+        }
     if (i < n && s[i] == '.') {
-        i++;
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++, digits++;
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+            if (!sig && s[i] == '0')
+                e10--; /* a leading zero */
+            else if (++sig <= 19) {
+                w = w * 10 + (uint64_t)(s[i] - '0');
+                e10--;
+            }
+        }
     }
     if (digits == 0)
         return 0;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        int sign = 1, x = 0, exp_digits = 0;
         i++;
         if (i < n && (s[i] == '+' || s[i] == '-'))
-            i++;
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++, exp_digits++;
+            sign = s[i++] == '-' ? -1 : 1;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, exp_digits++)
+            x = x * 10 + (s[i] - '0');
         if (exp_digits == 0 || exp_digits > 4)
             return 0;
+        e10 += sign * x;
     }
     if (i != n)
         return 0;
+#if FLT_EVAL_METHOD == 0
+    /* Clinger's fast path: an integer below 2**53 times or over a power of ten up to
+     * 1e22 (both exact doubles) is one correctly rounded operation */
+    if (sig <= 19 && w <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+        double v = (double)w;
+        v = e10 >= 0 ? v * POW10[e10] : v / POW10[-e10];
+        *out = negative ? -v : v;
+        return 1;
+    }
+#endif
     char text[MAX_NUMBER + 1];
     memcpy(text, s, n);
     text[n] = 0;
