@@ -16,9 +16,11 @@ is set, every run is read by the text reader.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +28,14 @@ from ..core.positions import RunPositions
 from ..core.qrels import RelevantSet
 from .source import text_bytes
 
-try:
-    from . import _textpass
-except ImportError:  # not built: the text reader reads every run
-    _textpass = None  # type: ignore[assignment]
+_textpass: Any
+try:  # the compiled module beside this one (setup.py); not built: the text reader reads
+    _textpass = importlib.import_module(f"{__package__}._textpass")
+except ImportError:
+    _textpass = None
+
+#: whether the extension is built (installed with a C compiler, or from a wheel)
+BUILT = _textpass is not None
 
 #: the environment variable that turns the pass off (``0``)
 ENV = "PREFEVAL_TEXT_PASS"
@@ -40,7 +46,7 @@ _building = threading.Lock()
 
 def available() -> bool:
     """Whether the pass is built and not turned off (:data:`ENV`)."""
-    return _textpass is not None and os.environ.get(ENV, "").strip() != "0"
+    return BUILT and os.environ.get(ENV, "").strip() != "0"
 
 
 def _table(relevant: RelevantSet):

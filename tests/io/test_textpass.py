@@ -33,7 +33,7 @@ from prefeval.io.text import parse_run
 
 REPO = Path(__file__).resolve().parents[2]
 
-built = pytest.mark.skipif(textpass._textpass is None, reason="the extension is not built")
+built = pytest.mark.skipif(not textpass.BUILT, reason="the extension is not built")
 
 
 @pytest.fixture
@@ -273,7 +273,7 @@ def test_scores_read_as_arrow_reads_them(texts):
 def test_a_decimal_exactly_between_two_doubles():
     """Texts that round to neighbouring doubles, and texts that are one double written
     two ways, rank (and tie) as the text reader ranks them."""
-    if textpass._textpass is None:
+    if not textpass.BUILT:
         pytest.skip("the extension is not built")
     a = struct.unpack("<d", struct.pack("<q", 4607182418800017408 + 1))[0]  # 1 + 2**-52
     texts = [
