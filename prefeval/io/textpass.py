@@ -79,7 +79,8 @@ def text_positions(
     table = _table(relevant)
     if table is None:
         return None
-    found = _textpass.positions(data, table, -1 if max_docs is None else int(max_docs))
+    cut = -1 if max_docs is None else min(int(max_docs), 1 << 62)  # -1: no cut
+    found = _textpass.positions(data, table, cut)
     if found is None:
         return None
     doc, rank, retrieved = found
