@@ -97,4 +97,4 @@ screenshot: install-test
 	rm -rf $(SHOT_DIR)
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) bench/scratch
+	rm -rf $(VENV) $(VENV_MIN) bench/scratch build prefeval/io/_textpass*.so prefeval/io/_textpass*.pyd
