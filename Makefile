@@ -12,6 +12,9 @@ SAMPLE_RUNS := $(sort $(wildcard sample_data/runs/input.*))
 VENV_MIN := .venv-min
 BIN_MIN  := $(VENV_MIN)/bin
 MIN_VERSIONS := tests/minimum-versions.txt
+# the compiled part (setup.py): an install is redone when it changes, which rebuilds it
+# in place for the editable install
+EXTENSIONS := setup.py prefeval/io/_textpass.c
 
 .PHONY: demo test test-fast test-min install install-test lint docs bench bench-smoke sample-data screenshot clean
 
@@ -19,11 +22,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # with the extras the README's examples use: matplotlib (plots, report) and Dask
-$(VENV)/.installed: pyproject.toml Makefile | $(BIN)/python
+$(VENV)/.installed: pyproject.toml Makefile $(EXTENSIONS) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[plot,dask]'
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml $(EXTENSIONS) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(VENV)/.installed $@
 
@@ -31,7 +34,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 $(BIN_MIN)/python:
 	$(PYTHON) -m venv $(VENV_MIN)
 
-$(VENV_MIN)/.installed-test: pyproject.toml $(MIN_VERSIONS) | $(BIN_MIN)/python
+$(VENV_MIN)/.installed-test: pyproject.toml $(MIN_VERSIONS) $(EXTENSIONS) | $(BIN_MIN)/python
 	$(BIN_MIN)/python -m pip install --quiet --disable-pip-version-check \
 		-c $(MIN_VERSIONS) -e '.[test]'
 	touch $@
@@ -97,4 +100,4 @@ screenshot: install-test
 	rm -rf $(SHOT_DIR)
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) bench/scratch
+	rm -rf $(VENV) $(VENV_MIN) bench/scratch build prefeval/io/_textpass*.so prefeval/io/_textpass*.pyd

@@ -28,6 +28,7 @@ from ..io import parquet, text
 from ..io.runs import Run, resolve_runs
 from ..io.source import is_parquet
 from ..io.spill import STREAMING, Codes, Streaming, spilled_positions
+from ..io.textpass import run_text_positions
 from ..measures import Measure, families_of
 from ..measures.family import Family
 from ..options import PARTITION_CELLS
@@ -124,6 +125,8 @@ def load_runs(
             if pieces
             else None
         )
+        if positions is None:  # a TREC text file in one pass; None: declined
+            positions = run_text_positions(run, relevant, max_docs)
         if positions is None:
             columns = run.read(known=relevant.docnos())
             positions = run_positions(columns, relevant, max_docs)

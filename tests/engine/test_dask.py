@@ -1249,6 +1249,9 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
         return read(self, *args, **kwargs)
 
     monkeypatch.setattr(run_sets.Run, "read", spied)
+    # the local engine's text reader, which the spy sees (not the one-pass reader of
+    # prefeval.io.textpass, which reads no columns)
+    monkeypatch.setenv("PREFEVAL_TEXT_PASS", "0")
     packed = tmp_path / "input.packed.gz"
     packed.write_bytes(gzip.compress(Path(RUNS[1]).read_bytes()))
     runs = [RUNS[0], packed, *RUNS[2:]]
