@@ -83,6 +83,7 @@ from ..io.columns import RunColumns
 from ..io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, streamed
 from ..io.spill import STREAMING, Codes, Spill, query_partitions
 from ..io.tables import MAX_METRIC_VALUE, metrics_from_table
+from ..io.textpass import run_text_ranking
 from ..options import Options
 
 __all__ = [
@@ -551,6 +552,18 @@ def _ranking(columns: RunColumns, qvals, max_docs: int | None) -> _Ranking:
     bounds = np.zeros(nq + 1, dtype=np.int64)
     np.cumsum(counts, out=bounds[1:])
     return _Ranking(q, docno, score, bounds)
+
+
+def _text_ranking(run, qlist: list[str], max_docs: int | None) -> _Ranking | None:
+    """:func:`_ranking` of a TREC text file read in one pass
+    (:func:`prefeval.io.textpass.run_text_ranking`), or None where the pass declines it."""
+    found = run_text_ranking(run, qlist, max_docs)
+    if found is None:
+        return None
+    q, doc_id, score = found
+    bounds = np.zeros(len(qlist) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(q, minlength=len(qlist)), out=bounds[1:])
+    return _Ranking(q, doc_id, score, bounds)
 
 
 def _run_input(ranking: _Ranking, query_ids: list[str], intent_aware: bool):
@@ -1233,15 +1246,16 @@ def _evaluate_runs(
     for r, (name, source) in enumerate(
         progress_bar(items, desc="baselines (ir-measures)", unit="run", enable=progress)
     ):
-        columns = source.read()
-        ranking = _ranking(columns, qvals, max_docs)
+        path = source.path
+        ranking = _text_ranking(source, qlist, max_docs)  # a TREC text file in one pass
+        if ranking is None:
+            columns = source.read()
+            path, ranking = columns.path, _ranking(columns, qvals, max_docs)
         answered.append(np.diff(ranking.bounds) > 0)
         _evaluate_run(values, r, ranking, evaluators, qlist, qpos)
         if corpus is not None:
             corpus.add(ranking.q, ranking.doc_id)
-            ordered = RunColumns(
-                name, columns.path, qvals.take(ranking.q), ranking.doc_id, ranking.score
-            )
+            ordered = RunColumns(name, path, qvals.take(ranking.q), ranking.doc_id, ranking.score)
             positions.append(run_positions(ordered, relevant))
     return positions, answered, corpus.sizes() if corpus is not None else None
 

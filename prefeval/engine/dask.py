@@ -37,6 +37,7 @@ from ..io import parquet
 from ..io.columns import RunColumns, dictionary_codes, run_from_arrays
 from ..io.runs import Run, resolve_runs
 from ..io.source import is_stream, stored
+from ..io.textpass import run_text_positions
 from ..io.writers import TemporaryFolder, row_groups
 from ..measures import parse_measures
 from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
@@ -441,7 +442,9 @@ def _text_positions(source: _TextInput, relevant, parts: list[range], max_docs) 
     partitions raise the first in run order)."""
     try:
         run = Run(source.name, source.kind, source.shown, stored(source.path))
-        positions = run_positions(run.read(known=relevant.docnos()), relevant, max_docs)
+        positions = run_text_positions(run, relevant, max_docs)  # None: declined
+        if positions is None:
+            positions = run_positions(run.read(known=relevant.docnos()), relevant, max_docs)
     except InputError as error:
         return [error] * len(parts)
     return _by_partition(positions, relevant, parts)

@@ -471,9 +471,20 @@ typedef struct {
     int32_t rank;
 } Hit;
 
+/* an evaluated query's rows in the ranking (ranking mode): out[start:start + count] */
+typedef struct {
+    int64_t query;
+    size_t start, count;
+} Block;
+
 typedef struct {
     const RelevantObject *rel;
     long long max_docs; /* < 0: none */
+    int full; /* ranking mode: every row of the evaluated queries, in trec order */
+    Row *out;
+    size_t n_out, cap_out;
+    Block *blocks;
+    size_t n_blocks, cap_blocks;
     Row *rows;
     size_t n_rows, cap_rows;
     int64_t *dup; /* duplicate check: row index + 1, 0: empty */
@@ -573,6 +584,38 @@ static int seen_before(Pass *p, const unsigned char *s, size_t n)
     return 0;
 }
 
+/* ranking mode: the block's rows (of evaluated query ``query``) in trec order, the
+ * first ``depth`` of them added to the ranking */
+static int rank_block(Pass *p, int64_t query, size_t depth)
+{
+    Row *rows = p->rows;
+    size_t n = p->n_rows;
+    int sorted = 1;
+    for (size_t r = 1; r < n; r++)
+        if (!(rows[r].score <= rows[r - 1].score)) {
+            sorted = 0;
+            break;
+        }
+    if (!sorted)
+        qsort(rows, n, sizeof(Row), by_trec_order);
+    else
+        for (size_t a = 0; a < n;) {
+            size_t b = a + 1;
+            while (b < n && rows[b].score == rows[a].score)
+                b++;
+            if (b - a > 1)
+                qsort(rows + a, b - a, sizeof(Row), by_docno_desc);
+            a = b;
+        }
+    if (!grow((void **)&p->out, &p->cap_out, p->n_out + depth, sizeof(Row), &p->nomem) ||
+        !grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(Block), &p->nomem))
+        return 0;
+    memcpy(p->out + p->n_out, rows, depth * sizeof(Row));
+    p->blocks[p->n_blocks++] = (Block){query, p->n_out, depth};
+    p->n_out += depth;
+    return 1;
+}
+
 /* Ends the block of rows of query ``query`` (-1: not evaluated): 0 where it holds a
  * docno twice (or memory ran out), else its relevant rows' ranks are added. */
 static int end_block(Pass *p, int64_t query)
@@ -616,6 +659,8 @@ static int end_block(Pass *p, int64_t query)
     if (p->max_docs >= 0 && depth > p->max_docs)
         depth = p->max_docs;
     p->retrieved[query] = depth;
+    if (p->full)
+        return rank_block(p, query, (size_t)depth);
     if (!relevant)
         return 1;
     Row *rows = p->rows;
@@ -777,12 +822,106 @@ static PyObject *positions(PyObject *module, PyObject *args)
     return result;
 }
 
+static int by_query(const void *pa, const void *pb)
+{
+    const Block *a = pa, *b = pb;
+    return a->query < b->query ? -1 : a->query > b->query;
+}
+
+static PyObject *ranking(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    PyObject *rel_obj;
+    long long max_docs;
+    if (!PyArg_ParseTuple(args, "y*O!L", &view, &RelevantType, &rel_obj, &max_docs))
+        return NULL;
+    const struct lconv *conv = localeconv();
+    if (conv == NULL || strcmp(conv->decimal_point, ".") != 0) {
+        PyBuffer_Release(&view); /* strtod would read numbers in another locale */
+        Py_RETURN_NONE;
+    }
+    RelevantObject *rel = (RelevantObject *)rel_obj;
+    Pass p;
+    memset(&p, 0, sizeof(p));
+    p.rel = rel;
+    p.max_docs = max_docs;
+    p.full = 1;
+    p.retrieved = calloc((size_t)rel->n_queries + 1, sizeof(int64_t));
+    int ok = 0;
+    size_t chars = 0;
+    if (p.retrieved == NULL)
+        p.nomem = 1;
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        ok = run_pass(&p, (const unsigned char *)view.buf, (size_t)view.len);
+        if (ok && p.n_blocks > 1)
+            qsort(p.blocks, p.n_blocks, sizeof(Block), by_query);
+        for (size_t i = 0; ok && i < p.n_out; i++)
+            chars += p.out[i].len;
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *result = NULL;
+    if (p.nomem)
+        PyErr_NoMemory();
+    else if (!ok)
+        result = Py_NewRef(Py_None);
+    else {
+        Py_ssize_t n = (Py_ssize_t)p.n_out;
+        PyObject *q = PyBytes_FromStringAndSize(NULL, n * 8);
+        PyObject *score = PyBytes_FromStringAndSize(NULL, n * 8);
+        PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 8);
+        PyObject *docs = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)chars);
+        if (q && score && offsets && docs) {
+            int64_t *qs = (int64_t *)PyBytes_AS_STRING(q);
+            double *ss = (double *)PyBytes_AS_STRING(score);
+            int64_t *os = (int64_t *)PyBytes_AS_STRING(offsets);
+            char *ds = PyBytes_AS_STRING(docs);
+            size_t row = 0, at = 0;
+            os[0] = 0;
+            for (size_t b = 0; b < p.n_blocks; b++) {
+                const Block *block = &p.blocks[b];
+                for (size_t i = 0; i < block->count; i++, row++) {
+                    const Row *r = &p.out[block->start + i];
+                    qs[row] = block->query;
+                    ss[row] = r->score;
+                    memcpy(ds + at, r->doc, r->len);
+                    at += r->len;
+                    os[row + 1] = (int64_t)at;
+                }
+            }
+            result = PyTuple_Pack(4, q, score, offsets, docs);
+        }
+        Py_XDECREF(q);
+        Py_XDECREF(score);
+        Py_XDECREF(offsets);
+        Py_XDECREF(docs);
+    }
+    free(p.rows);
+    free(p.dup);
+    free(p.hits);
+    free(p.retrieved);
+    free(p.seen);
+    free(p.seen_slots);
+    free(p.out);
+    free(p.blocks);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"positions", positions, METH_VARARGS,
      "positions(data, relevant, max_docs) -> (doc, rank, retrieved) or None\n\n"
      "The text of a TREC run file in one pass: the global numbers (int64) and ranks\n"
      "(int32) of the relevant documents it retrieved, by document, and each query's\n"
      "depth (int64), as bytes; max_docs < 0: no cut.  None: the pass declines the file."},
+    {"ranking", ranking, METH_VARARGS,
+     "ranking(data, queries, max_docs) -> (q, score, offsets, docnos) or None\n\n"
+     "The text of a TREC run file in one pass: every row of the queries of ``queries``\n"
+     "(a Relevant, its documents unused) grouped by query index, in trec order within\n"
+     "each, cut at max_docs (< 0: no cut), as bytes: query indices (int64), scores\n"
+     "(float64), docno offsets (int64, one more than rows) and the docnos' UTF-8 bytes.\n"
+     "None: the pass declines the file."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
-from . import arrow, parquet, text
+from . import arrow, parquet, text, textpass
 from .arrow import is_arrow
 from .columns import RUN, RunColumns, run_from_arrays
 from .frames import (
@@ -137,9 +137,10 @@ class RunSet(Mapping):
 
     def keep_columns(self, keep: bool = True) -> None:
         """Whether every run keeps its columns once parsed (:attr:`Run.keep`); False also
-        lets the kept ones go."""
+        lets the kept ones go.  A run the one-pass reader reads (:func:`textpass.reads`)
+        keeps none: each reader reads it in one pass, cheaper than parsing its columns."""
         for run in self._runs.values():
-            run.keep = keep
+            run.keep = keep and not textpass.reads(run)
             if not keep:
                 run.forget()
 

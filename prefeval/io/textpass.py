@@ -92,12 +92,71 @@ def text_positions(
     )
 
 
+def reads(run) -> bool:
+    """Whether the pass reads :class:`~prefeval.io.runs.Run` ``run``: a TREC text file
+    (plain or gzip) that can be read, the pass available."""
+    return (
+        available() and run.kind in ("text", "gzip") and run.path is not None and run.error is None
+    )
+
+
 def run_text_positions(run, relevant: RelevantSet, max_docs: int | None) -> RunPositions | None:
     """:func:`text_positions` of a TREC text file :class:`~prefeval.io.runs.Run` (plain or
     gzip, its columns not kept: ``keep``); None for any other run, or where the pass
     declines the file (then :meth:`Run.read` reads it)."""
-    if not available() or run.keep or run.kept is not None or run.error is not None:
-        return None
-    if run.kind not in ("text", "gzip") or run.path is None:
+    if not reads(run) or run.keep or run.kept is not None:
         return None
     return text_positions(text_bytes(run.stored(), run.path), relevant, max_docs, run.name)
+
+
+def _queries(query_ids: list[str]):
+    """The extension's table of the evaluated ``query_ids`` (no documents); None where an
+    id is given twice."""
+    encoded = [q.encode("utf-8", "surrogatepass") for q in query_ids]
+    try:
+        return _textpass.Relevant(encoded, [0] * (len(encoded) + 1), [])
+    except ValueError:
+        return None
+
+
+def text_ranking(data: bytes, query_ids: list[str], max_docs: int | None):
+    """Every row of the queries ``query_ids`` in TREC text ``data`` (decompressed),
+    grouped by query index (ascending) and in trec order within each query (score
+    descending, ties by docno descending), the first ``max_docs`` of each: (query
+    indices int64, docnos as a pyarrow string array, scores float64), exactly as the
+    text reader's columns give them; None where the pass declines the file or is not
+    available (:func:`available`)."""
+    if not available():
+        return None
+    queries = _queries(query_ids)
+    if queries is None:
+        return None
+    cut = -1 if max_docs is None else min(int(max_docs), 1 << 62)  # -1: no cut
+    found = _textpass.ranking(data, queries, cut)
+    if found is None:
+        return None
+    import pyarrow as pa
+
+    q, score, offsets, docnos = found
+    n = len(q) // 8
+    ends = np.frombuffer(offsets, dtype=np.int64)
+    if len(docnos) < (1 << 31):  # the text reader's type: string, large only when huge
+        doc_id = pa.StringArray.from_buffers(
+            n, pa.py_buffer(ends.astype(np.int32)), pa.py_buffer(docnos)
+        )
+    else:
+        doc_id = pa.LargeStringArray.from_buffers(n, pa.py_buffer(ends), pa.py_buffer(docnos))
+    return (
+        np.frombuffer(q, dtype=np.int64).copy(),
+        doc_id,
+        np.frombuffer(score, dtype=np.float64).copy(),
+    )
+
+
+def run_text_ranking(run, query_ids: list[str], max_docs: int | None):
+    """:func:`text_ranking` of a TREC text file :class:`~prefeval.io.runs.Run` (plain or
+    gzip) whose columns are not kept; None for any other run, or where the pass declines
+    the file (then :meth:`Run.read` reads it)."""
+    if not reads(run) or run.kept is not None:
+        return None
+    return text_ranking(text_bytes(run.stored(), run.path), query_ids, max_docs)

@@ -429,7 +429,10 @@ SAMPLE_COMMANDS = [
     ["compare", "--binary", "-l", "2"],
     ["compare", "-q", "-M", "5"],
     ["metrics"],
+    ["metrics", "-M", "5", "-l", "2"],
     ["order"],
+    ["order", "-B", "AP", "-B", "TSE", "-M", "7"],
+    ["tau"],
 ]
 
 
@@ -449,12 +452,91 @@ def test_the_sample_runs_are_read_by_the_pass(pass_on):
     relevant = qrels.relevant(None)
     for run in resolve_runs(sorted((REPO / "sample_data" / "runs").glob("input.*"))).values():
         assert textpass.run_text_positions(run, relevant, None) is not None, run.name
+        assert textpass.run_text_ranking(run, relevant.query_ids, None) is not None, run.name
 
 
-@pytest.mark.parametrize("args", [["compare", "--binary"], ["compare", "-M", "100", "-l", "2"]])
+@pytest.mark.parametrize(
+    "args",
+    [["compare", "--binary"], ["compare", "-M", "100", "-l", "2"], ["metrics", "-B", "nDCG@10"]],
+)
 def test_web2012_outputs_with_and_without_the_pass(monkeypatch, web2012, args):
     runs = sorted(str(p) for p in (web2012 / "runs").glob("*.run.gz"))
     monkeypatch.setenv("PREFEVAL_CACHE", "0")
     on, off = both(monkeypatch, *args, web2012 / "qrels.adhoc.txt.gz", *runs)
     assert on.exit_code == off.exit_code == 0, (on.stderr, off.stderr)
     assert on.stdout == off.stdout and on.stderr == off.stderr
+
+
+def reader_ranking(data: bytes, qlist: list[str], max_docs):
+    """The baselines' ranking of the text reader's columns (the pass turned off)."""
+    from prefeval.analysis.baselines import _ranking
+
+    columns = parse_run(data, "run.txt", "run")
+    found = _ranking(columns, pa.array(qlist, pa.string()), max_docs)
+    return found.q, found.doc_id, found.score
+
+
+@built
+@PROPERTY
+@given(
+    collections(),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["\n", "\r\n", "\r", ("\n", "\r\n", "\r")]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_same_ranking_as_the_text_reader(collection, rng, eol, bom, spacing):
+    """The baselines' rows (every row of the evaluated queries, grouped by query index,
+    in trec order, cut at ``-M``) from the pass equal those of the text reader's
+    columns: query indices, docnos (and their Arrow type) and scores."""
+    _, rows, distinct = collection
+    values = sorted({round(rng.uniform(-5, 5), rng.choice([0, 1, 3])) for _ in range(distinct)})
+    blocks: dict[str, list] = {}
+    for q, d, k in rows:
+        blocks.setdefault(q, []).append((q, d, values[k % len(values)]))
+    order_q = list(blocks)
+    rng.shuffle(order_q)
+    lines = []
+    for q in order_q:
+        block = blocks[q]
+        if rng.random() < 0.5:
+            block = sorted(block, key=lambda r: -r[2])
+        else:
+            rng.shuffle(block)
+        lines += block
+    if not lines:
+        return
+    texts = score_texts([s for _, _, s in lines], rng)
+    data = render(
+        [(q, d, t) for (q, d, _), t in zip(lines, texts)], texts, rng, eol=eol, bom=bom,
+        spacing=spacing,
+    )  # fmt: skip
+    os.environ.pop(textpass.ENV, None)
+    qlist = sorted(set(QIDS) - {rng.choice(QIDS)})  # some of the run's queries left out
+    for max_docs in (None, 1, 3):
+        found = textpass.text_ranking(data, qlist, max_docs)
+        assert found is not None, "a regular run declined"
+        q, doc_id, score = found
+        eq, edoc, escore = reader_ranking(data, qlist, max_docs)
+        assert q.dtype == eq.dtype and q.tolist() == eq.tolist()
+        assert doc_id.type == edoc.type and doc_id.to_pylist() == edoc.to_pylist()
+        assert score.dtype == escore.dtype and score.tolist() == escore.tolist()
+
+
+def test_a_ranking_by_hand(pass_on):
+    """Two queries, the second first in the file, one unevaluated, ties by docno
+    descending, a cut at 2: the rows by query index, in trec order."""
+    if not textpass.BUILT:
+        pytest.skip("the extension is not built")
+    data = (
+        b"b Q0 d1 1 3.0 t\nb Q0 d9 2 2.0 t\nb Q0 d2 3 2.0 t\n"
+        b"x Q0 d5 1 9 t\n"
+        b"a Q0 d3 1 1 t\na Q0 d4 2 5 t\n"
+    )
+    q, doc_id, score = textpass.text_ranking(data, ["a", "b"], 2)
+    assert q.tolist() == [0, 0, 1, 1]
+    assert doc_id.to_pylist() == ["d4", "d3", "d1", "d9"]
+    assert score.tolist() == [5.0, 1.0, 3.0, 2.0]
+    q, doc_id, _ = textpass.text_ranking(data, ["a", "b"], None)
+    assert doc_id.to_pylist() == ["d4", "d3", "d1", "d9", "d2"]
+    assert textpass.text_ranking(data + b"a Q0 d3 3 0 t\n", ["a"], None) is None  # a again
