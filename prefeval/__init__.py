@@ -31,7 +31,7 @@ from ._version import __version__
 from .core.signals import SignalsHeld
 
 #: module -> the names ``prefeval`` exports from it, imported on first use
-_EXPORTS = {
+EXPORTS = {
     "api": [
         "compare",
         "metrics",
@@ -54,8 +54,8 @@ _EXPORTS = {
     "measures": ["MEASURES", "parse_measures"],
 }
 
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = ["__version__", *(name for names in _EXPORTS.values() for name in names)]
+_MODULE_OF = {name: module for module, names in EXPORTS.items() for name in names}
+__all__ = ["__version__", *(name for names in EXPORTS.values() for name in names)]
 
 
 def __dir__() -> list[str]:

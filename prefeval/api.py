@@ -42,6 +42,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from . import EXPORTS
 from .analysis.agreement import agreement_table, tau_table, ties_table
 from .analysis.baselines import (
     default_baselines,
@@ -73,26 +74,14 @@ from .engine.job import Job, compare_tables, whole_frame
 from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
 from .measures import parse_measures
-from .options import KEYWORDS, OptionError, Options, check, judge, text_list
+from .options import KEYWORDS, OptionError, Options, check, default, judge, text_list
 from .present import plots as plotting
 from .present import report as reports
 from .present.explain import as_keyword
 from .present.explain import explain as explain_table
 
-__all__ = [
-    "compare",
-    "metrics",
-    "order",
-    "discpower",
-    "tau",
-    "agree",
-    "robustness",
-    "pairs",
-    "explain",
-    "report",
-    "gate",
-    "table",
-]
+#: the functions ``prefeval`` exports from here: its one list (:data:`prefeval.EXPORTS`)
+__all__ = list(EXPORTS["api"])
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -225,16 +214,16 @@ def compare(
     measures=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
-    per_query: bool = False,
+    binary: bool = default("binary"),
+    per_query: bool = default("per_query"),
     summary: bool | None = None,
     against=None,
-    both_directions: bool = False,
-    engine: str = "local",
+    both_directions: bool = default("both_directions"),
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Preference of every pair of runs (``prefeval compare``): rows ``measure, run_a,
@@ -288,10 +277,10 @@ def metrics(
     measures=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    per_query: bool = False,
+    per_query: bool = default("per_query"),
     summary: bool | None = None,
     cache: bool | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
     baselines=None,
 ) -> pd.DataFrame:
@@ -402,14 +391,14 @@ def order(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
-    method: str = "mc4",
-    teleport: float = 0.05,
-    engine: str = "local",
+    binary: bool = default("binary"),
+    method: str = default("method"),
+    teleport: float = default("teleport"),
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """System orderings (``prefeval order``): rows ``measure, method, rank, run, score``,
@@ -458,19 +447,19 @@ def discpower(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
+    binary: bool = default("binary"),
     tests=None,
-    correction: str = "bonferroni",
-    alpha: float = 0.05,
-    trials: int = 10000,
-    seed: int = 0,
-    pairs: bool = False,
+    correction: str = default("correction"),
+    alpha: float = default("alpha"),
+    trials: int = default("trials"),
+    seed: int = default("seed"),
+    pairs: bool = default("pairs"),
     against=None,
-    engine: str = "local",
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Discriminative power (``prefeval discpower``, Sakai): rows ``measure, test,
@@ -529,13 +518,13 @@ def tau(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
-    method: str = "mc4",
-    engine: str = "local",
+    binary: bool = default("binary"),
+    method: str = default("method"),
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Kendall's tau-b between the run orderings of every pair of measures (``prefeval
@@ -575,14 +564,14 @@ def agree(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
-    ties: bool = False,
+    binary: bool = default("binary"),
+    ties: bool = default("ties"),
     against=None,
-    engine: str = "local",
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Sign agreement of preferences with baseline differences (``prefeval agree``):
@@ -628,17 +617,17 @@ def robustness(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
+    binary: bool = default("binary"),
     queries=None,
     labels=None,
-    policy: str = "uniform",
-    samples: int = 10,
-    seed: int = 0,
-    engine: str = "local",
+    policy: str = default("policy"),
+    samples: int = default("samples"),
+    seed: int = default("seed"),
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Robustness to fewer queries or labels (``prefeval robustness``, rpp-sigir2022
@@ -691,17 +680,17 @@ def pairs(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
+    binary: bool = default("binary"),
     ci="t",
     level: float | None = None,
-    resamples: int = 10000,
-    seed: int = 0,
+    resamples: int = default("resamples"),
+    seed: int = default("seed"),
     against=None,
-    engine: str = "local",
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Per run pair (``prefeval pairs``): rows ``measure, run_a, run_b, queries, mean,
@@ -754,22 +743,22 @@ def gate(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
-    test: str = "ttest",
-    margin: float = 0.0,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    min_queries: int = 25,
-    ci: str = "t",
-    resamples: int = 10000,
-    trials: int = 10000,
-    seed: int = 0,
+    binary: bool = default("binary"),
+    test: str = default("tests", "gate")[0],
+    margin: float = default("margin"),
+    correction: str = default("correction", "gate"),
+    alpha: float = default("alpha"),
+    min_queries: int = default("min_queries"),
+    ci: str = default("ci"),
+    resamples: int = default("resamples"),
+    trials: int = default("trials"),
+    seed: int = default("seed"),
     check: bool = False,
-    engine: str = "local",
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """The regression gate (``prefeval gate``): is any run worse than the reference run
@@ -861,10 +850,10 @@ def explain(
     top: int | None = None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
+    binary: bool = default("binary"),
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """Why two runs' preferences are what they are (``prefeval explain``): per query the
@@ -919,22 +908,22 @@ def report(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
+    binary: bool = default("binary"),
     tests=None,
-    correction: str = "bonferroni",
-    alpha: float = 0.05,
-    trials: int = 10000,
-    seed: int = 0,
-    robustness: bool = False,
-    samples: int = 10,
-    digits: int = 3,
+    correction: str = default("correction"),
+    alpha: float = default("alpha"),
+    trials: int = default("trials"),
+    seed: int = default("seed"),
+    robustness: bool = default("robustness"),
+    samples: int = default("samples"),
+    digits: int = default("digits"),
     sections=None,
     against=None,
-    engine: str = "local",
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> list[str] | reports.InlineReport:
     """The whole study in one document (``prefeval report``), written to ``output``:
@@ -1020,8 +1009,11 @@ def report(
         gated = None
         if reference is not None and "against" in options.sections:
             against_pairs(got.evidence.runs, [reference])  # a --prefs table's runs
-            settings = _judged("gate", {"correction": "holm", "alpha": options.alpha,
-                                        "against": (reference,)})  # fmt: skip
+            settings = _judged(
+                "gate",
+                {"correction": default("correction", "gate"), "alpha": options.alpha,
+                 "against": (reference,)},
+            )  # fmt: skip
             evidence = got.evidence.against(reference)
             gated = (_plain(gate_table(evidence, reference, settings, notify)), settings)
         document = reports.build(
@@ -1044,19 +1036,19 @@ def table(
     baselines=None,
     relevance_level: float | None = None,
     max_docs: int | None = None,
-    binary: bool = False,
+    binary: bool = default("binary"),
     order_by: str | None = None,
     against=None,
-    test: str = "ttest",
-    correction: str = "bonferroni",
-    alpha: float = 0.05,
-    trials: int = 10000,
-    seed: int = 0,
-    engine: str = "local",
+    test: str = default("tests", "table")[0],
+    correction: str = default("correction", "table"),
+    alpha: float = default("alpha"),
+    trials: int = default("trials"),
+    seed: int = default("seed"),
+    engine: str = default("engine"),
     scheduler: str | None = None,
     cache: bool | None = None,
     jobs: int | None = None,
-    progress: bool = False,
+    progress: bool = default("progress"),
     notify: Notify = warn,
 ) -> pd.DataFrame:
     """The runs x measures table papers print (``prefeval table``), tidy: one row per run

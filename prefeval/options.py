@@ -35,6 +35,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from .core.limits import MAX_RANK
 from .core.parallel import usable_cpus
@@ -240,6 +241,27 @@ class Options:
 
 
 FIELDS = tuple(f.name for f in fields(Options))
+
+#: the defaults of the commands whose own default of a field is not the field's: the
+#: gate and the table judge by one test; the gate corrects by Holm's step-down method,
+#: which controls the family-wise error as Bonferroni's does with more power, where the
+#: verdicts of a CI job must not miss a regression
+COMMAND_DEFAULTS: dict[str, dict[str, object]] = {
+    "gate": {"tests": ("ttest",), "correction": "holm"},
+    "table": {"tests": ("ttest",)},
+}
+
+
+def default(field: str, command: str | None = None) -> Any:
+    """The default of the option ``field`` for ``command``: its entry in
+    :data:`COMMAND_DEFAULTS`, else the :class:`Options` field's default (the one source
+    of the defaults the API's keywords and the CLI's options show)."""
+    if field in COMMAND_DEFAULTS.get(command or "", {}):
+        return COMMAND_DEFAULTS[command or ""][field]
+    found = next(f for f in fields(Options) if f.name == field)
+    return found.default_factory() if callable(found.default_factory) else found.default
+
+
 #: the keywords :func:`judge` takes: the fields, and what some rules need to know
 KEYWORDS = (*FIELDS, "no_baselines", "prefs", "metrics", "qrels")
 
@@ -463,6 +485,9 @@ def judge(**given) -> Options:
     metrics = given.pop("metrics", None) is not None
     qrels = given.pop("qrels", None) is not None
     given.setdefault("cache", None)  # not given: the environment's (cache_default)
+    for name, value in COMMAND_DEFAULTS.get(given.get("command") or "", {}).items():
+        if given.get(name) is None:  # not given: the command's own default
+            given[name] = value
     if given.get("level") is None:
         given.pop("level", None)
     ci = given.get("ci")
@@ -517,7 +542,7 @@ def judge(**given) -> Options:
                 "the table was written); drop " + ("them" if len(changing) > 1 else "it"),
             )
     if options.command == "gate":
-        tests = options.tests or ("ttest",)
+        tests = options.tests or default("tests", "gate")
         if len(tests) != 1 or tests[0] not in GATE_TESTS:
             raise OptionError(
                 "tests", f"gate takes one test: one of {', '.join(GATE_TESTS)}", tests
@@ -530,7 +555,7 @@ def judge(**given) -> Options:
             )
         options = replace(options, tests=tests)
     if options.command == "table":  # one test marks the cells
-        tests = options.tests or ("ttest",)
+        tests = options.tests or default("tests", "table")
         if len(tests) != 1:
             raise OptionError(
                 "tests", f"the table marks its cells by one test, not {len(tests)}", tests

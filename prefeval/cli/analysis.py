@@ -19,18 +19,19 @@ from ..present.report import runs_table_tex
 from .checks import command, no_against, plotting_for
 from .errors import usage_errors
 from .params import (
-    DEFAULTS,
     FORMAT_HELP,
     IntervalType,
     PlotFile,
     analysis_options,
     baseline_names,
-    judged,
     judged_options,
+    method_option,
+    number_type,
     output_option,
     parameters,
     precision_option,
     resolved_runs,
+    samples_option,
     significance_options,
 )
 
@@ -60,10 +61,11 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
             prefs=prefs,
             metrics=metrics_file,
             notify=stderr_notice,
-            **{  # the settings that differ from the defaults (unset lists stay unset)
+            **{  # the settings that differ from the command's defaults (unset lists stay
+                #  unset)
                 k: getattr(settings, k)
                 for k in options.FIELDS
-                if k in keywords and getattr(settings, k) != getattr(DEFAULTS, k)
+                if k in keywords and getattr(settings, k) != options.default(k, command)
             },
             **{k: v for k, v in given.items() if k not in options.FIELDS},
         )
@@ -71,17 +73,11 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
 
 @command()
 @analysis_options(against=False)
-@click.option(
-    "--method",
-    type=click.Choice(options.METHODS),
-    default="mc4",
-    show_default=True,
-    help="Aggregation of per-query rankings.",
-)
+@method_option
 @click.option(
     "--teleport",
-    type=judged("teleport"),
-    default=0.05,
+    type=number_type("teleport"),
+    default=options.default("teleport"),
     show_default=True,
     help="MC4 uniform teleport weight (keeps the chain ergodic).",
 )
@@ -146,13 +142,7 @@ def discpower(inputs, prefs, metrics_file, alpha, per_pair, plot, precision, plo
 
 @command()
 @analysis_options(against=False)
-@click.option(
-    "--method",
-    type=click.Choice(options.METHODS),
-    default="mc4",
-    show_default=True,
-    help="How preferences order the runs.",
-)
+@method_option
 def tau(inputs, prefs, metrics_file, against, precision, fmt, output):
     """Kendall's tau-b between the run orderings of every pair of measures.
 
@@ -216,12 +206,14 @@ def agree(inputs, prefs, metrics_file, no_baselines, ties, precision, fmt, outpu
 @click.option(
     "--policy",
     type=click.Choice(options.POLICIES),
-    default="uniform",
+    default=options.default("policy"),
     show_default=True,
     help="Which labels to remove: at random, or the documents retrieved by the most runs first.",
 )
-@click.option("--samples", type=judged("samples"), default=10, show_default=True)
-@click.option("--seed", type=judged("seed"), default=0, show_default=True)
+@samples_option
+@click.option(
+    "--seed", type=number_type("seed"), default=options.default("seed"), show_default=True
+)
 @click.option(
     "--plot",
     type=PlotFile(),
@@ -256,7 +248,7 @@ def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, outpu
     "--ci",
     "ci",
     type=IntervalType(),
-    default="t",
+    default=options.default("ci"),
     show_default=True,
     help="Interval of the mean difference: t (Student's t) or bootstrap (percentile "
     "bootstrap of the mean; holds the preferences whole). A number is the --level of a "
@@ -264,21 +256,21 @@ def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, outpu
 )
 @click.option(
     "--level",
-    type=judged("level"),
+    type=number_type("level"),
     default=None,
     help="Confidence level of the interval.  [default: 0.95]",
 )
 @click.option(
     "--resamples",
-    type=judged("resamples"),
-    default=10000,
+    type=number_type("resamples"),
+    default=options.default("resamples"),
     show_default=True,
     help="Bootstrap resamples (--ci bootstrap).",
 )
 @click.option(
     "--seed",
-    type=judged("seed"),
-    default=0,
+    type=number_type("seed"),
+    default=options.default("seed"),
     show_default=True,
     help="Seed of the bootstrap resamples.",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from .. import options
 from ..analysis.baselines import (
     count_measure,
     default_baselines,
@@ -39,12 +40,14 @@ from .params import (
     dask_options,
     engine_options,
     format_option,
-    judged,
     judged_options,
+    max_docs_option,
     names_option,
+    number_type,
     output_option,
     output_options,
     precision_option,
+    relevance_level_option,
     resolved_runs,
     run_arguments,
 )
@@ -69,7 +72,7 @@ def _parse_measures(measures, has_subtopics):
     "summary",
     is_flag=True,
     flag_value=False,
-    default=True,
+    default=options.default("summary"),
     help="Drop the summary rows (query_id all).",
 )
 @against_option
@@ -105,14 +108,14 @@ def compare(qrels, runs, precision, fmt, output):
     settings = judged_options()
     computing = engine_for(settings)
     computing.prepare()  # before anything is read (Dask: the client's memory)
-    judged = read_qrels(qrels)
-    measure_list = _parse_measures(settings.measures, judged.has_subtopics)
+    judgments = read_qrels(qrels)
+    measure_list = _parse_measures(settings.measures, judgments.has_subtopics)
     pairs = None
     if settings.against:
         with usage_errors():
             pairs = against_pairs(names, settings.against)
-    job = Job(judged, runs, measure_list, settings, pairs, stderr_notice)
-    del judged  # the job holds the judgments (on Dask, the tasks)
+    job = Job(judgments, runs, measure_list, settings, pairs, stderr_notice)
+    del judgments  # the job holds the judgments (on Dask, the tasks)
     with usage_errors():  # one query partition at a time: memory bounded by a partition
         frames, _ = compare_tables(
             computing, job, settings.per_query, settings.summary, settings.both_directions
@@ -135,22 +138,8 @@ def compare(qrels, runs, precision, fmt, output):
     metavar="MEASURE",
     help=f"{BASELINE_HELP} {DEFAULT_BASELINES_HELP}".replace("Baseline metric(s)", "Metric(s)"),
 )
-@click.option(
-    "-l",
-    "--relevance-level",
-    type=judged("relevance_level"),
-    default=None,
-    metavar="L",
-    help="Relevant means grade >= L (default: grade > 0).",
-)
-@click.option(
-    "-M",
-    "--max-docs",
-    type=judged("max_docs"),
-    default=None,
-    metavar="K",
-    help="Keep each ranking's top K documents, as trec_eval -M.",
-)
+@relevance_level_option
+@max_docs_option
 @click.option(
     "--no-cache",
     "cache",
@@ -167,7 +156,7 @@ def compare(qrels, runs, precision, fmt, output):
     "summary",
     is_flag=True,
     flag_value=False,
-    default=True,
+    default=options.default("summary"),
     help="Drop the summary rows (query_id all).",
 )
 @click.option(
@@ -207,7 +196,7 @@ def metrics(qrels, runs, names, precision, fmt, output):
     wanted, runid = without_runid(settings.baselines or ())
     measure_names = baseline_names(wanted) if wanted else None
     runs = resolved_runs(runs)
-    judged = read_qrels(qrels)
+    judgments = read_qrels(qrels)
     if runid:
         stderr_notice(RUNID_NOTICE[names])
         if not wanted:  # runid alone: no values to write
@@ -215,16 +204,16 @@ def metrics(qrels, runs, names, precision, fmt, output):
             return
     with usage_errors():  # computed here; written a (measure, run) at a time
         frames = metrics_frames(
-            judged,
+            judgments,
             runs,
-            measure_names or default_baselines(judged.has_subtopics),
+            measure_names or default_baselines(judgments.has_subtopics),
             settings,
             notify=stderr_notice,
         )
     if fmt == "tsv":  # refused before the first piece is written
         check_tsv_values(output, "run", list(runs))
         if settings.per_query:  # the summary rows' query_id is "all"
-            check_tsv_values(output, "query_id", judged.query_ids())
+            check_tsv_values(output, "query_id", judgments.query_ids())
     if terminal(output) and fmt == "tsv":  # the readable view: aligned on every row
         import pandas as pd
 
@@ -287,7 +276,7 @@ OLD_QUERY_NOTICE = (
 )
 @click.option(
     "--top",
-    type=judged("top"),
+    type=number_type("top"),
     default=None,
     metavar="N",
     help="The N queries (default 5) with the largest |Delta| under the first measure, "
@@ -333,11 +322,11 @@ def explain(qrels, runs, query_ids, old_queries, top, precision, fmt, output):
     if query_ids and top is not None:
         raise click.UsageError("give --query or --top, not both")
     settings = judged_options()
-    judged = read_qrels(qrels)
-    measure_list = _parse_measures(settings.measures, judged.has_subtopics)
+    judgments = read_qrels(qrels)
+    measure_list = _parse_measures(settings.measures, judgments.has_subtopics)
     # a wrong query id is reported before the runs are read
     with usage_errors():
-        frame = explain_table(judged, runs, settings, queries=list(query_ids) or None)
+        frame = explain_table(judgments, runs, settings, queries=list(query_ids) or None)
     if frame.empty:
         stderr_notice(f"no query has a value of {measure_list[0].name} to explain")
     fmt = fmt.lower()

@@ -14,8 +14,8 @@ from .errors import usage_errors
 from .params import (
     analysis_options,
     baseline_names,
-    judged,
     judged_options,
+    number_type,
     resolved_runs,
 )
 
@@ -34,7 +34,7 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
     "--test",
     "tests",
     type=click.Choice(options.GATE_TESTS),
-    default="ttest",
+    default=options.default("tests", "gate")[0],
     show_default=True,
     help="One-sided paired test, H1 the candidate is worse: Student's t on the mean "
     "difference, the sign test on wins and losses (ties dropped), or the randomization "
@@ -42,8 +42,8 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
 )
 @click.option(
     "--margin",
-    type=judged("margin"),
-    default=0.0,
+    type=number_type("margin"),
+    default=options.default("margin"),
     show_default=True,
     metavar="M",
     help="Non-inferiority margin, in the measure's units: a regression is a mean "
@@ -52,7 +52,7 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
 @click.option(
     "--correction",
     type=click.Choice(options.CORRECTIONS),
-    default="holm",
+    default=options.default("correction", "gate"),
     show_default=True,
     help="Multiple-comparison correction over every (candidate, measure) tested: "
     "family-wise (holm, bonferroni), false discovery rate (bh: Benjamini-Hochberg, by: "
@@ -60,15 +60,15 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
 )
 @click.option(
     "--alpha",
-    type=judged("alpha"),
-    default=0.05,
+    type=number_type("alpha"),
+    default=options.default("alpha"),
     show_default=True,
     help="Significance level of the corrected one-sided tests; the interval is at 1 - alpha.",
 )
 @click.option(
     "--min-queries",
-    type=judged("min_queries"),
-    default=25,
+    type=number_type("min_queries"),
+    default=options.default("min_queries"),
     show_default=True,
     metavar="N",
     help="Fewer evaluated queries make the verdict inconclusive (not tested).",
@@ -76,29 +76,29 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
 @click.option(
     "--ci",
     type=click.Choice(options.INTERVALS),
-    default="t",
+    default=options.default("ci"),
     show_default=True,
     help="The two-sided (1 - alpha) interval of the mean difference: Student's t, or "
     "the percentile bootstrap.",
 )
 @click.option(
     "--resamples",
-    type=judged("resamples"),
-    default=10000,
+    type=number_type("resamples"),
+    default=options.default("resamples"),
     show_default=True,
     help="Bootstrap resamples (--ci bootstrap).",
 )
 @click.option(
     "--trials",
-    type=judged("trials"),
-    default=10000,
+    type=number_type("trials"),
+    default=options.default("trials"),
     show_default=True,
     help="Random sign flips of the randomization test (every flip when 2^queries <= trials).",
 )
 @click.option(
     "--seed",
-    type=judged("seed"),
-    default=0,
+    type=number_type("seed"),
+    default=options.default("seed"),
     show_default=True,
     help="Seed of the sign flips and the bootstrap resamples.",
 )

@@ -52,13 +52,43 @@ class JudgedFloat(_JudgedRange, click.FloatRange):
     name = "float"
 
 
-def judged(field: str) -> click.ParamType:
+def number_type(field: str) -> click.ParamType:
     """The click type of the numeric option ``field`` (:class:`JudgedInt` or
     :class:`JudgedFloat`)."""
     return (JudgedInt if options.RANGES[field].integer else JudgedFloat)(field)
 
 
-DEFAULTS = Options()
+# the options several commands take, each declared once
+relevance_level_option = click.option(
+    "-l",
+    "--relevance-level",
+    type=number_type("relevance_level"),
+    default=None,
+    metavar="L",
+    help="Relevant means grade >= L (default: grade > 0).",
+)
+max_docs_option = click.option(
+    "-M",
+    "--max-docs",
+    type=number_type("max_docs"),
+    default=None,
+    metavar="K",
+    help="Keep each ranking's top K documents (after sorting), as trec_eval -M.",
+)
+method_option = click.option(
+    "--method",
+    type=click.Choice(options.METHODS),
+    default=options.default("method"),
+    show_default=True,
+    help="Aggregation of the per-query rankings into one order of the runs.",
+)
+samples_option = click.option(
+    "--samples",
+    type=number_type("samples"),
+    default=options.default("samples"),
+    show_default=True,
+    help="Samples drawn per level of queries or labels.",
+)
 
 
 def judged_options(**given) -> Options:
@@ -90,22 +120,8 @@ def engine_options(func=None, *, measures_default: str | None = None):
             metavar="NAME[,NAME...]",
             help=measure_help(measures_default),
         ),
-        click.option(
-            "-l",
-            "--relevance-level",
-            type=judged("relevance_level"),
-            default=None,
-            metavar="L",
-            help="Relevant means grade >= L (default: grade > 0).",
-        ),
-        click.option(
-            "-M",
-            "--max-docs",
-            type=judged("max_docs"),
-            default=None,
-            metavar="K",
-            help="Keep each ranking's top K documents (after sorting), as trec_eval -M.",
-        ),
+        relevance_level_option,
+        max_docs_option,
         click.option(
             "--no-cache",
             "cache",
@@ -117,7 +133,7 @@ def engine_options(func=None, *, measures_default: str | None = None):
         click.option(
             "-j",
             "--jobs",
-            type=judged("jobs"),
+            type=number_type("jobs"),
             default=None,
             metavar="N",
             help="Compute on N cores (query partitions at once, HSD trials); -j 1: one "
@@ -164,7 +180,7 @@ def dask_options(func):
     return click.option(
         "--engine",
         type=click.Choice(options.ENGINES, case_sensitive=False),
-        default="local",
+        default=options.default("engine"),
         show_default=True,
         help="local: this process, by query partitions; dask: the same partitions as tasks "
         "on a Dask cluster (needs prefeval[dask]).",
@@ -407,7 +423,7 @@ def significance_options(func=None, *, one_test: bool = False):
             "--test",
             "tests",
             type=click.Choice(options.TESTS),
-            default="ttest",
+            default=options.default("tests", "table")[0],
             show_default=True,
             help=f"Significance test: {tests}.",
         )
@@ -425,7 +441,7 @@ def significance_options(func=None, *, one_test: bool = False):
         click.option(
             "--correction",
             type=click.Choice(options.CORRECTIONS),
-            default="bonferroni",
+            default=options.default("correction"),
             show_default=True,
             help="Multiple-comparison correction of the ttest, sign and randomization "
             "p-values: bonferroni or holm (family-wise error), bh (Benjamini-Hochberg) or "
@@ -433,24 +449,24 @@ def significance_options(func=None, *, one_test: bool = False):
         ),
         click.option(
             "--alpha",
-            type=judged("alpha"),
-            default=0.05,
+            type=number_type("alpha"),
+            default=options.default("alpha"),
             show_default=True,
             help="Significance level: a pair is significant when its corrected p-value "
             "(the HSD's, for hsd) is below it.",
         ),
         click.option(
             "--trials",
-            type=judged("trials"),
-            default=10000,
+            type=number_type("trials"),
+            default=options.default("trials"),
             show_default=True,
             help="Trials of the randomized HSD and of the randomization test (exact, "
             "every sign flip, where 2**queries <= N).",
         ),
         click.option(
             "--seed",
-            type=judged("seed"),
-            default=0,
+            type=number_type("seed"),
+            default=options.default("seed"),
             show_default=True,
             help="Seed of the HSD's and the randomization test's trials.",
         ),

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import click
 
+from .. import options
 from ..io.writers import check_output
-from ..options import SECTIONS
 from ..present.report import check_targets, output_paths
 from .analysis import run_analysis
 from .checks import command, require_matplotlib
 from .errors import usage_errors
-from .params import analysis_options, judged, significance_options
+from .params import analysis_options, number_type, samples_option, significance_options
 
 
 @command()
 @analysis_options(
     against="Add the section 'Against the reference': the table of `prefeval gate "
-    "--against RUN` (one run) on the report's measures, with its defaults (ttest, holm, "
-    "the report's --alpha, at least 25 queries).",
+    "--against RUN` (one run) on the report's measures, with its defaults "
+    f"({options.default('tests', 'gate')[0]}, {options.default('correction', 'gate')}, "
+    f"the report's --alpha, at least {options.default('min_queries')} queries).",
     outputs=False,
 )
 @click.option(
@@ -36,26 +37,20 @@ from .params import analysis_options, judged, significance_options
     help="Add the robustness curves: 10%, 25%, 50%, 75% of the queries, and of the "
     "relevant labels (from QRELS RUN... only).",
 )
-@click.option(
-    "--samples",
-    type=judged("samples"),
-    default=10,
-    show_default=True,
-    help="Samples per level of --robustness.",
-)
+@samples_option
 @click.option(
     "-p",
     "--precision",
     "digits",
-    type=judged("digits"),
-    default=3,
+    type=number_type("digits"),
+    default=options.default("digits"),
     show_default=True,
     help="Decimals of the preferences and taus in the tables.",
 )
 @click.option(
     "--sections",
     metavar="NAME[,NAME...]",
-    default=",".join(SECTIONS),
+    default=",".join(options.default("sections")),
     show_default=True,
     help="The sections to print, in this order whatever the order given; those that "
     "apply: 'against' needs --against, 'robustness' --robustness, 'tau' two measures, "

@@ -6,7 +6,6 @@ class Relevant:
 def positions(
     data: bytes, relevant: Relevant, max_docs: int, /
 ) -> tuple[bytes, bytes, bytes] | None: ...
-
 def ranking(
     data: bytes, queries: Relevant, max_docs: int, /
 ) -> tuple[bytes, bytes, bytes, bytes] | None: ...
