@@ -760,6 +760,52 @@ static int run_pass(Pass *p, const unsigned char *s, size_t n)
     return end_block(p, query);
 }
 
+static int by_query(const void *pa, const void *pb)
+{
+    const Block *a = pa, *b = pb;
+    return a->query < b->query ? -1 : a->query > b->query;
+}
+
+/* The pass over ``view`` (``full``: ranking mode): 1 the file read, 0 declined (or
+ * memory ran out: p->nomem); the hits (by document) or blocks (by query) in order. */
+static int read_file(Pass *p, const Py_buffer *view, const RelevantObject *rel,
+                     long long max_docs, int full)
+{
+    memset(p, 0, sizeof(*p));
+    const struct lconv *conv = localeconv();
+    if (conv == NULL || strcmp(conv->decimal_point, ".") != 0)
+        return 0; /* strtod would read numbers in another locale */
+    p->rel = rel;
+    p->max_docs = max_docs;
+    p->full = full;
+    p->retrieved = calloc((size_t)rel->n_queries + 1, sizeof(int64_t));
+    if (p->retrieved == NULL) {
+        p->nomem = 1;
+        return 0;
+    }
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = run_pass(p, (const unsigned char *)view->buf, (size_t)view->len);
+    if (ok && p->n_hits > 1)
+        qsort(p->hits, p->n_hits, sizeof(Hit), by_gid);
+    if (ok && p->n_blocks > 1)
+        qsort(p->blocks, p->n_blocks, sizeof(Block), by_query);
+    Py_END_ALLOW_THREADS
+    return ok;
+}
+
+static void free_pass(Pass *p)
+{
+    free(p->rows);
+    free(p->dup);
+    free(p->hits);
+    free(p->retrieved);
+    free(p->seen);
+    free(p->seen_slots);
+    free(p->out);
+    free(p->blocks);
+}
+
 static PyObject *positions(PyObject *module, PyObject *args)
 {
     (void)module;
@@ -768,27 +814,9 @@ static PyObject *positions(PyObject *module, PyObject *args)
     long long max_docs;
     if (!PyArg_ParseTuple(args, "y*O!L", &view, &RelevantType, &rel_obj, &max_docs))
         return NULL;
-    const struct lconv *conv = localeconv();
-    if (conv == NULL || strcmp(conv->decimal_point, ".") != 0) {
-        PyBuffer_Release(&view); /* strtod would read numbers in another locale */
-        Py_RETURN_NONE;
-    }
     RelevantObject *rel = (RelevantObject *)rel_obj;
     Pass p;
-    memset(&p, 0, sizeof(p));
-    p.rel = rel;
-    p.max_docs = max_docs;
-    p.retrieved = calloc((size_t)rel->n_queries + 1, sizeof(int64_t));
-    int ok = 0;
-    if (p.retrieved == NULL)
-        p.nomem = 1;
-    else {
-        Py_BEGIN_ALLOW_THREADS
-        ok = run_pass(&p, (const unsigned char *)view.buf, (size_t)view.len);
-        if (ok && p.n_hits > 1)
-            qsort(p.hits, p.n_hits, sizeof(Hit), by_gid);
-        Py_END_ALLOW_THREADS
-    }
+    int ok = read_file(&p, &view, rel, max_docs, 0);
     PyObject *result = NULL;
     if (p.nomem)
         PyErr_NoMemory();
@@ -812,20 +840,9 @@ static PyObject *positions(PyObject *module, PyObject *args)
         Py_XDECREF(rank);
         Py_XDECREF(depth);
     }
-    free(p.rows);
-    free(p.dup);
-    free(p.hits);
-    free(p.retrieved);
-    free(p.seen);
-    free(p.seen_slots);
+    free_pass(&p);
     PyBuffer_Release(&view);
     return result;
-}
-
-static int by_query(const void *pa, const void *pb)
-{
-    const Block *a = pa, *b = pb;
-    return a->query < b->query ? -1 : a->query > b->query;
 }
 
 static PyObject *ranking(PyObject *module, PyObject *args)
@@ -836,37 +853,17 @@ static PyObject *ranking(PyObject *module, PyObject *args)
     long long max_docs;
     if (!PyArg_ParseTuple(args, "y*O!L", &view, &RelevantType, &rel_obj, &max_docs))
         return NULL;
-    const struct lconv *conv = localeconv();
-    if (conv == NULL || strcmp(conv->decimal_point, ".") != 0) {
-        PyBuffer_Release(&view); /* strtod would read numbers in another locale */
-        Py_RETURN_NONE;
-    }
-    RelevantObject *rel = (RelevantObject *)rel_obj;
     Pass p;
-    memset(&p, 0, sizeof(p));
-    p.rel = rel;
-    p.max_docs = max_docs;
-    p.full = 1;
-    p.retrieved = calloc((size_t)rel->n_queries + 1, sizeof(int64_t));
-    int ok = 0;
-    size_t chars = 0;
-    if (p.retrieved == NULL)
-        p.nomem = 1;
-    else {
-        Py_BEGIN_ALLOW_THREADS
-        ok = run_pass(&p, (const unsigned char *)view.buf, (size_t)view.len);
-        if (ok && p.n_blocks > 1)
-            qsort(p.blocks, p.n_blocks, sizeof(Block), by_query);
-        for (size_t i = 0; ok && i < p.n_out; i++)
-            chars += p.out[i].len;
-        Py_END_ALLOW_THREADS
-    }
+    int ok = read_file(&p, &view, (RelevantObject *)rel_obj, max_docs, 1);
     PyObject *result = NULL;
     if (p.nomem)
         PyErr_NoMemory();
     else if (!ok)
         result = Py_NewRef(Py_None);
     else {
+        size_t chars = 0;
+        for (size_t i = 0; i < p.n_out; i++)
+            chars += p.out[i].len;
         Py_ssize_t n = (Py_ssize_t)p.n_out;
         PyObject *q = PyBytes_FromStringAndSize(NULL, n * 8);
         PyObject *score = PyBytes_FromStringAndSize(NULL, n * 8);
@@ -897,14 +894,7 @@ static PyObject *ranking(PyObject *module, PyObject *args)
         Py_XDECREF(offsets);
         Py_XDECREF(docs);
     }
-    free(p.rows);
-    free(p.dup);
-    free(p.hits);
-    free(p.retrieved);
-    free(p.seen);
-    free(p.seen_slots);
-    free(p.out);
-    free(p.blocks);
+    free_pass(&p);
     PyBuffer_Release(&view);
     return result;
 }
