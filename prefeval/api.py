@@ -39,6 +39,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from types import FrameType
 
 import pandas as pd
 
@@ -112,7 +113,8 @@ def warn(message: str) -> None:
 def _warn_user(message: str, category: type[Warning]) -> None:
     """``warnings.warn(message, category)`` attributed to the first caller outside the
     prefeval package (the user's line, which Python's default filters look at)."""
-    level, frame = 1, sys._getframe(0)
+    level = 1
+    frame: FrameType | None = sys._getframe(0)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     with bars.beside_bar():  # shown on a line of its own, the bar (progress=True) below
@@ -491,18 +493,18 @@ def discpower(
     """
 
     options = _judged("discpower", locals())
-    with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+    with engine_for(options) as active:  # a Dask cluster held for the HSD's trials
         # the HSD's win rates in temporary files: one measure's read at a time
         hsd = "hsd" in options.tests
         # the randomization test flips each pair's per-query differences: the whole cube
         stream = "randomization" not in options.tests
         evidence = _evidence_only(
             qrels, runs, prefs, metrics, options, notify, stream=stream, win_rates=hsd,
-            spill=hsd, engine=engine,
+            spill=hsd, engine=active,
         )  # fmt: skip
         table = pair_tests(
             evidence, list(options.tests), options.correction, options.trials, options.seed,
-            progress=progress, jobs=options.jobs, notify=notify, engine=engine,
+            progress=progress, jobs=options.jobs, notify=notify, engine=active,
         )  # fmt: skip
     return _plain(table if options.pairs else discriminative_power(table, options.alpha))
 
@@ -991,12 +993,12 @@ def report(
     # the sections that run the significance tests (the others do not need their inputs)
     tested = bool(set(options.sections) & {"summary", "table", "baselines", "matrices",
                                            "discpower"})  # fmt: skip
-    with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+    with engine_for(options) as active:  # a Dask cluster held for the HSD's trials
         # preferences streamed (never the whole cube) unless the randomization test
         # flips each pair's per-query differences
         got = _checked_inputs(
             qrels, runs, prefs, metrics, options, notify, positions=options.robustness,
-            engine=engine, stream=not (tested and "randomization" in options.tests),
+            engine=active, stream=not (tested and "randomization" in options.tests),
             win_rates=(tested and "hsd" in options.tests) or options.robustness, signs=True,
             spill=True,
         )  # fmt: skip
@@ -1004,8 +1006,9 @@ def report(
             raise ValueError("no preference measure to report")
         sources = {"prefs": _source_name(prefs), "metrics": _source_name(metrics)}
         caveats = sample_caveats(got.evidence, options.tests) if tested else []
-        for caveat in caveats if notify is not None else ():
-            notify(caveat)
+        if notify is not None:
+            for caveat in caveats:
+                notify(caveat)
         gated = None
         if reference is not None and "against" in options.sections:
             against_pairs(got.evidence.runs, [reference])  # a --prefs table's runs
@@ -1017,7 +1020,7 @@ def report(
             evidence = got.evidence.against(reference)
             gated = (_plain(gate_table(evidence, reference, settings, notify)), settings)
         document = reports.build(
-            got, options, sources=sources, engine=engine, against=gated,
+            got, options, sources=sources, engine=active, against=gated,
             abbreviate=output is not None and reports.report_format(output) == "tex",
         )  # fmt: skip
     if output is None:
@@ -1101,10 +1104,10 @@ def table(
         runs = _runs(runs)  # resolved once: an iterator or a reader gives its runs once
         against_pairs(list(runs), [reference])  # an unknown name before any computing
     test = options.tests[0]
-    with engine_for(options) as engine:  # a Dask cluster held for the HSD's trials
+    with engine_for(options) as active:  # a Dask cluster held for the HSD's trials
         evidence = _evidence_only(
             qrels, runs, prefs, metrics, options, notify, stream=test != "randomization",
-            win_rates=test == "hsd", spill=test == "hsd", engine=engine,
+            win_rates=test == "hsd", spill=test == "hsd", engine=active,
         )  # fmt: skip
         tested = evidence
         if reference is not None:
@@ -1112,7 +1115,7 @@ def table(
             tested = evidence.against(reference)
         pair_table = pair_tests(
             tested, [test], options.correction, options.trials, options.seed,
-            progress=progress, jobs=options.jobs, notify=notify, engine=engine,
+            progress=progress, jobs=options.jobs, notify=notify, engine=active,
         )  # fmt: skip
     frame = runs_table(
         evidence, pair_table, pair_summary(tested), order_by=options.order_by, reference=reference,

@@ -335,7 +335,8 @@ def _number(field: str, value, integer: bool = False, check_range: bool = True):
     if isinstance(value, bool) or not isinstance(value, kind):
         what = "an integer" if integer else "a number"
         raise OptionTypeError(field, f"{{value}} is not {what}.", value)
-    value = int(value) if integer else float(value)
+    number: Any = value  # an Integral or a Real: int() and float() take both
+    value = int(number) if integer else float(number)
     if not integer and not math.isfinite(value):
         raise OptionError(field, "{value} is not a finite number.", value)
     bounds = RANGES.get(field) if check_range else None

@@ -1137,6 +1137,7 @@ def _flavour_groups(
     # so the qrels file's line order must not reach the last bits of AP_IA & co
     keys = ["query_id", "iteration", "doc_id"] if ia else ["query_id", "doc_id"]
     frame = frame.sort_values(keys, kind="stable", ignore_index=True)
+    qrels_input: list[Any] | dict[str, dict[str, float]]
     if ia:
         qrels_input = list(
             map(
@@ -1158,6 +1159,7 @@ def _flavour_groups(
             continue
         given, docnos = qrels_input, frame["doc_id"] if judged is None else judged
         if pad:
+            assert isinstance(qrels_input, dict)  # padded: general qrels only (not ia)
             given, docnos = _pad_negative_queries(qrels_input, docnos, part)
         evaluator = ir_measures.evaluator(list(part), given)
         out.append(_Group(evaluator, part, ia, given, docnos))

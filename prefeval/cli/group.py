@@ -98,7 +98,9 @@ class LazyGroup(PrefevalGroup):
         if not names:
             return
         limit = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, self.commands.summary(name, limit)) for name in names]
+        commands = self.commands
+        assert isinstance(commands, Commands)  # set in __init__
+        rows = [(name, commands.summary(name, limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -30,7 +30,8 @@ class _JudgedRange:
 
     def __init__(self, field: str):
         bounds = options.RANGES[field]
-        super().__init__(bounds.lo, bounds.hi, bounds.lo_open, bounds.hi_open)
+        # a mixin: super() is click's IntRange or FloatRange (JudgedInt, JudgedFloat)
+        super().__init__(bounds.lo, bounds.hi, bounds.lo_open, bounds.hi_open)  # type: ignore[call-arg]
         self.field = field
 
     def convert(self, value, param, ctx):

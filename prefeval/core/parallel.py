@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Executor
 
 #: cgroup v2's CPU bandwidth limit, then cgroup v1's quota and period (microseconds)
@@ -67,7 +67,7 @@ def usable_cpus() -> int:
     return max(1, cpus)
 
 
-def in_order(pool: Executor, fn: Callable, items: Iterable, ahead: int) -> Iterator:
+def in_order(pool: Executor, fn: Callable, items: Iterable, ahead: int) -> Generator:
     """``map(fn, items)`` on ``pool``, results in the items' order, at most ``ahead``
     calls submitted and not yet yielded; the calls not started are cancelled when the
     caller stops early."""

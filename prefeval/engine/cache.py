@@ -235,6 +235,8 @@ def _read_secret(folder_fd: int) -> bytes:
         fd = os.open(_SECRET, flags, dir_fd=folder_fd)
     except FileNotFoundError:
         new = Replacement(folder_fd, _SECRET + ".new", 0o600)
+        # open (Replacement raises otherwise) until committed or abandoned
+        assert new.handle is not None and new.tmp is not None
         try:
             new.handle.write(os.urandom(_SECRET_BYTES))
             new.handle.flush()
@@ -398,14 +400,17 @@ def _entry_folder(kind: str, sub: str, create: bool) -> tuple[int, bytes] | None
     opened = _user_folder(create)
     if opened is None:
         return None
-    fd, secret = opened
+    folder, secret = opened
+    fd: int | None = folder
     try:
         for name in (kind, sub):
             parent, fd = fd, None
+            assert parent is not None  # the folder opened last (or the user's)
             try:
                 fd = _open_folder(parent, name, create)
             finally:
                 os.close(parent)
+        assert fd is not None  # the entry's folder, opened last
         return fd, secret
     except _Unusable as error:
         _refuse(os.path.join(user_dir(), kind), str(error))
@@ -517,6 +522,7 @@ def put(kind: str, key: str, **arrays) -> None:
         except FileNotFoundError:
             pass
         entry = Replacement(folder, name, 0o600)
+        assert entry.handle is not None  # open until committed or abandoned
         try:
             entry.handle.write(MAGIC + _tag(secret, kind, key, payload))
             entry.handle.write(payload)

@@ -20,8 +20,9 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -333,7 +334,7 @@ def _read_runs(
                 name in labels if isinstance(labels, set) else labels[0] <= name <= labels[1]
             ):
                 last[name] = i
-    done = [[] for _ in range(len(units) + 1)]
+    done: list[list[str]] = [[] for _ in range(len(units) + 1)]
     for name in names:
         done[last[name] + 1].append(name)
     for name in done[0]:
@@ -380,7 +381,7 @@ def _stretch_task(
     run_names: list[str],
     max_docs,
     run_files: dict,
-) -> list:
+) -> list | _Flawed:
     """One Dask task per stretch of row groups (:func:`_stretches`): its groups read
     and checked here, once, each run reduced against ``relevant``, the judgments of the
     partitions whose queries the stretch may hold (:func:`_judgments`; ``parts``: the
@@ -399,9 +400,9 @@ def _stretch_task(
     except InputError as error:
         return _Flawed(error)
     if problems:
-        row, error = min(problems, key=lambda item: item[0])
-        return _Flawed(error, row)
-    out = [{} for _ in parts]
+        row, problem = min(problems, key=lambda item: item[0])
+        return _Flawed(problem, row)
+    out: list[dict] = [{} for _ in parts]
     for name, positions in reduced.items():
         for k, piece in enumerate(_by_partition(positions, relevant, parts)):
             out[k][name] = piece
@@ -520,11 +521,11 @@ class _Plan:
     """The client's side of a Dask computation: the evaluated queries, the runs, the
     partitions (the local engine's) and one delayed kernel call per partition."""
 
-    relevant: RelevantSet
+    relevant: RelevantSet | None  # None once the tasks carry all that is needed
     names: list[str]
     measures: list
     parts: list[range]
-    tasks: list
+    tasks: _Tasks
     #: whether tasks share the tasks splitting a table by partition (computed together)
     shared: bool = False
 
@@ -543,7 +544,8 @@ class _Tasks:
     stretch is read once."""
 
     def __init__(self, reads: list, qrels, call: tuple, options: dict):
-        self.reads, self.qrels, self.call, self.options = reads, qrels, call, options
+        self.reads: list | None = reads
+        self.qrels, self.call, self.options = qrels, call, options
         self.count = len(reads)
         #: (source, :class:`_Stretch`), the partitions' query ranges, and the stretch
         #: tasks' other arguments (run names, relevance level, max_docs, run files)
@@ -553,9 +555,10 @@ class _Tasks:
         #: the text run files the workers read (:class:`_TextInput`), and the evaluated
         #: judgments they are reduced against
         self.texts: list = []
-        self.relevant = None
+        self.relevant: RelevantSet | None = None
         #: delayed -> future, and data -> its future on every worker (set by the caller)
-        self.submit = self.scatter = None
+        self.submit: Callable | None = None
+        self.scatter: Callable | None = None
         self.started: dict = {}
         self.read_texts: list | None = None
         self.judged: dict = {}  # the stretches' judgments, by their partitions
@@ -675,7 +678,7 @@ def _plan(judged: Qrels, runs, measures, relevance_level, pairs, notify, cells, 
     # other text runs (streams, read here) split by partition here
     ids = pa.array(queries, pa.string())
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
-    local = [[] for _ in parts]
+    local: list[list] = [[] for _ in parts]
     for table in (x for x in inputs if isinstance(x, pa.Table)):
         for k, piece in enumerate(_split(table, ids, part_of, len(parts))):
             if piece is not None:
@@ -827,10 +830,12 @@ def _local_client(workers: int, slots: dict):
                 dashboard_address=":0",
                 silence_logs=logging.CRITICAL,
             )
-        cluster.prefeval_scratch = scratch
+        cluster.prefeval_scratch = scratch  # type: ignore[attr-defined]  # ours, closed with it
         # the scheduler's tasks run on this loop: what an interruption leaves them
         # (a request cut short) is as silent as the cluster's logs
-        cluster.loop.asyncio_loop.set_exception_handler(_quiet)
+        loop = cluster.loop
+        assert loop is not None  # a started cluster's
+        loop.asyncio_loop.set_exception_handler(_quiet)  # type: ignore[attr-defined]
         return Client(cluster)
     except BaseException:
         if cluster is not None:
@@ -918,7 +923,7 @@ def _bounded(connect):
 
 def _partition_results(
     plan: _Plan, client, own_cluster, notify, progress=False, pieces: bool = False, done=None
-) -> Iterator:
+) -> Generator:
     """Run the tasks on ``client`` (at the end, ``done()``; without it the client is
     closed, and its cluster with ``own_cluster``); yield their :class:`PartitionResult`
     in partition order, each as it is needed, then tell which runs had no results for
@@ -1016,6 +1021,7 @@ def _without_rows(result: PartitionResult) -> tuple[PartitionResult, int]:
 
 def _rows_of(result: PartitionResult, lo: int, hi: int) -> pd.DataFrame:
     """On the worker: rows ``lo:hi`` of ``result``'s per-query rows."""
+    assert result.frame is not None  # asked for: compare's per-query rows
     return result.frame.iloc[lo:hi]
 
 
@@ -1024,7 +1030,7 @@ def _rows_in_pieces(client, future, rows: int) -> Iterator[pd.DataFrame]:
     (:func:`~prefeval.io.writers.row_groups`, so that the file is the local engine's, row
     group for row group; one empty piece for no rows), the next one asked for while this
     one is written."""
-    pieces = deque()
+    pieces: deque = deque()
     for lo, hi in row_groups(rows):
         pieces.append(client.submit(_rows_of, future, lo, hi))
         if len(pieces) == 2:
@@ -1107,6 +1113,7 @@ class DaskEngine:
 
     def partitions(self, job: Job, want: Want) -> Partitions:
         options = job.options
+        assert job.qrels is not None  # let go below, once the tasks carry them
         plan = _plan(
             job.qrels, job.runs, [m.name for m in job.measures], options.relevance_level,
             job.pairs, job.notify, options.partition_cells, max_docs=options.max_docs,
@@ -1117,6 +1124,7 @@ class DaskEngine:
         if want.rows:
             job.qrels = None  # the tasks carry their judgments; the client needs none
         relevant = plan.relevant
+        assert relevant is not None  # the plan's, until the tasks carry it
         measures = [m.name for m in plan.measures]
         chosen = run_pairs(len(plan.names), job.pairs)
         like = summary_like(
@@ -1242,8 +1250,9 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     rows = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
     if any(rows[g] and ranges[g] is None for g in range(len(rows))):
         return None
-    lows = [r[0] if r is not None else None for r in ranges]
-    highs = [r[1] if r is not None else None for r in ranges]
+    # a group with rows has its range (checked above)
+    lows: list[Any] = [r[0] if r is not None else None for r in ranges]
+    highs: list[Any] = [r[1] if r is not None else None for r in ranges]
     chosen, total, read = [], 0, set()
     for part in parts:
         ids = queries[part.start : part.stop]
@@ -1259,7 +1268,7 @@ def _row_groups(source: _ParquetInput, parts: list[range], queries: list[str]):
     stretches = _stretches(rows, lows, highs, queries, parts, _run_ranges(file, source))
     most = max((sum(rows[g] for g in groups) for groups in chosen), default=0)
     if any(sum(rows[g] for g in stretch.groups) > most for stretch in stretches):
-        stretches = None  # rows of a query in every row group (by query, groups cut inside)
+        return chosen, unread, None  # rows of a query in every row group (groups cut inside)
     return chosen, unread, stretches
 
 
@@ -1338,7 +1347,7 @@ def _read_group(file, source: _ParquetInput, group: int, start: int):
         raw = file.read_row_group(group, columns=list(source.rename))
     except (pa.ArrowException, OSError, ValueError) as error:
         raise parquet.unreadable(source.shown or source.path, error) from None
-    where = dict(path=source.shown or source.path, offset=start)
+    where: dict[str, Any] = dict(path=source.shown or source.path, offset=start)
     query = parquet.ids(raw[names["query_id"]], "query id", name=names["query_id"], **where)
     run = (
         parquet.ids(raw[names["run"]], "run name", name=names["run"], **where)

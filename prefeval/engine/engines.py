@@ -3,6 +3,8 @@ or ``dask``, ``Options.scheduler`` for the latter)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..options import Options
 from .dask import DaskEngine
 from .job import Engine
@@ -10,7 +12,7 @@ from .local import LocalEngine
 
 #: the engines by the name ``--engine`` and ``engine=`` give them, each made from the
 #: options
-ENGINES = {
+ENGINES: dict[str, Callable[[Options], Engine]] = {
     "local": lambda options: LocalEngine(),
     "dask": lambda options: DaskEngine(options.scheduler),
 }

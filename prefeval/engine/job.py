@@ -44,7 +44,7 @@ class Job:
     :class:`~prefeval.io.runs.RunSet`), the measures (:class:`~prefeval.measures.Measure`),
     the run index pairs (None: all), the settings, and where notices go."""
 
-    qrels: Qrels
+    qrels: Qrels | None  # None once the Dask tasks carry their judgments
     runs: RunSet
     measures: list
     options: Options
@@ -80,8 +80,8 @@ class PartitionResult:
     and per run the number of its queries the run has no results for."""
 
     frame: pd.DataFrame | None
-    block_sums: np.ndarray
-    counts: np.ndarray
+    block_sums: np.ndarray | None  # None: a whole cube given as ``values``
+    counts: np.ndarray | None
     missing: dict[str, int]
     #: with ``cube``: the partition's preferences (measures x pairs x its queries)
     values: np.ndarray | None = None
@@ -107,7 +107,7 @@ class Partitions:
     engine keeps them, and whether the fold keeps win rates in a temporary file
     (:func:`~prefeval.core.cube.rate_keeper`; the Dask engine's choice)."""
 
-    relevant: RelevantSet
+    relevant: RelevantSet | None  # None: compare on Dask (the tasks carry the judgments)
     names: list[str]
     measures: list[str]
     pairs: np.ndarray
@@ -243,6 +243,8 @@ def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterato
     total = SummaryAccumulator()
     try:
         for result in parts.results:
+            # compare's partitions are streamed: each with its sums and counts
+            assert result.block_sums is not None and result.counts is not None
             total.add_blocks(result.block_sums, result.counts, like)
             if per_query:
                 assert result.frame is not None  # asked for with ``per_query``
@@ -302,7 +304,9 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     and with ``signs`` their :class:`~prefeval.core.cube.PackedSigns`; with
     ``positions`` the reduced runs, the engine's or merged from the partitions' (or the
     position matrix the engine kept)."""
-    relevant, names, n_queries = parts.relevant, parts.measures, parts.relevant.n_queries
+    relevant = parts.relevant
+    assert relevant is not None  # the analyses' partitions carry the judgments
+    names, n_queries = parts.measures, relevant.n_queries
     n_runs = len(parts.names)
     values: list = []
     rates: dict = {}

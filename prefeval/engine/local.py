@@ -11,7 +11,7 @@ The result is a :class:`PreferenceCube`, measures x pairs x queries.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -197,6 +197,7 @@ def streamed_positions(
     added to ``unspilled``, for one notice."""
     raw = run.stored()
     try:
+        assert run.path is not None  # streamed: a file's run
         if is_parquet(raw):
             pieces = parquet.run_pieces(raw, run.path, streaming.piece_rows)
             rows = parquet.row_count(raw, run.path)
@@ -372,7 +373,7 @@ def cube_from_matrix(
     pops = _populations(relevant, binary, families, part)
     for f, family in enumerate(families):
         np.add.at(sizes[family.name], pops.query, pops.count[f] * pops.size)
-    blocks = []
+    blocks: list = []
     # equal sizes are consecutive (by increasing m): blocks of at most _BLOCK elements
     edges = [0, *(np.flatnonzero(np.diff(pops.size)) + 1).tolist(), len(pops.size)]
     for lo, hi in zip(edges[:-1], edges[1:]) if len(pops.size) else ():
@@ -513,7 +514,7 @@ def matrix_partitions(
             cubes.close()  # are dropped
 
 
-def _accumulate(acc: np.ndarray, queries: np.ndarray, contribution: np.ndarray) -> None:
+def _accumulate(acc: np.ndarray, queries: np.ndarray | range, contribution: np.ndarray) -> None:
     if len(np.unique(queries)) == len(queries):
         acc[queries] += contribution
     else:
@@ -568,6 +569,7 @@ class LocalEngine:
 
     def partitions(self, job: Job, want: Want) -> Partitions:
         options = job.options
+        assert job.qrels is not None  # the local engine keeps the job's judgments
         relevant = relevant_with_notice(job.qrels, options.relevance_level, job.notify)
         positions = load_runs(
             job.runs, relevant, options.max_docs, notify=job.notify,
@@ -581,7 +583,7 @@ class LocalEngine:
         )
         both = want.both_directions
         like = summary_like(measures, names, relevant.query_ids, ranges, chosen, both)
-        parts = Partitions(relevant, names, measures, chosen, ranges, like, iter(()))
+        parts = Partitions(relevant, names, measures, chosen, ranges, like, _none())
         if want.values or want.rates:
             # analysis commands often run one after another on the same runs: the cube
             key = None
@@ -619,8 +621,12 @@ class LocalEngine:
         return parts
 
 
-def _one(result: PartitionResult):
+def _one(result: PartitionResult) -> Generator[PartitionResult, None, None]:
     yield result
+
+
+def _none() -> Generator[PartitionResult, None, None]:
+    yield from ()
 
 
 def _computed(cube: PreferenceCube, want: Want) -> PartitionResult:

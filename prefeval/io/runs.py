@@ -9,7 +9,7 @@ import itertools
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -102,10 +102,12 @@ class Run:
             columns = _run_from_frame(self.data, self.name)
         elif self.kind == "arrow":
             columns = self.data.read(self.name)
-        elif self.kind == "table":
-            columns = parquet.table_run(self.path, self.name, self.data)
         else:
-            columns = parse_any_run(self.stored(), self.path, self.name, known)
+            assert self.path is not None  # a file's run (the kinds above are in memory)
+            if self.kind == "table":
+                columns = parquet.table_run(self.path, self.name, self.data)
+            else:
+                columns = parse_any_run(self.stored(), self.path, self.name, known)
         if self.keep:
             self.kept = columns
         return columns
@@ -396,6 +398,7 @@ def run_tag(run: Run) -> str:
     run.  Every line must have it, and the same one: else an :class:`InputError` at the
     first line that differs or lacks it."""
     raw = run.stored()
+    assert run.path is not None  # --names tag names the runs of files
     if run.kind == "parquet":
         return _parquet_tag(raw, run.path)
     return _text_tag(raw, run.path)
@@ -445,6 +448,7 @@ def _tag_chunks(raw, path: str):
     at least :data:`TAG_CHUNK` bytes after its start (the last up to the end): a
     gzip-compressed run decompressed as it is read (:func:`gunzip_blocks`), so that a
     chunk and the next block are all the text held, whatever the run's size."""
+    blocks: Iterator[bytes]
     if raw[:2] != GZIP_MAGIC:
         blocks = (raw[at : at + TAG_CHUNK] for at in range(0, len(raw), TAG_CHUNK))
     else:
