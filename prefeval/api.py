@@ -455,7 +455,7 @@ def discpower(
     alpha: float = default("alpha"),
     trials: int = default("trials"),
     seed: int = default("seed"),
-    pairs: bool = default("pairs"),
+    pairs: bool = default("per_pair"),
     against=None,
     engine: str = default("engine"),
     scheduler: str | None = None,
@@ -492,7 +492,7 @@ def discpower(
     3     nDCG@10  ttest  bonferroni   0.05            9     15  60.000000
     """
 
-    options = _judged("discpower", locals())
+    options = _judged("discpower", {**locals(), "per_pair": pairs}, {"per_pair": "pairs"})
     with engine_for(options) as active:  # a Dask cluster held for the HSD's trials
         # the HSD's win rates in temporary files: one measure's read at a time
         hsd = "hsd" in options.tests
@@ -506,7 +506,7 @@ def discpower(
             evidence, list(options.tests), options.correction, options.trials, options.seed,
             progress=progress, jobs=options.jobs, notify=notify, engine=active,
         )  # fmt: skip
-    return _plain(table if options.pairs else discriminative_power(table, options.alpha))
+    return _plain(table if options.per_pair else discriminative_power(table, options.alpha))
 
 
 @_command

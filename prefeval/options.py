@@ -219,7 +219,7 @@ class Options:
     alpha: float = 0.05  # significance level
     trials: int = 10000  # trials of the randomized HSD and of the randomization test
     seed: int = 0  # seed of the HSD's and randomization's trials, bootstrap, robustness samples
-    pairs: bool = False  # discpower: one row per run pair
+    per_pair: bool = False  # discpower: one row per run pair (--pairs)
     ties: bool = False  # agree: the share of ties instead
     queries: tuple[int, ...] = ()  # robustness: numbers of queries to draw
     labels: tuple[float, ...] = ()  # robustness: fractions of relevant labels to keep
@@ -456,7 +456,7 @@ _RULES: dict[str, Callable] = {
     "sections": lambda f, v: SECTIONS if v is None else _sections(v),
 }
 _FLAGS = (
-    "binary", "per_query", "summary", "both_directions", "pairs", "ties", "robustness", "strict",
+    "binary", "per_query", "summary", "both_directions", "per_pair", "ties", "robustness", "strict",
 )  # fmt: skip
 
 

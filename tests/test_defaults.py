@@ -23,7 +23,7 @@ OTHER_MEANING = {
 #: click's "no default" (click >= 8.3; older versions give None)
 UNSET = getattr(click.core, "UNSET", None)
 #: an API keyword named otherwise than its field
-FIELD_OF = {"test": "tests"}
+FIELD_OF = {"test": "tests", "pairs": "per_pair"}
 
 
 def _expected(field: str, command: str, value):
