@@ -81,7 +81,7 @@ from ..engine.local import unspilled_notice
 from ..engine.memory import release_free_memory
 from ..io.columns import RunColumns
 from ..io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, streamed
-from ..io.spill import STREAMING, Codes, Spill, query_partitions
+from ..io.spill import STREAMING, Codes, Spill, query_buckets
 from ..io.tables import MAX_METRIC_VALUE, metrics_from_table
 from ..io.textpass import run_text_ranking
 from ..options import Options
@@ -1281,7 +1281,7 @@ def _evaluate_partitions(
         limits.open_files(parts + 64, "the baselines' spill")
     except SystemLimitError:  # a low hard limit: as many partitions as other spills
         parts = streaming.parts(rows)
-    part_of = query_partitions(pa.array(qlist, pa.string()), parts)
+    part_of = query_buckets(pa.array(qlist, pa.string()), parts)
     judged = _judged(qrels, general, parsed, {q: k for k, q in enumerate(qlist)})
     totals = _Totals(items, len(qlist), relevant)
     try:

@@ -431,7 +431,7 @@ def query_ranges(
     n_queries: int, n_runs: int, n_measures: int, pairs=None, cells: int = PARTITION_CELLS
 ) -> list[range]:
     """The ranges of query indices compare computes one at a time
-    (:func:`query_partitions`) for that many runs and measures and those ``pairs``
+    (:func:`cell_ranges`) for that many runs and measures and those ``pairs``
     (default all); :func:`prefeval.engine.dask.compare_partition` is the kernel that
     computes one of them.  A query counts for its cube cells (measures x pairs), and at
     least :data:`RUN_CELLS` per run: a partition also holds every run's positions and
@@ -440,10 +440,10 @@ def query_ranges(
     queries each; :data:`RUN_CELLS` is set by the 1M-user ``pairs --against`` and
     ``gate`` cases, see bench/RESULTS.md)."""
     per_query = max(n_measures * max(1, len(run_pairs(n_runs, pairs))), RUN_CELLS * n_runs)
-    return query_partitions(n_queries, per_query, cells)
+    return cell_ranges(n_queries, per_query, cells)
 
 
-def query_partitions(
+def cell_ranges(
     n_queries: int, cells_per_query: int, cells: int = PARTITION_CELLS
 ) -> list[range]:
     """Consecutive ranges of query indices holding at most ``cells`` cube cells each

@@ -212,7 +212,7 @@ def _spill(pieces, files: list[str]) -> list[int]:
         for run, qid, docno, score in pieces:
             if not len(score):
                 continue
-            part = query_partitions(qid, len(files))
+            part = query_buckets(qid, len(files))
             order = np.argsort(part, kind="stable")
             counts = np.bincount(part, minlength=len(files))
             # a piece's ids are far below 2 GiB: plain strings
@@ -234,7 +234,7 @@ def _spill(pieces, files: list[str]) -> list[int]:
     return sorted(sinks)
 
 
-def query_partitions(qid, parts: int) -> np.ndarray:
+def query_buckets(qid, parts: int) -> np.ndarray:
     """The partition of each of the query ids ``qid`` (an Arrow string array): a hash of
     the id (pandas' ``hash_array``, the same for the same id in every piece and file)
     modulo ``parts``."""

@@ -61,9 +61,9 @@ def test_partitions_hold_the_whole_cube(small_partitions, qrels):
 
 def test_a_partition_is_at_least_one_block(monkeypatch):
     monkeypatch.setattr(ties, "SUM_BLOCK", 4)
-    parts = engine.query_partitions(10, cells_per_query=100, cells=10)
+    parts = engine.cell_ranges(10, cells_per_query=100, cells=10)
     assert parts == [range(0, 4), range(4, 8), range(8, 10)]
-    assert engine.query_partitions(10, 100, cells=1000) == [range(0, 8), range(8, 10)]
+    assert engine.cell_ranges(10, 100, cells=1000) == [range(0, 8), range(8, 10)]
 
 
 def test_blocked_sum_adds_blocks_in_order():
