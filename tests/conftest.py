@@ -52,3 +52,35 @@ def _notices_anew():
     from prefeval import api
 
     api._WARNED.clear()
+
+
+#: the kinds of tests marked ``slow`` here besides those marked in their files (the
+#: sweeps, Dask, the resource limits): ``make test-fast`` leaves them out, ``make test``
+#: (CI) runs them.  Each kind repeats, at a larger scale or over more variants, what a
+#: fast test checks: (why, a pattern of the test ids)
+SLOW_KINDS = [
+    ("the TREC Web 2012 comparisons (a fast test checks each on sample data)",
+     r"web2012|::test_web_|diversity"),
+    ("the sweeps over layouts, orders, partitions, threads and hash seeds",
+     r"same_bytes|whatever|hash_seed|jobs_give_the_bytes|merged_from_partitions|any_order"
+     r"|run_order"),
+    ("the output-device and no-space checks repeated for every command (compare's run fast)",
+     r"test_no_traceback\.py::.*\[(?!compare)"),
+    ("the property sweeps of the one-pass reader (its hand-worked cases run fast)",
+     r"test_textpass\.py::test_(same_positions|scores_read|lines_in_any|same_ranking)"),
+    ("the CI recipes run through make and a shell", r"test_gate_ci\.py"),
+    ("the layouts at 40 and 130 runs, every figure format",
+     r"hundred_thirty|forty_runs|\[130\]|\[40\]|same_figure_same_bytes"),
+    ("memory bounds, processes sharing the cache, the kernel's compile cache",
+     r"memory_is_bounded|concurrent_processes|compiles_once"),
+]  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of :data:`SLOW_KINDS` slow."""
+    import re
+
+    slow = re.compile("|".join(f"(?:{pattern})" for _, pattern in SLOW_KINDS))
+    for item in items:
+        if slow.search(item.nodeid):
+            item.add_marker(pytest.mark.slow)
