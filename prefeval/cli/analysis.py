@@ -28,7 +28,6 @@ from .params import (
     method_option,
     number_type,
     output_option,
-    parameters,
     precision_option,
     resolved_runs,
     samples_option,
@@ -81,7 +80,28 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
     show_default=True,
     help="MC4 uniform teleport weight (keeps the chain ergodic).",
 )
-def order(inputs, prefs, metrics_file, against, precision, fmt, output):
+def order(
+    inputs,
+    prefs,
+    metrics_file,
+    against,
+    precision,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    method,
+    teleport,
+):
     """Order the runs: rows `measure method rank run score`, rank 1 best.
 
     Per query, each run's win rate W_q(a) = sum_b Delta(a, b) ranks the runs;
@@ -117,7 +137,34 @@ def order(inputs, prefs, metrics_file, against, precision, fmt, output):
     "or .svg (needs matplotlib).",
 )
 @click.option("--plot-log", is_flag=True, help="Log scale for the p-values of --plot.")
-def discpower(inputs, prefs, metrics_file, alpha, per_pair, plot, precision, plot_log, fmt, output):
+def discpower(
+    inputs,
+    prefs,
+    metrics_file,
+    alpha,
+    per_pair,
+    plot,
+    precision,
+    plot_log,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    against,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    tests,
+    correction,
+    trials,
+    seed,
+):
     """Discriminative power: share of run pairs significantly different.
 
     Rows `measure test correction alpha significant pairs percent`. With --against
@@ -143,7 +190,27 @@ def discpower(inputs, prefs, metrics_file, alpha, per_pair, plot, precision, plo
 @command()
 @analysis_options(against=False)
 @method_option
-def tau(inputs, prefs, metrics_file, against, precision, fmt, output):
+def tau(
+    inputs,
+    prefs,
+    metrics_file,
+    against,
+    precision,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    method,
+):
     """Kendall's tau-b between the run orderings of every pair of measures.
 
     Rows `measure_a measure_b tau`; with the default tsv output, a readable
@@ -170,7 +237,27 @@ def tau(inputs, prefs, metrics_file, against, precision, fmt, output):
     is_flag=True,
     help="Write each measure's share of tied comparisons instead (rows measure ties comparisons).",
 )
-def agree(inputs, prefs, metrics_file, no_baselines, ties, precision, fmt, output):
+def agree(
+    inputs,
+    prefs,
+    metrics_file,
+    no_baselines,
+    ties,
+    precision,
+    fmt,
+    output,
+    baselines,
+    names,
+    against,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+):
     """Sign agreement of preferences with baseline differences, per comparison.
 
     Rows `measure baseline agreement compared`: among (query, run pair)
@@ -222,7 +309,32 @@ def agree(inputs, prefs, metrics_file, no_baselines, ties, precision, fmt, outpu
     help="Draw Kendall's tau against the level (mean, ±std band) to FILE: .png, .pdf or "
     ".svg (needs matplotlib).",
 )
-def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, output):
+def robustness(
+    inputs,
+    prefs,
+    metrics_file,
+    plot,
+    against,
+    precision,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    queries,
+    labels,
+    policy,
+    samples,
+    seed,
+):
     """How orderings hold up with fewer queries or fewer relevance labels.
 
     Rows `measure kind level samples tau_mean tau_std ties agreement` (ties and
@@ -274,7 +386,30 @@ def robustness(inputs, prefs, metrics_file, plot, against, precision, fmt, outpu
     show_default=True,
     help="Seed of the bootstrap resamples.",
 )
-def pairs(inputs, prefs, metrics_file, precision, fmt, output):
+def pairs(
+    inputs,
+    prefs,
+    metrics_file,
+    precision,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    against,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    ci,
+    level,
+    resamples,
+    seed,
+):
     """Per run pair: mean difference, its interval, wins, ties, losses, effect size.
 
     Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses
@@ -325,7 +460,32 @@ TEX_DIGITS = 3
 )
 @output_option
 @precision_option
-def table(inputs, prefs, metrics_file, tests, order_by, precision, fmt, output):
+def table(
+    inputs,
+    prefs,
+    metrics_file,
+    tests,
+    order_by,
+    precision,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    against,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    correction,
+    alpha,
+    trials,
+    seed,
+):
     """The runs x measures table papers print, with significance marks.
 
     One row per run (in the MC4 order of --order-by, or as given), one column per
@@ -350,7 +510,7 @@ def table(inputs, prefs, metrics_file, tests, order_by, precision, fmt, output):
     if fmt != "tex":
         write_table(frame, output, fmt, precision)
         return
-    values = parameters(click.get_current_context())
+    values = click.get_current_context().params
     with usage_errors():
         text = runs_table_tex(
             frame,

@@ -13,7 +13,6 @@ from ..engine import cache
 from ..io.writers import check_output, output_target
 from ..present import plots as plotting
 from ..present.plots import require
-from .params import keep, parameters
 
 #: the parameters naming input files (QRELS, RUN..., --prefs, --metrics)
 INPUT_PARAMS = ("qrels", "runs", "inputs", "prefs", "metrics_file")
@@ -31,26 +30,24 @@ def input_paths(values: dict) -> list:
 
 
 class PrefevalCommand(click.Command):
-    """A ``prefeval`` command. Its function takes only the parameters it uses: the others
-    are kept in the context for :func:`~prefeval.cli.params.judged_options`
-    (:func:`~prefeval.cli.params.keep`). Checks before any computing: ``-`` (standard
+    """A ``prefeval`` command. Its function takes every parameter of the command (a
+    TypeError when it does not: no parameter reaches it another way), and
+    :func:`~prefeval.cli.params.judged_options` judges them into its
+    :class:`~prefeval.options.Options`. Checks before any computing: ``-`` (standard
     input) stands for one input only, as in trec_eval; ``-o`` is writable and not one of
     the inputs."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         taken = inspect.signature(self.callback).parameters
-        for param in self.params:
-            if param.expose_value and param.name not in taken:
-                if param.callback is not None:
-                    raise TypeError(f"{self.name}: {param.name} has a callback of its own")
-                param.expose_value = False
-                param.callback = keep
+        hidden = [p.name for p in self.params if p.expose_value and p.name not in taken]
+        if hidden:
+            raise TypeError(f"{self.name} does not take its parameters {', '.join(hidden)}")
 
     def invoke(self, ctx):
 
         cache.max_bytes()  # a bad PREFEVAL_CACHE_MAX_GB is reported before any work
-        values = parameters(ctx)
+        values = ctx.params
         inputs = input_paths(values)
         if sum(1 for path in inputs if path == "-") > 1:
             raise click.UsageError("'-' (standard input) may be given for one input only")
@@ -104,7 +101,7 @@ def plotting_for(plot):
         return None
     require_matplotlib("--plot")
 
-    values = parameters(click.get_current_context())
+    values = click.get_current_context().params
     target = output_target(plot)
     output = values.get("output")
     if output not in (None, "-") and output_target(output) == target:

@@ -86,7 +86,26 @@ def _parse_measures(measures, has_subtopics):
 @precision_option
 @format_option
 @output_option
-def compare(qrels, runs, precision, fmt, output):
+def compare(
+    qrels,
+    runs,
+    precision,
+    fmt,
+    output,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    per_query,
+    summary,
+    against,
+    names,
+    both_directions,
+    engine,
+    scheduler,
+):
     """Preference of every pair of RUNs on QRELS.
 
     Rows are `measure run_a run_b query_id value`, run_a before run_b in command
@@ -168,7 +187,21 @@ def compare(qrels, runs, precision, fmt, output):
 )
 @names_option
 @output_options
-def metrics(qrels, runs, names, precision, fmt, output):
+def metrics(
+    qrels,
+    runs,
+    names,
+    precision,
+    fmt,
+    output,
+    baselines,
+    relevance_level,
+    max_docs,
+    cache,
+    per_query,
+    summary,
+    complete,
+):
     """Baseline metrics with ir-measures: rows `measure run query_id value`.
 
     As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
@@ -295,7 +328,23 @@ OLD_QUERY_NOTICE = (
     "redirected stdout): one row per query, population and recall level.",
 )
 @output_option
-def explain(qrels, runs, query_ids, old_queries, top, precision, fmt, output):
+def explain(
+    qrels,
+    runs,
+    query_ids,
+    old_queries,
+    top,
+    precision,
+    fmt,
+    output,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    names,
+):
     """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
 
     Per query: the value of every measure (as compare -q writes it), the positions of

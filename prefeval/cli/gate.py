@@ -107,7 +107,36 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
     is_flag=True,
     help="Exit with status 3 when no run regressed but some verdict is inconclusive.",
 )
-def gate(inputs, prefs, metrics_file, against, strict, precision, fmt, output):
+def gate(
+    inputs,
+    prefs,
+    metrics_file,
+    against,
+    strict,
+    precision,
+    fmt,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    tests,
+    margin,
+    correction,
+    alpha,
+    min_queries,
+    ci,
+    resamples,
+    trials,
+    seed,
+):
     """Regression gate: is any run worse than the reference run REF?
 
     Every RUN but REF is a candidate. Per gated measure (-m, default rpp; -B, none

@@ -94,10 +94,10 @@ samples_option = click.option(
 
 def judged_options(**given) -> Options:
     """The command's :class:`~prefeval.options.Options`, judged from its parameters (those
-    named as the judge's keywords; ``--engine``, ``--scheduler`` and ``--no-cache`` kept
-    in the context, :func:`keep`) and ``given``; the command's bar on a terminal."""
+    named as the judge's keywords: the arguments its function received, as click holds
+    them) and ``given``; the command's bar on a terminal."""
     ctx = click.get_current_context()
-    values = {**parameters(ctx), "progress": None, **given}
+    values = {**ctx.params, "progress": None, **given}
     if not values.get("baselines"):
         values["baselines"] = None  # no -B: the default set (--no-baselines: none)
     values = {k: v for k, v in values.items() if k in options.KEYWORDS}
@@ -150,23 +150,6 @@ def engine_options(func=None, *, measures_default: str | None = None):
     for option in reversed(decorators):
         func = option(func)
     return func
-
-
-def keep(ctx, param, value):
-    """Callback of the parameters a command's function does not take as arguments
-    (:class:`~prefeval.cli.checks.PrefevalCommand`): kept in the context for
-    :func:`judged_options`."""
-    ctx.meta[f"prefeval.{param.name}"] = value
-    return value
-
-
-def parameters(ctx) -> dict:
-    """The values of the command's parameters: those its function takes, and those kept
-    in the context (:func:`keep`)."""
-    kept = {
-        k.removeprefix("prefeval."): v for k, v in ctx.meta.items() if k.startswith("prefeval.")
-    }
-    return {**kept, **ctx.params}
 
 
 def dask_options(func):
@@ -260,7 +243,7 @@ def resolved_runs(runs):
     """The command's RUN arguments resolved once
     (:func:`prefeval.io.runs.resolve_runs`: each opened once, a many-run table standing
     for its runs), named as ``NAME=PATH`` and ``--names`` say."""
-    names = parameters(click.get_current_context()).get("names", "file")
+    names = click.get_current_context().params.get("names", "file")
     return resolve_runs(runs, names)
 
 

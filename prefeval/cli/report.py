@@ -56,7 +56,33 @@ from .params import analysis_options, number_type, samples_option, significance_
     "apply: 'against' needs --against, 'robustness' --robustness, 'tau' two measures, "
     "'baselines' a baseline. The sections left out are not computed.",
 )
-def report(inputs, prefs, metrics_file, against, output):
+def report(
+    inputs,
+    prefs,
+    metrics_file,
+    against,
+    output,
+    baselines,
+    no_baselines,
+    names,
+    engine,
+    scheduler,
+    measures,
+    relevance_level,
+    max_docs,
+    cache,
+    jobs,
+    binary,
+    tests,
+    correction,
+    alpha,
+    trials,
+    seed,
+    robustness,
+    samples,
+    digits,
+    sections,
+):
     """The whole study in one document: HTML, Markdown or LaTeX.
 
     A summary (each measure's first run and how many runs it beats significantly, the

@@ -443,9 +443,7 @@ def query_ranges(
     return cell_ranges(n_queries, per_query, cells)
 
 
-def cell_ranges(
-    n_queries: int, cells_per_query: int, cells: int = PARTITION_CELLS
-) -> list[range]:
+def cell_ranges(n_queries: int, cells_per_query: int, cells: int = PARTITION_CELLS) -> list[range]:
     """Consecutive ranges of query indices holding at most ``cells`` cube cells each
     (``Options.partition_cells``), or one :data:`~prefeval.core.ties.SUM_BLOCK` of queries
     when that is more: the partitions compare computes one at a time."""
