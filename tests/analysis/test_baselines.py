@@ -568,7 +568,7 @@ def test_web2012_natives_against_a_plain_oracle(web, monkeypatch):
     runs = runs[:3]
     got = values(compute_metrics(qrels_path, runs, ["TSE", "ASL", "TSE(exposure=rr)"]))
     # the corpus merges its buffered rows in batches: tiny batches give the same result
-    monkeypatch.setattr(baselines._Corpus, "BATCH", 10_000)
+    monkeypatch.setattr(baselines.rankings.Corpus, "BATCH", 10_000)
     again = values(compute_metrics(qrels_path, runs, ["TSE", "ASL", "TSE(exposure=rr)"]))
     assert again == got
 
@@ -766,7 +766,7 @@ def test_ranking_does_not_trust_the_query_order_of_trec_order(sample, monkeypatc
     qrels_path, qrels, frames = sample
     shuffled = {name: shuffle_query_blocks(f, seed=i) for i, (name, f) in enumerate(frames.items())}
     expected = values(compute_metrics(qrels_path, frames, CHECKED + NATIVES, max_docs=5))
-    trec_order = baselines.trec_order
+    trec_order = baselines.rankings.trec_order
 
     def file_block_order(q, score, docno):
         order = trec_order(q, score, docno)
@@ -774,7 +774,7 @@ def test_ranking_does_not_trust_the_query_order_of_trec_order(sample, monkeypatc
         np.minimum.at(first, q, np.arange(len(q)))
         return order[np.argsort(first[q[order]], kind="stable")]
 
-    monkeypatch.setattr(baselines, "trec_order", file_block_order)
+    monkeypatch.setattr(baselines.rankings, "trec_order", file_block_order)
     got = values(compute_metrics(qrels_path, shuffled, CHECKED + NATIVES, max_docs=5))
     assert got.keys() == expected.keys()
     assert got == pytest.approx(expected, abs=1e-12)
@@ -1220,14 +1220,14 @@ def test_large_runs_are_evaluated_by_partition_to_the_same_values(case, monkeypa
     runs = _sample_runs(layout, tmp_path)
     whole = compute_metrics(qrels, runs, measures, notify=told_whole.append, **kw)
     sizes = []
-    real_input = baselines._run_input
+    real_input = baselines.evaluate.run_input
 
     def sized(ranking, query_ids, intent_aware):
         sizes.append(len(set(np.asarray(ranking.q).tolist())))
         return real_input(ranking, query_ids, intent_aware)
 
-    monkeypatch.setattr(baselines, "STREAMING", _tiny())
-    monkeypatch.setattr(baselines, "_run_input", sized)
+    monkeypatch.setattr(baselines.evaluate, "STREAMING", _tiny())
+    monkeypatch.setattr(baselines.evaluate, "run_input", sized)
     parts = compute_metrics(qrels, runs, measures, notify=told_parts.append, **kw)
     pd.testing.assert_frame_equal(parts, whole)
     assert told_parts == told_whole
@@ -1247,7 +1247,7 @@ def test_a_run_without_rows_in_a_partition_answered_none_of_its_queries(tmp_path
     measures = ["AP", "NumQ", "NumRet", "RR", "ASL"]
     told_whole, told_parts = [], []
     whole = compute_metrics(qrels, [full, one], measures, notify=told_whole.append)
-    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    monkeypatch.setattr(baselines.evaluate, "STREAMING", _tiny())
     parts = compute_metrics(qrels, [full, one], measures, notify=told_parts.append)
     pd.testing.assert_frame_equal(parts, whole)
     assert told_parts == told_whole and len(told_whole) == 1
@@ -1262,7 +1262,7 @@ def test_a_flaw_of_a_large_run_is_told_where_the_whole_read_tells_it(tmp_path, m
     bad = write_run(tmp_path / "bad", [*lines, lines[3]])  # a document twice for q0
     with pytest.raises(InputError) as whole:
         compute_metrics(qrels, [good, bad], ["AP"])
-    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    monkeypatch.setattr(baselines.evaluate, "STREAMING", _tiny())
     with pytest.raises(InputError) as parts:
         compute_metrics(qrels, [good, bad], ["AP"])
     assert str(parts.value) == str(whole.value) and ":151:" in str(whole.value)
@@ -1275,7 +1275,7 @@ def test_no_room_for_temporary_files_evaluates_runs_whole(monkeypatch, tmp_path)
 
     qrels, runs = str(SAMPLE / "qrels.txt"), _sample_runs("text")
     whole = compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"])
-    monkeypatch.setattr(baselines, "STREAMING", _tiny())
+    monkeypatch.setattr(baselines.evaluate, "STREAMING", _tiny())
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
     told: list[str] = []
     got = compute_metrics(qrels, runs, ["AP", "TSE", "NumRel"], notify=told.append)

@@ -502,9 +502,9 @@ def test_a_spill_raises_the_open_files_limit_it_needs(monkeypatch):
             made.append(parts)
             super().__init__(parts)
 
-    monkeypatch.setattr(baselines, "Spill", Counted)
+    monkeypatch.setattr(baselines.evaluate, "Spill", Counted)
     monkeypatch.setattr(
-        baselines,
+        baselines.evaluate,
         "STREAMING",
         Streaming(above=0, piece_rows=7, part_rows=5, max_parts=7, max_evaluated_parts=150),
     )

@@ -469,10 +469,10 @@ def test_web2012_outputs_with_and_without_the_pass(monkeypatch, web2012, args):
 
 def reader_ranking(data: bytes, qlist: list[str], max_docs):
     """The baselines' ranking of the text reader's columns (the pass turned off)."""
-    from prefeval.analysis.baselines import _ranking
+    from prefeval.analysis.baselines.rankings import ranking_of
 
     columns = parse_run(data, "run.txt", "run")
-    found = _ranking(columns, pa.array(qlist, pa.string()), max_docs)
+    found = ranking_of(columns, pa.array(qlist, pa.string()), max_docs)
     return found.q, found.doc_id, found.score
 
 
