@@ -265,10 +265,10 @@ def compare(
     pairs = against_pairs(list(sources), options.against) if options.against else None
     job = Job(judged, sources, measure_list, options, pairs, notify)
     # the command's path: partition by partition, put in the whole cube's row order
-    frames, like = compare_tables(
+    frames, schema = compare_tables(
         engine_for(options), job, options.per_query, options.summary, options.both_directions
     )
-    return _plain(whole_frame(frames, like, options.summary))
+    return _plain(whole_frame(frames, schema, options.summary))
 
 
 @_command

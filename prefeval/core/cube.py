@@ -100,10 +100,41 @@ class PreferenceCube:
         """Tidy rows ``measure, run_a, run_b, query_id, value``: per-query rows first
         (measure, pair, query order), then summary rows with query_id ``all`` (the
         ``means``, measures x pairs, when given: merged from query partitions)."""
-        n_m, n_p, n_q = self.values.shape
-        pairs = self.pairs if len(self.pairs) else np.zeros((0, 2), dtype=np.int64)
-        defined = ~np.isnan(self.values) if per_query else None
         means = (self.summary() if means is None else means) if summary else None
+        return self.schema().frame(self.values if per_query else None, means)
+
+    def schema(self) -> SummarySchema:
+        """The cube's measures, runs, queries and pairs, without its values."""
+        return SummarySchema(self.measures, self.runs, self.query_ids, self.pairs)
+
+
+@dataclass(frozen=True)
+class SummarySchema:
+    """What compare's rows are named by, without values: the measures, the runs and the
+    run pairs (indices into ``runs``), and the query ids (a partition's; the codes of
+    ``query_id``, ``all`` after them)."""
+
+    measures: list[str]
+    runs: list[str]
+    query_ids: list[str]
+    pairs: np.ndarray
+
+    def both_directions(self) -> SummarySchema:
+        """Every pair followed by its reverse (as :meth:`PreferenceCube.both_directions`)."""
+        pairs = np.empty((2 * len(self.pairs), 2), dtype=np.int64)
+        pairs[0::2], pairs[1::2] = self.pairs, self.pairs[:, ::-1]
+        return SummarySchema(self.measures, self.runs, self.query_ids, pairs)
+
+    def frame(
+        self, values: np.ndarray | None = None, means: np.ndarray | None = None
+    ) -> pd.DataFrame:
+        """Tidy rows ``measure, run_a, run_b, query_id, value``: the defined ``values``
+        (measures x pairs x queries; per-query rows in measure, pair, query order), then
+        the defined ``means`` (measures x pairs) with query_id ``all``; categorical
+        columns, their categories the schema's names."""
+        n_m, n_q = len(self.measures), len(self.query_ids)
+        pairs = self.pairs if len(self.pairs) else np.zeros((0, 2), dtype=np.int64)
+        defined = ~np.isnan(values) if values is not None else None
         # the codes of each column filled measure by measure in its smallest integer type
         # (as pandas keeps them): a partition's rows take no more than the frame itself
         counts = defined.sum(axis=(1, 2)) if defined is not None else np.zeros(n_m, dtype=np.int64)
@@ -115,6 +146,7 @@ class PreferenceCube:
         v = np.empty(n_rows)
         at = 0
         if defined is not None:
+            assert values is not None
             for k in range(n_m):
                 flat = np.flatnonzero(defined[k])  # (pair, query) in pair, query order
                 pair, query = np.divmod(flat, max(n_q, 1))
@@ -122,7 +154,7 @@ class PreferenceCube:
                 m[at:end] = k
                 a[at:end], b[at:end] = pairs[pair, 0], pairs[pair, 1]
                 q[at:end] = query
-                v[at:end] = self.values[k].reshape(-1)[flat]
+                v[at:end] = values[k].reshape(-1)[flat]
                 at = end
         if means is not None:
             km, kp = np.nonzero(~np.isnan(means))
@@ -194,19 +226,21 @@ class SummaryAccumulator:
     def __init__(self):
         self.sums = None
         self.counts = None
-        self.cube = None
+        self.schema: SummarySchema | None = None
 
     def add(self, cube: PreferenceCube) -> None:
         self.add_blocks(
-            ties.block_sums(cube.values, axis=2), np.sum(~np.isnan(cube.values), axis=2), cube
+            ties.block_sums(cube.values, axis=2),
+            np.sum(~np.isnan(cube.values), axis=2),
+            cube.schema(),
         )
 
-    def add_blocks(self, sums: np.ndarray, counts: np.ndarray, like: PreferenceCube) -> None:
+    def add_blocks(self, sums: np.ndarray, counts: np.ndarray, schema: SummarySchema) -> None:
         """Merge the next partition's block sums (blocks x measures x pairs) and counts of
-        defined values; ``like``: a cube with the summary's measures, runs and pairs."""
+        defined values; ``schema``: the summary's measures, runs and pairs."""
         self.sums = ties.running_sum(sums, self.sums)
         self.counts = counts if self.counts is None else self.counts + counts
-        self.cube = like
+        self.schema = schema
 
     def means(self) -> np.ndarray:
         """Mean over the defined values, measures x pairs; NaN where none (as
@@ -216,7 +250,8 @@ class SummaryAccumulator:
 
     def frame(self) -> pd.DataFrame:
         """The summary rows (query_id ``all``), as :meth:`PreferenceCube.to_frame`."""
-        return self.cube.to_frame(per_query=False, summary=True, means=self.means())
+        assert self.schema is not None  # set by add_blocks
+        return self.schema.frame(means=self.means())
 
 
 def win_rates(values: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:

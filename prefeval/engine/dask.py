@@ -41,7 +41,7 @@ from ..io.source import is_stream, stored
 from ..io.textpass import run_text_positions
 from ..io.writers import TemporaryFolder, row_groups
 from ..measures import parse_measures
-from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_like
+from .job import Job, PartitionResult, Partitions, Want, partition_result, summary_schema
 from .local import compute_cube, load_runs, query_ranges, relevant_with_notice
 from .memory import MMAP_THRESHOLD, map_large_allocations, release_free_memory
 
@@ -1127,7 +1127,7 @@ class DaskEngine:
         assert relevant is not None  # the plan's, until the tasks carry it
         measures = [m.name for m in plan.measures]
         chosen = run_pairs(len(plan.names), job.pairs)
-        like = summary_like(
+        schema = summary_schema(
             measures, plan.names, relevant.query_ids, plan.parts, chosen, want.both_directions
         )
         spill = relevant.n_queries * len(plan.names) >= SPILL_SCORES
@@ -1140,7 +1140,7 @@ class DaskEngine:
             done=self._release,
         )  # fmt: skip
         return Partitions(
-            relevant, plan.names, measures, chosen, plan.parts, like, results, spill=spill
+            relevant, plan.names, measures, chosen, plan.parts, schema, results, spill=spill
         )
 
 

@@ -26,6 +26,7 @@ from ..core.cube import (
     PackedSigns,
     PreferenceCube,
     SummaryAccumulator,
+    SummarySchema,
     rate_keeper,
     win_rates,
 )
@@ -96,11 +97,11 @@ class PartitionResult:
     positions: list | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Partitions:
     """A job's partitions as an engine streams them: the evaluated judgments
     (:class:`~prefeval.core.qrels.RelevantSet`), the run names, the measure names, the
-    pairs computed, the query ranges, a cube shaped like the summary (the last
+    pairs computed, the query ranges, the summary's schema (the last
     partition's queries, ``both_directions`` applied), the results in query order (a
     result's ``frame``: its rows, or an iterator of their pieces, read before the next
     result is asked for), the whole runs' positions (or their position matrix) when the
@@ -112,7 +113,7 @@ class Partitions:
     measures: list[str]
     pairs: np.ndarray
     ranges: list[range]
-    like: PreferenceCube | None
+    summary: SummarySchema | None
     results: Generator[PartitionResult, None, None]
     positions: list | None = None
     spill: bool = False
@@ -216,36 +217,35 @@ def partition_result(
 
 def compare_tables(engine: Engine, job: Job, per_query: bool, summary: bool, both: bool):
     """compare on ``engine``, for the CLI and the API alike: (the tables of
-    :func:`compare_frames`, memory bounded by a partition; a cube shaped like the summary,
-    for :func:`whole_frame`)."""
+    :func:`compare_frames`, memory bounded by a partition; the summary's schema, for
+    :func:`whole_frame`)."""
     parts = engine.partitions(job, Want(rows=per_query, both_directions=both))
-    return compare_frames(parts, per_query, summary), parts.like
+    return compare_frames(parts, per_query, summary), parts.summary
 
 
-def summary_like(
+def summary_schema(
     measures: list[str], names: list[str], query_ids, ranges: list[range], pairs, both: bool
-) -> PreferenceCube:
-    """A cube shaped like compare's summary: its measures, runs and ``pairs``, the last
+) -> SummarySchema:
+    """The schema of compare's summary: its measures, runs and ``pairs``, the last
     partition's queries (a Parquet output's dictionary of query ids is that partition's
-    ids and ``all``, as the partition's own cube gives); values not used."""
+    ids and ``all``, as the partition's own rows give)."""
     last = list(query_ids[ranges[-1].start : ranges[-1].stop]) if ranges else []
-    shape = (len(measures), len(pairs), len(last))
-    like = PreferenceCube(measures, names, last, pairs, np.broadcast_to(0.0, shape))
-    return like.both_directions() if both else like
+    schema = SummarySchema(measures, names, last, pairs)
+    return schema.both_directions() if both else schema
 
 
 def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterator[pd.DataFrame]:
     """compare's tables: the per-query rows of each partition (with ``per_query``), as they
     come, then the summary rows (with ``summary``), added block by block in query order
     (:class:`~prefeval.core.cube.SummaryAccumulator`): memory holds one partition."""
-    like = parts.like
-    assert like is not None  # compare's partitions carry the summary's shape
+    schema = parts.summary
+    assert schema is not None  # compare's partitions carry the summary's schema
     total = SummaryAccumulator()
     try:
         for result in parts.results:
             # compare's partitions are streamed: each with its sums and counts
             assert result.block_sums is not None and result.counts is not None
-            total.add_blocks(result.block_sums, result.counts, like)
+            total.add_blocks(result.block_sums, result.counts, schema)
             if per_query:
                 assert result.frame is not None  # asked for with ``per_query``
                 yield from result.frame
@@ -255,22 +255,22 @@ def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterato
         yield total.frame()
 
 
-def whole_frame(frames: Iterable[pd.DataFrame], like: PreferenceCube, summary: bool):
+def whole_frame(frames: Iterable[pd.DataFrame], schema: SummarySchema, summary: bool):
     """The rows of :func:`compare_frames` in the order of the whole cube's
     :meth:`~prefeval.core.cube.PreferenceCube.to_frame` (measure, pair, query, then the
     summary rows): the API's table."""
     frames = list(frames)
     tail = [frames.pop()] if summary and frames else []
-    lookup = np.full((len(like.runs), len(like.runs)), -1, dtype=np.int64)
-    lookup[like.pairs[:, 0], like.pairs[:, 1]] = np.arange(len(like.pairs))
+    lookup = np.full((len(schema.runs), len(schema.runs)), -1, dtype=np.int64)
+    lookup[schema.pairs[:, 0], schema.pairs[:, 1]] = np.arange(len(schema.pairs))
     keys = []
     for frame in frames:  # codes into the cube's measures and runs
         m = frame["measure"].cat.codes.to_numpy(np.int64)
         pair = lookup[frame["run_a"].cat.codes.to_numpy(), frame["run_b"].cat.codes.to_numpy()]
-        keys.append(m * max(1, len(like.pairs)) + pair)
+        keys.append(m * max(1, len(schema.pairs)) + pair)
     frames += tail
     if not frames:
-        return like.to_frame(per_query=False, summary=False)
+        return schema.frame()
     whole = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     if keys:
         order = np.argsort(np.concatenate(keys), kind="stable")

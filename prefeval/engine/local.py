@@ -33,7 +33,15 @@ from ..measures import Measure, families_of
 from ..measures.family import Family
 from ..options import PARTITION_CELLS
 from . import cache
-from .job import Job, PartitionResult, Partitions, Want, blocks_here, partition_result, summary_like
+from .job import (
+    Job,
+    PartitionResult,
+    Partitions,
+    Want,
+    blocks_here,
+    partition_result,
+    summary_schema,
+)
 from .memory import release_free_memory
 
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
@@ -580,8 +588,7 @@ class LocalEngine:
             relevant.n_queries, len(names), len(measures), job.pairs, options.partition_cells
         )
         both = want.both_directions
-        like = summary_like(measures, names, relevant.query_ids, ranges, chosen, both)
-        parts = Partitions(relevant, names, measures, chosen, ranges, like, _none())
+        schema = summary_schema(measures, names, relevant.query_ids, ranges, chosen, both)
         if want.values or want.rates:
             # analysis commands often run one after another on the same runs: the cube
             key = None
@@ -601,30 +608,28 @@ class LocalEngine:
                             cache.prune()
                 elif job.pairs is not None:
                     cube = cube.select_pairs(job.pairs)
-                parts.pairs, parts.ranges = cube.pairs, [range(relevant.n_queries)]
-                parts.results = _one(PartitionResult(None, None, None, {}, values=cube.values))
-                parts.positions = positions
-                return parts
+                whole = PartitionResult(None, None, None, {}, values=cube.values)
+                return Partitions(
+                    relevant, names, measures, cube.pairs, [range(relevant.n_queries)], schema,
+                    _one(whole), positions=positions,
+                )  # fmt: skip
         # the reduced runs are let go once their position matrix is made: at a million
         # users they weigh three times the matrix (kept for label sampling instead)
         matrix = position_matrix(positions, relevant)
         del positions
-        if want.positions:
-            parts.matrix = matrix
-        parts.results = matrix_partitions(
+        results = matrix_partitions(
             matrix, names, relevant, job.measures, binary=options.binary,
             progress=options.progress, pairs=job.pairs, cells=options.partition_cells,
             jobs=options.jobs, finish=functools.partial(_computed, want=want),
         )  # fmt: skip
-        return parts
+        return Partitions(
+            relevant, names, measures, chosen, ranges, schema, results,
+            matrix=matrix if want.positions else None,
+        )  # fmt: skip
 
 
 def _one(result: PartitionResult) -> Generator[PartitionResult, None, None]:
     yield result
-
-
-def _none() -> Generator[PartitionResult, None, None]:
-    yield from ()
 
 
 def _computed(cube: PreferenceCube, want: Want) -> PartitionResult:
