@@ -65,8 +65,8 @@ def compare_partition(
     both_directions: bool = False,
     has_subtopics: bool = False,
     sum_block: int | None = None,
-    cube: bool = False,
-    stream: bool = False,
+    values: bool = False,
+    rates: bool = False,
     signs: bool = False,
     positions: bool = False,
     plain: bool = True,
@@ -77,9 +77,10 @@ def compare_partition(
     document at the level) from ``run_rows`` (the rows of every run on those queries).
     A run of ``run_names`` without rows here retrieved nothing on these queries.
     ``sum_block``: queries per block sum (default :data:`~prefeval.core.ties.SUM_BLOCK`).
-    What else it gives back (for the analysis commands): ``cube``, the preferences;
-    ``stream``, the win rates and block moments ``order`` and ``discpower`` merge (with
-    ``signs`` also the preferences' packed signs, for ``agree``); ``positions``, the
+    What else it gives back (for the analysis commands, as :class:`Want` names them):
+    ``values``, the preferences; ``rates``, the win rates and block moments ``order``
+    and ``discpower`` merge (with ``signs`` also the preferences' packed signs, for
+    ``agree``); ``positions``, the
     reduced runs (label sampling of ``robustness``).  ``plain``: the per-query rows'
     text columns as plain strings (else pandas categoricals, as the local engine writes
     them: a fraction of the bytes to send).  ``run_files``: per run
@@ -96,7 +97,7 @@ def compare_partition(
     return _partition_result(
         relevant, reduced, run_names, measures,
         binary=binary, pairs=pairs, per_query=per_query, both_directions=both_directions,
-        has_subtopics=has_subtopics, sum_block=sum_block, cube=cube, stream=stream,
+        has_subtopics=has_subtopics, sum_block=sum_block, values=values, rates=rates,
         signs=signs, positions=positions, plain=plain,
     )  # fmt: skip
 
@@ -125,8 +126,8 @@ def _partition_result(
     both_directions: bool = False,
     has_subtopics: bool = False,
     sum_block: int | None = None,
-    cube: bool = False,
-    stream: bool = False,
+    values: bool = False,
+    rates: bool = False,
     signs: bool = False,
     positions: bool = False,
     plain: bool = True,
@@ -139,7 +140,7 @@ def _partition_result(
         preferences = preferences.both_directions()
     return partition_result(
         preferences,
-        Want(rows=per_query, values=cube, rates=stream, signs=signs),
+        Want(rows=per_query, values=values, rates=rates, signs=signs),
         sum_block=sum_block,
         plain=plain,
         pieces=False,
@@ -1118,7 +1119,7 @@ class DaskEngine:
             job.qrels, job.runs, [m.name for m in job.measures], options.relevance_level,
             job.pairs, job.notify, options.partition_cells, max_docs=options.max_docs,
             binary=options.binary, per_query=want.rows, both_directions=want.both_directions,
-            plain=False, cube=want.values, stream=want.rates, signs=want.signs,
+            plain=False, values=want.values, rates=want.rates, signs=want.signs,
             positions=want.positions,
         )  # fmt: skip
         if want.rows:

@@ -84,12 +84,12 @@ class PartitionResult:
     block_sums: np.ndarray | None  # None: a whole cube given as ``values``
     counts: np.ndarray | None
     missing: dict[str, int]
-    #: with ``cube``: the partition's preferences (measures x pairs x its queries)
+    #: with ``Want.values``: the partition's preferences (measures x pairs x its queries)
     values: np.ndarray | None = None
-    #: with ``stream``: per measure its win rates (:func:`prefeval.core.cube.win_rates`)
-    #: and its :class:`~prefeval.core.moments.BlockMoments`
-    streamed: dict | None = None
-    #: with ``stream`` and ``signs``: per measure its preferences' signs
+    #: with ``Want.rates``: per measure its win rates
+    #: (:func:`prefeval.core.cube.win_rates`) and its :class:`~prefeval.core.moments.BlockMoments`
+    rates: dict | None = None
+    #: with ``Want.rates`` and ``signs``: per measure its preferences' signs
     #: (:meth:`prefeval.core.cube.PackedSigns.piece`)
     signs: dict | None = None
     #: with ``positions``: each run's :class:`~prefeval.core.positions.RunPositions` on the
@@ -191,9 +191,9 @@ def partition_result(
         if plain:
             for column in ("measure", "run_a", "run_b", "query_id"):
                 frame[column] = frame[column].astype(str)
-    streamed = None
+    rates = None
     if want.rates:
-        streamed = {
+        rates = {
             name: (
                 win_rates(values[k], cube.pairs, len(cube.runs)),
                 BlockMoments.of(values[k], block=sum_block),
@@ -209,7 +209,7 @@ def partition_result(
         np.sum(~np.isnan(values), axis=2),
         missing or {},
         values=values if want.values else None,
-        streamed=streamed,
+        rates=rates,
         signs=signs,
         positions=positions,
     )
@@ -321,8 +321,8 @@ def fold_evidence(parts: Partitions, want: Want) -> Gathered:
     for k, result in enumerate(parts.results):  # to the end: notices, then closing
         if result.values is not None:
             values.append(result.values)
-        if result.streamed is not None:
-            for name, (rows, blocks) in result.streamed.items():
+        if result.rates is not None:
+            for name, (rows, blocks) in result.rates.items():
                 if name not in rates:
                     start(name)
                 rates[name].add(rows)
