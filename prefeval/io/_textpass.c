@@ -584,29 +584,39 @@ static int seen_before(Pass *p, const unsigned char *s, size_t n)
     return 0;
 }
 
-/* ranking mode: the block's rows (of evaluated query ``query``) in trec order, the
- * first ``depth`` of them added to the ranking */
-static int rank_block(Pass *p, int64_t query, size_t depth)
+/* A block's rows in trec order (score descending, ties by docno descending): taken from
+ * the file's order where it is sorted by score, only its tie groups sorted by docno
+ * (``every_tie``: all of them; else those holding a relevant document, the only rows
+ * whose ranks are kept), else the whole block sorted. */
+static void trec_sort(Row *rows, size_t n, int every_tie)
 {
-    Row *rows = p->rows;
-    size_t n = p->n_rows;
     int sorted = 1;
     for (size_t r = 1; r < n; r++)
         if (!(rows[r].score <= rows[r - 1].score)) {
             sorted = 0;
             break;
         }
-    if (!sorted)
+    if (!sorted) {
         qsort(rows, n, sizeof(Row), by_trec_order);
-    else
-        for (size_t a = 0; a < n;) {
-            size_t b = a + 1;
-            while (b < n && rows[b].score == rows[a].score)
-                b++;
-            if (b - a > 1)
-                qsort(rows + a, b - a, sizeof(Row), by_docno_desc);
-            a = b;
-        }
+        return;
+    }
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        int hit = every_tie || rows[a].gid >= 0;
+        while (b < n && rows[b].score == rows[a].score)
+            hit |= rows[b++].gid >= 0;
+        if (b - a > 1 && hit)
+            qsort(rows + a, b - a, sizeof(Row), by_docno_desc);
+        a = b;
+    }
+}
+
+/* ranking mode: the block's rows (of evaluated query ``query``) in trec order, the
+ * first ``depth`` of them added to the ranking */
+static int rank_block(Pass *p, int64_t query, size_t depth)
+{
+    Row *rows = p->rows;
+    trec_sort(rows, p->n_rows, 1);
     if (!grow((void **)&p->out, &p->cap_out, p->n_out + depth, sizeof(Row), &p->nomem) ||
         !grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks + 1, sizeof(Block), &p->nomem))
         return 0;
@@ -664,24 +674,7 @@ static int end_block(Pass *p, int64_t query)
     if (!relevant)
         return 1;
     Row *rows = p->rows;
-    int sorted = 1;
-    for (size_t r = 1; r < n; r++)
-        if (!(rows[r].score <= rows[r - 1].score)) {
-            sorted = 0;
-            break;
-        }
-    if (!sorted)
-        qsort(rows, n, sizeof(Row), by_trec_order);
-    else
-        for (size_t a = 0; a < n;) {
-            size_t b = a + 1;
-            int hit = rows[a].gid >= 0;
-            while (b < n && rows[b].score == rows[a].score)
-                hit |= rows[b++].gid >= 0;
-            if (b - a > 1 && hit)
-                qsort(rows + a, b - a, sizeof(Row), by_docno_desc);
-            a = b;
-        }
+    trec_sort(rows, n, 0);
     for (size_t r = 0; r < n; r++) {
         if (rows[r].gid < 0)
             continue;
