@@ -2,7 +2,7 @@
 #   make demo   - create .venv, install prefeval (with its plot and dask extras), compare
 #                 the bundled sample runs
 #   make test   - create .venv with the test extras, run the whole test suite on every core
-#   make test-fast - the same without the tests marked slow (sweeps, Dask, resource limits)
+#   make test-fast - the same without the tests marked slow (sweeps, Dask, resource limits, real data)
 #   make test-min - the same in .venv-min, with the lowest versions pyproject allows
 #   make lint   - ruff, the import contract (lint-imports) and the type checker (mypy)
 PYTHON ?= python3
