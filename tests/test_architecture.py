@@ -129,18 +129,23 @@ def test_no_private_name_crosses_modules():
 
 
 #: (module, the internal module it imports in a function): see the test below
-LAZY_INTERNAL = {("prefeval.cli", "group"), ("prefeval.options", "measures")}
+LAZY_INTERNAL = {
+    ("prefeval.cli", "group"),
+    ("prefeval.options", "measures"),
+    ("prefeval.engine.engines", "dask"),
+}
 
 
 def test_internal_imports_at_module_level():
     """Inside the library, an import in a function is of a heavy third-party module
     (numpy, pandas, pyarrow, scipy, ir_measures, matplotlib, dask...) or of the
     standard library, never of prefeval itself: the layers are visible at the top of
-    each module.  Two exceptions: the console entry point (``prefeval.cli``), which
+    each module.  Three exceptions: the console entry point (``prefeval.cli``), which
     imports its group (``.group``) once it has set the signals and resource limits that
-    the imports need; and the options' check of the measures named (``.measures``, which
+    the imports need; the options' check of the measures named (``.measures``, which
     imports numpy), so that ``--help``, which builds the options' declarations, imports
-    no library."""
+    no library; and the choice of the engine (``prefeval.engine.engines``), which
+    imports the Dask engine's module (pandas, the kernel's frames) when Dask is chosen."""
     found = []
     for module, path in _modules().items():
         tree = ast.parse(path.read_text())

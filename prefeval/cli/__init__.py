@@ -2,9 +2,10 @@
 
 The console entry point :func:`main` is here; it sets up signals and resource limits
 before anything heavy is imported, then imports the group (:mod:`.group`, also
-``prefeval.cli.cli``).  The commands live by family (:mod:`.compare`: compare, metrics,
-explain; :mod:`.analysis`: order, pairs, discpower, tau, agree, robustness;
-:mod:`.report`; :mod:`.measures`), with the parameters they share in :mod:`.params`, the
+``prefeval.cli.cli``).  The commands live by family (:mod:`.compare`, :mod:`.metrics`,
+:mod:`.explain`; :mod:`.analysis`: order, pairs, discpower, tau, agree, robustness, table;
+:mod:`.gate`; :mod:`.report`; :mod:`.measures`), with the parameters they share in
+:mod:`.params` (the baselines' names in :mod:`.baselines`), the
 checks before any computing in :mod:`.checks` and the wording of what stops a command in
 :mod:`.errors`.
 """

@@ -16,6 +16,7 @@ from ..core.progress import stderr_notice
 from ..core.terminal import shown
 from ..io.writers import atomic_output, write_stdout, write_table
 from ..present.report import runs_table_tex
+from .baselines import baseline_names
 from .checks import command, no_against, plotting_for
 from .errors import usage_errors
 from .params import (
@@ -23,7 +24,6 @@ from .params import (
     IntervalType,
     PlotFile,
     analysis_options,
-    baseline_names,
     judged_options,
     method_option,
     number_type,

@@ -9,11 +9,11 @@ from ..analysis.gate import Verdicts
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
 from ..io.writers import write_table
+from .baselines import baseline_names
 from .checks import command
 from .errors import usage_errors
 from .params import (
     analysis_options,
-    baseline_names,
     judged_options,
     number_type,
     resolved_runs,

@@ -22,11 +22,11 @@ COMMANDS = {
     "tau": "analysis",
     "agree": "analysis",
     "robustness": "analysis",
-    "metrics": "compare",
+    "metrics": "metrics",
     "pairs": "analysis",
     "gate": "gate",
     "table": "analysis",
-    "explain": "compare",
+    "explain": "explain",
     "report": "report",
     "measures": "measures",
 }

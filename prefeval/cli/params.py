@@ -7,11 +7,10 @@ from __future__ import annotations
 import click
 
 from .. import options
-from ..analysis.baselines import parse_baselines
 from ..core.errors import OutputError
 from ..io.runs import NAMINGS, resolve_runs, run_argument
 from ..io.writers import check_output
-from ..measures import measure_help
+from ..measures import measure_help, parse_measures
 from ..options import OptionError, Options
 from ..present.plots import plot_format
 from .errors import namer, usage_error, usage_errors
@@ -344,11 +343,11 @@ def output_options(func):
     return format_option(output_option(precision_option(func)))
 
 
-def baseline_names(baselines):
-    """Canonical names of the -B/-m values (map -> AP), each once; usage error otherwise."""
-
+def parse_measures_named(measures, has_subtopics):
+    """The measures of ``-m`` (:func:`prefeval.measures.parse_measures`); a usage error
+    naming the unknown one otherwise."""
     with usage_errors():
-        return [b.name for b in parse_baselines(baselines)]
+        return parse_measures(measures, has_subtopics)
 
 
 class IntervalType(click.ParamType):

@@ -6,14 +6,17 @@ partitions come in."""
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from . import ties
+from .rows import Coded, Rows
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 
@@ -94,14 +97,20 @@ class PreferenceCube:
         values[:, :, src >= 0] = self.values[:, :, src[src >= 0]]
         return PreferenceCube(self.measures, self.runs, list(query_ids), self.pairs, values)
 
-    def to_frame(
+    def to_rows(
         self, per_query: bool = False, summary: bool = True, means: np.ndarray | None = None
-    ) -> pd.DataFrame:
+    ) -> Rows:
         """Tidy rows ``measure, run_a, run_b, query_id, value``: per-query rows first
         (measure, pair, query order), then summary rows with query_id ``all`` (the
         ``means``, measures x pairs, when given: merged from query partitions)."""
         means = (self.summary() if means is None else means) if summary else None
-        return self.schema().frame(self.values if per_query else None, means)
+        return self.schema().rows(self.values if per_query else None, means)
+
+    def to_frame(
+        self, per_query: bool = False, summary: bool = True, means: np.ndarray | None = None
+    ) -> pd.DataFrame:
+        """:meth:`to_rows` as a DataFrame (categorical columns)."""
+        return self.to_rows(per_query, summary, means).to_frame()
 
     def schema(self) -> SummarySchema:
         """The cube's measures, runs, queries and pairs, without its values."""
@@ -128,6 +137,10 @@ class SummarySchema:
     def frame(
         self, values: np.ndarray | None = None, means: np.ndarray | None = None
     ) -> pd.DataFrame:
+        """:meth:`rows` as a DataFrame (categorical columns)."""
+        return self.rows(values, means).to_frame()
+
+    def rows(self, values: np.ndarray | None = None, means: np.ndarray | None = None) -> Rows:
         """Tidy rows ``measure, run_a, run_b, query_id, value``: the defined ``values``
         (measures x pairs x queries; per-query rows in measure, pair, query order), then
         the defined ``means`` (measures x pairs) with query_id ``all``; categorical
@@ -161,12 +174,12 @@ class SummarySchema:
             m[at:], a[at:], b[at:] = km, pairs[kp, 0], pairs[kp, 1]
             q[at:] = n_q
             v[at:] = means[km, kp]
-        return pd.DataFrame(
+        return Rows(
             {
-                "measure": pd.Categorical.from_codes(m, self.measures),
-                "run_a": pd.Categorical.from_codes(a, self.runs),
-                "run_b": pd.Categorical.from_codes(b, self.runs),
-                "query_id": pd.Categorical.from_codes(q, [*self.query_ids, SUMMARY_QUERY]),
+                "measure": Coded(m, list(self.measures)),
+                "run_a": Coded(a, list(self.runs)),
+                "run_b": Coded(b, list(self.runs)),
+                "query_id": Coded(q, [*self.query_ids, SUMMARY_QUERY]),
                 "value": v,
             }
         )
@@ -247,6 +260,11 @@ class SummaryAccumulator:
         :func:`prefeval.core.ties.defined_mean`), a mean tying with 0 is 0.0."""
         means = np.where(self.counts > 0, self.sums / np.maximum(self.counts, 1), np.nan)
         return ties.snap_zero(means)
+
+    def rows(self) -> Rows:
+        """The summary rows (query_id ``all``), as :meth:`PreferenceCube.to_rows`."""
+        assert self.schema is not None  # rows were added
+        return self.schema.rows(means=self.means())
 
     def frame(self) -> pd.DataFrame:
         """The summary rows (query_id ``all``), as :meth:`PreferenceCube.to_frame`."""
@@ -363,6 +381,8 @@ class SpilledRates:
 
         self.n_runs = n_runs
         self.rows = 0
+        import tempfile
+
         self._file = tempfile.TemporaryFile()
 
     def add(self, rates: np.ndarray) -> None:
@@ -448,6 +468,8 @@ def arrays_set_aside(arrays: list):
     """The numpy ``arrays`` (a list) wait in an anonymous temporary file meanwhile, out
     of memory, and are read back after, in place: the list is emptied (the arrays are
     freed where it held their last references) and refilled with equal arrays."""
+    import tempfile
+
     with tempfile.TemporaryFile() as held:
         shapes = [(a.shape, a.dtype) for a in arrays]
         _write_arrays(held, arrays)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import from_numpy, scalar, strings, to_numpy
 from .limits import MAX_RANK
 from .qrels import RelevantSet
 
@@ -113,10 +114,17 @@ def trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
         start[1:] = ~tie[slots[1:] - 1]
         group = np.cumsum(start)
         rows = order[slots]
-        table = pa.table({"g": group, "d": pc.take(docno, pa.array(rows))})
+        table = pa.Table.from_arrays(
+            [from_numpy(group), pc.take(docno, from_numpy(rows))], names=["g", "d"]
+        )
         perm = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")])
-        order[slots] = rows[perm.to_numpy()]
+        order[slots] = rows[to_numpy(perm)]
     return order
+
+
+def _codes(found) -> np.ndarray:
+    """The int64 codes of ``pc.index_in``'s answer, -1 where it found nothing."""
+    return to_numpy(found.fill_null(scalar(-1).cast(found.type))).astype(np.int64)
 
 
 def set_like(values, like):
@@ -130,14 +138,13 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     Rows are grouped by query index (never by their order in the file), ranked in trec
     order within each query, and matched to the relevant documents of that query.
     """
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    qvals = pa.array(relevant.query_ids, pa.string())
+    qvals = strings(relevant.query_ids)
     # evaluated-query index of every distinct query id of the run, then of every row
     query_code, query_values = columns.query_codes()
     value_q = pc.index_in(query_values, value_set=set_like(qvals, query_values))
-    qidx = np.asarray(value_q.fill_null(-1), dtype=np.int64)[query_code]
+    qidx = _codes(value_q)[query_code]
     known = getattr(columns, "known", None)
     if known is not None and known[0] is relevant.docnos():
         row_code = known[1]  # located in the reader's hash pass
@@ -146,12 +153,12 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
         doc_code, doc_values = columns.doc_codes()
         value_set = set_like(relevant.docnos(), doc_values)
         value_code = pc.index_in(doc_values, value_set=value_set)
-        row_code = np.asarray(value_code.fill_null(-1), dtype=np.int64)[doc_code]
+        row_code = _codes(value_code)[doc_code]
     keep = np.flatnonzero(qidx >= 0)
     if len(keep) < len(qidx):
         q = qidx[keep]
         score = columns.score[keep]
-        docno = pc.take(columns.doc_id, pa.array(keep))
+        docno = pc.take(columns.doc_id, from_numpy(keep))
         code = row_code[keep]
     else:
         q, score, docno = qidx, columns.score, columns.doc_id

@@ -8,13 +8,16 @@ qrels, which subtopics each one is relevant to.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from .arrays import small_strings
+from .arrays import from_numpy, small_strings, strings, to_numpy
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def query_sort_key(qid: str):
@@ -63,7 +66,7 @@ class RelevantSet:
     level: float | None
     query_ids: list[str]
     offsets: np.ndarray
-    doc_id: pd.Series  # of str (a list of str will do)
+    doc_id: Any  # a pyarrow string array
     grade: np.ndarray
     dropped: list[str] = field(default_factory=list)
     # subtopic qrels only: per query a (m, T) boolean matrix and its subtopic ids
@@ -111,10 +114,14 @@ class RelevantSet:
         if self._docnos is not None:
             return
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        # codes into the sorted distinct docnos (code-point order, as Python sorts str)
-        code, unique = pd.factorize(_strings(self.doc_id), sort=True)
-        docnos = small_strings(pa.array(unique, pa.large_string()))
+        # codes into the sorted distinct docnos (code-point order, as Python sorts str;
+        # UTF-8 byte order, which Arrow sorts by, is the same order)
+        unique = pc.unique(self.doc_id)
+        unique = unique.take(pc.sort_indices(unique))
+        code = to_numpy(pc.index_in(self.doc_id, value_set=unique)).astype(np.int64)
+        docnos = small_strings(unique.cast(pa.large_string()))
         key = self.query_of_doc().astype(np.int64) * len(unique) + code
         order = np.argsort(key, kind="stable")
         self._keys, self._gid = key[order], order.astype(np.int64)
@@ -149,7 +156,7 @@ class RelevantSet:
             level=self.level,
             query_ids=qids,
             offsets=np.asarray(offsets, dtype=np.int64),
-            doc_id=_strings(self.doc_id).take(idx).reset_index(drop=True),
+            doc_id=self.doc_id.take(from_numpy(idx)),
             grade=self.grade[idx],
             dropped=list(self.dropped),
             subtopics=subs if self.subtopics is not None else None,
@@ -160,6 +167,8 @@ class RelevantSet:
 def _strings(values) -> pd.Series:
     """Ids as a pandas string Series (Arrow-backed where pandas has it: a few bytes per
     id, not a Python object each), from a list, a Series or a pyarrow string array."""
+    import pandas as pd
+
     if hasattr(values, "to_pandas"):  # pyarrow
         values = values.to_pylist() if len(values) == 0 else values.to_pandas()
     return pd.Series(values, dtype="str").reset_index(drop=True)
@@ -171,21 +180,50 @@ def distinct_ids(ids: pd.Series) -> list[str]:
     return np.asarray(ids.unique(), dtype=object).tolist()
 
 
+def _id_array(values):
+    """Ids as a pyarrow string array, from a pyarrow string array (kept), a list or a
+    pandas Series (as :func:`_strings` reads them)."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array) and pa.types.is_string(values.type):
+        return values
+    if isinstance(values, pa.Array) and pa.types.is_large_string(values.type):
+        return values
+    if isinstance(values, list) and all(isinstance(v, str) for v in values):
+        return strings(values)
+    return pa.array(_strings(values).array)
+
+
 class Qrels:
-    """Judgment rows ``query_id, iteration, doc_id, relevance`` (iteration 0 = plain)."""
+    """Judgment rows ``query_id, iteration, doc_id, relevance`` (iteration 0 = plain): the
+    ids as pyarrow string arrays, the iterations and grades as numpy arrays, and
+    :attr:`frame`, the same rows as a pandas DataFrame, built when first asked for."""
 
     def __init__(self, query_id, iteration, doc_id, relevance, name: str = "<qrels>"):
         self.name = name
-        self.frame = pd.DataFrame(
-            {
-                "query_id": _strings(query_id),
-                "iteration": np.asarray(iteration, dtype=np.int64),
-                "doc_id": _strings(doc_id),
-                "relevance": np.asarray(relevance, dtype=float),
-            }
-        )
+        self.query_id = _id_array(query_id)
+        self.iteration = np.asarray(iteration, dtype=np.int64)
+        self.doc_id = _id_array(doc_id)
+        self.relevance = np.asarray(relevance, dtype=float)
         self._relevant: dict = {}
         self._query_ids: list[str] | None = None
+
+    @functools.cached_property
+    def frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame ``query_id, iteration, doc_id, relevance`` (the ids as
+        pandas strings)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "query_id": _strings(self.query_id),
+                "iteration": self.iteration,
+                "doc_id": _strings(self.doc_id),
+                "relevance": self.relevance,
+            }
+        )
 
     @classmethod
     def from_rows(cls, rows, name: str) -> Qrels:
@@ -193,23 +231,44 @@ class Qrels:
 
     @property
     def has_subtopics(self) -> bool:
-        return bool((self.frame["iteration"] != 0).any())
+        return bool((self.iteration != 0).any())
 
     def query_ids(self) -> list[str]:
         """The judged query ids in prefeval's query order (sorted once: a list of its own
         for each caller)."""
         if self._query_ids is None:
-            self._query_ids = sorted(distinct_ids(self.frame["query_id"]), key=query_sort_key)
+            import pyarrow.compute as pc
+
+            self._query_ids = sorted(pc.unique(self.query_id).to_pylist(), key=query_sort_key)
         return list(self._query_ids)
 
-    def general(self) -> pd.DataFrame:
-        """One row per judged document: ``query_id, doc_id, relevance`` = maximum grade
-        over its rows (over subtopics for ndeval qrels)."""
+    def judged(self) -> tuple[Any, Any, np.ndarray]:
+        """One row per judged document, in the order of its first row: (query ids,
+        docnos, grades), the grade the maximum over its rows (over subtopics for ndeval
+        qrels)."""
         if not self.has_subtopics:  # one row per (query, document): duplicates are errors
-            return self.frame[["query_id", "doc_id", "relevance"]]
-        return self.frame.groupby(["query_id", "doc_id"], sort=False, as_index=False)[
-            "relevance"
-        ].max()
+            return self.query_id, self.doc_id, self.relevance
+        import pyarrow as pa
+
+        rows = pa.Table.from_arrays(
+            [self.query_id, self.doc_id, from_numpy(self.relevance)], names=["q", "d", "g"]
+        )
+        # groups in the order they are first met (one thread)
+        grouped = rows.group_by(["q", "d"], use_threads=False).aggregate([("g", "max")])
+        return (
+            grouped["q"].combine_chunks(),
+            grouped["d"].combine_chunks(),
+            to_numpy(grouped["g_max"]).copy(),
+        )
+
+    def general(self) -> pd.DataFrame:
+        """:meth:`judged` as a DataFrame ``query_id, doc_id, relevance``."""
+        import pandas as pd
+
+        query_id, doc_id, grade = self.judged()
+        return pd.DataFrame(
+            {"query_id": _strings(query_id), "doc_id": _strings(doc_id), "relevance": grade}
+        )
 
     def subtopic_frame(self) -> pd.DataFrame:
         """The subtopic rows only (``iteration`` > 0 is the subtopic id)."""
@@ -224,24 +283,26 @@ class Qrels:
         return self._relevant[level]
 
     def _build_relevant(self, level: float | None) -> RelevantSet:
-        general = self.general()
-        rel = general[is_relevant(general["relevance"].to_numpy(), level)]
-        all_q = self.query_ids()
-        present = set(distinct_ids(rel["query_id"]))
-        query_ids = [q for q in all_q if q in present]
-        dropped = [q for q in all_q if q not in present]
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        ids = pa.array(rel["query_id"].array)
-        qindex = pc.index_in(ids, pa.array(query_ids, ids.type)).to_numpy().astype(np.int64)
+        query_id, doc_id, grade = self.judged()
+        keep = is_relevant(grade, level)
+        mask = from_numpy(keep)
+        rel_query, rel_doc, rel_grade = query_id.filter(mask), doc_id.filter(mask), grade[keep]
+        all_q = self.query_ids()
+        present = set(pc.unique(rel_query).to_pylist())
+        query_ids = [q for q in all_q if q in present]
+        dropped = [q for q in all_q if q not in present]
+        known = strings(query_ids).cast(rel_query.type)
+        qindex = to_numpy(pc.index_in(rel_query, value_set=known)).astype(np.int64)
         # by query, then docno in code-point order (as Python compares str; UTF-8 byte
         # order is the same order): Arrow's stable sort, which compares bytes
-        by = pa.table({"q": qindex, "d": pa.array(rel["doc_id"].array)})
-        order = pc.sort_indices(by, [("q", "ascending"), ("d", "ascending")]).to_numpy()
+        by = pa.Table.from_arrays([from_numpy(qindex), rel_doc], names=["q", "d"])
+        order = to_numpy(pc.sort_indices(by, [("q", "ascending"), ("d", "ascending")]))
         del by
-        docs = rel["doc_id"].take(order).reset_index(drop=True)
-        grades_all = rel["relevance"].to_numpy(dtype=float)[order]
+        docs = rel_doc.take(from_numpy(order))
+        grades_all = rel_grade[order]
         offsets = np.zeros(len(query_ids) + 1, dtype=np.int64)
         np.cumsum(np.bincount(qindex, minlength=len(query_ids)), out=offsets[1:])
         subtopics = subtopic_ids = None
@@ -250,7 +311,7 @@ class Qrels:
             st = self.subtopic_frame()
             st = st[is_relevant(st["relevance"].to_numpy(), level)]
             st_by_q = dict(tuple(st.groupby("query_id", sort=False)))
-            doc_list = docs.tolist()
+            doc_list = docs.to_pylist()
             for k, q in enumerate(query_ids):
                 qdocs = doc_list[offsets[k] : offsets[k + 1]]
                 part = st_by_q.get(q)

@@ -46,6 +46,7 @@ import threading
 
 import numpy as np
 
+from ..core.arrays import strings
 from ..core.errors import CacheSettingError
 from ..core.progress import stderr_notice
 from ..io.source import StoredFile
@@ -132,7 +133,12 @@ class Digest:
         Python object per string)."""
         import pyarrow as pa
 
-        array = values if isinstance(values, pa.Array) else pa.array(values, pa.large_string())
+        if isinstance(values, pa.Array):
+            array = values
+        elif isinstance(values, list) and all(isinstance(v, str) for v in values):
+            array = strings(values)
+        else:
+            array = pa.array(values, pa.large_string())
         array = array.cast(pa.large_string())
         if array.null_count:
             raise ValueError("Digest.strings: a missing string")

@@ -6,15 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..options import Options
-from .dask import DaskEngine
 from .job import Engine
 from .local import LocalEngine
+
+
+def _dask(options: Options) -> Engine:
+    from .dask import DaskEngine  # its module is imported only where Dask computes
+
+    return DaskEngine(options.scheduler)
+
 
 #: the engines by the name ``--engine`` and ``engine=`` give them, each made from the
 #: options
 ENGINES: dict[str, Callable[[Options], Engine]] = {
     "local": lambda options: LocalEngine(),
-    "dask": lambda options: DaskEngine(options.scheduler),
+    "dask": _dask,
 }
 
 

@@ -16,10 +16,9 @@ import functools
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
 
 from ..core import ties
 from ..core.cube import (
@@ -35,8 +34,12 @@ from ..core.parallel import in_order
 from ..core.positions import RunPositions
 from ..core.progress import stderr_notice
 from ..core.qrels import Qrels, RelevantSet
+from ..core.rows import Rows, as_frame
 from ..io.runs import RunSet
 from ..options import Options
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -80,7 +83,9 @@ class PartitionResult:
     queries (blocks x measures x pairs), the counts of defined values (measures x pairs),
     and per run the number of its queries the run has no results for."""
 
-    frame: pd.DataFrame | None
+    #: the per-query rows: :class:`~prefeval.core.rows.Rows` (a DataFrame of plain
+    #: strings from a Dask worker), in a list of pieces, or an iterator of them
+    frame: Any
     block_sums: np.ndarray | None  # None: a whole cube given as ``values``
     counts: np.ndarray | None
     missing: dict[str, int]
@@ -187,8 +192,9 @@ def partition_result(
     values = cube.values
     frame = None
     if want.rows:
-        frame = cube.to_frame(per_query=True, summary=False)
-        if plain:
+        frame = cube.to_rows(per_query=True, summary=False)
+        if plain:  # a DataFrame of plain strings
+            frame = frame.to_frame()
             for column in ("measure", "run_a", "run_b", "query_id"):
                 frame[column] = frame[column].astype(str)
     rates = None
@@ -234,10 +240,13 @@ def summary_schema(
     return schema.both_directions() if both else schema
 
 
-def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterator[pd.DataFrame]:
-    """compare's tables: the per-query rows of each partition (with ``per_query``), as they
-    come, then the summary rows (with ``summary``), added block by block in query order
-    (:class:`~prefeval.core.cube.SummaryAccumulator`): memory holds one partition."""
+def compare_frames(
+    parts: Partitions, per_query: bool, summary: bool
+) -> Iterator[Rows | pd.DataFrame]:
+    """compare's tables (:class:`~prefeval.core.rows.Rows`, or DataFrames where a Dask
+    worker computed them): the per-query rows of each partition (with ``per_query``), as
+    they come, then the summary rows (with ``summary``), added block by block in query
+    order (:class:`~prefeval.core.cube.SummaryAccumulator`): memory holds one partition."""
     schema = parts.summary
     assert schema is not None  # compare's partitions carry the summary's schema
     total = SummaryAccumulator()
@@ -252,26 +261,28 @@ def compare_frames(parts: Partitions, per_query: bool, summary: bool) -> Iterato
     finally:
         parts.results.close()  # a Dask client and its cluster, also when writing stops
     if summary:
-        yield total.frame()
+        yield total.rows()
 
 
-def whole_frame(frames: Iterable[pd.DataFrame], schema: SummarySchema, summary: bool):
+def whole_frame(frames: Iterable[Rows | pd.DataFrame], schema: SummarySchema, summary: bool):
     """The rows of :func:`compare_frames` in the order of the whole cube's
     :meth:`~prefeval.core.cube.PreferenceCube.to_frame` (measure, pair, query, then the
     summary rows): the API's table."""
-    frames = list(frames)
-    tail = [frames.pop()] if summary and frames else []
+    tables = [as_frame(frame) for frame in frames]
+    tail = [tables.pop()] if summary and tables else []
     lookup = np.full((len(schema.runs), len(schema.runs)), -1, dtype=np.int64)
     lookup[schema.pairs[:, 0], schema.pairs[:, 1]] = np.arange(len(schema.pairs))
     keys = []
-    for frame in frames:  # codes into the cube's measures and runs
+    for frame in tables:  # codes into the cube's measures and runs
         m = frame["measure"].cat.codes.to_numpy(np.int64)
         pair = lookup[frame["run_a"].cat.codes.to_numpy(), frame["run_b"].cat.codes.to_numpy()]
         keys.append(m * max(1, len(schema.pairs)) + pair)
-    frames += tail
-    if not frames:
+    tables += tail
+    if not tables:
         return schema.frame()
-    whole = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    import pandas as pd
+
+    whole = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
     if keys:
         order = np.argsort(np.concatenate(keys), kind="stable")
         order = np.concatenate([order, np.arange(len(order), len(whole))])

@@ -521,7 +521,8 @@ def matrix_partitions(
 
 
 def _accumulate(acc: np.ndarray, queries: np.ndarray | range, contribution: np.ndarray) -> None:
-    if len(np.unique(queries)) == len(queries):
+    ordered = np.sort(queries)
+    if not (ordered[1:] == ordered[:-1]).any():  # each query once
         acc[queries] += contribution
     else:
         np.add.at(acc, queries, contribution)

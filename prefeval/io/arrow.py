@@ -20,10 +20,9 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from ..core.errors import InputError
 from ..core.qrels import Qrels
+from ..core.rows import is_pandas
 from . import parquet
 from .columns import DOC, QUERY, RUN, SCORE, RunColumns, run_from_arrays
 
@@ -35,7 +34,7 @@ def is_arrow(obj) -> bool:
     """Whether ``obj`` is a table read through Arrow's C stream: it has
     ``__arrow_c_stream__`` and is not a pandas DataFrame (pandas >= 2.2 exports one too;
     a DataFrame is read as such, :mod:`prefeval.io.frames`)."""
-    return hasattr(obj, "__arrow_c_stream__") and not isinstance(obj, pd.DataFrame)
+    return hasattr(obj, "__arrow_c_stream__") and not is_pandas(obj, "DataFrame")
 
 
 def what(obj) -> str:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from ..core.arrays import scalar, strings, to_numpy
 from ..core.errors import InputError
 
 #: the names a column may have in a table or DataFrame (ir-measures', then PyTerrier's)
@@ -67,7 +67,7 @@ def dictionary_codes(column) -> tuple[np.ndarray, object]:
     import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(column)
-    return np.asarray(encoded.indices, dtype=np.int64), encoded.dictionary
+    return to_numpy(encoded.indices).astype(np.int64), encoded.dictionary
 
 
 def first_duplicate(*codes: np.ndarray) -> tuple[int, int] | None:
@@ -154,17 +154,17 @@ def qrels_rows(qid, it, docno, grades, errors, line) -> QrelsRows:
 
     if line is None:
         line = np.arange(1, len(qid) + 1)
-    reserved = np.asarray(pc.equal(qid, RESERVED_QUERY), dtype=bool)
+    reserved = to_numpy(pc.equal(qid, scalar(RESERVED_QUERY)))
     if reserved.any():
         k = int(np.flatnonzero(reserved)[0])
         errors.add(
             line[k],
             f"query id {RESERVED_QUERY!r} is reserved for summary rows; rename the query",
         )
-    plain = pc.is_in(it, value_set=pa.array(["0", "Q0"], it.type))
-    it_text = pc.if_else(plain, pa.scalar("0", it.type), it)
+    plain = pc.is_in(it, value_set=strings(["0", "Q0"]).cast(it.type))
+    it_text = pc.if_else(plain, scalar("0").cast(it.type), it)
     try:
-        iteration = np.asarray(pc.cast(it_text, pa.int64()), dtype=np.int64)
+        iteration = to_numpy(pc.cast(it_text, pa.int64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         k = first_uncastable(it_text, pa.int64())
         errors.add(
@@ -172,7 +172,7 @@ def qrels_rows(qid, it, docno, grades, errors, line) -> QrelsRows:
             f"iteration {it[k].as_py()!r} is neither 0, Q0 nor an integer subtopic id",
         )
         iteration = np.zeros(len(it), dtype=np.int64)
-        iteration[:k] = np.asarray(pc.cast(it_text.slice(0, k), pa.int64()), dtype=np.int64)
+        iteration[:k] = to_numpy(pc.cast(it_text.slice(0, k), pa.int64()))
         iteration[k:] = -np.arange(1, len(it) - k + 1)  # distinct: no false duplicates
     relevance = grades()
     qcode, _ = dictionary_codes(qid)
@@ -265,6 +265,8 @@ def run_from_arrays(qid, docno, score: np.ndarray, name: str, where: str) -> Run
 def id_strings(values, what: str, where: str, first_row: int = 0) -> np.ndarray:
     """Ids as an object array of ``str``, as the text reader sees them (see module doc);
     rows in errors are counted from ``first_row`` (0 as pandas' positions)."""
+    import pandas as pd
+
     values = pd.Series(values, copy=False).reset_index(drop=True)
     if isinstance(values.dtype, pd.CategoricalDtype):
         codes = values.cat.codes.to_numpy()

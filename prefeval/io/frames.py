@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
+from ..core.rows import is_pandas
 from .columns import DOC, GRADE, QUERY, RUN, SCORE, id_strings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: kinds of pandas.api.types.infer_dtype that are numbers
 _NUMERIC = ("integer", "floating", "mixed-integer-float", "decimal")
@@ -53,6 +57,8 @@ def frame_column(frame: pd.DataFrame, names: tuple, what: str, where: str, requi
 
 def float_values(values, what: str, where: str) -> np.ndarray:
     """float64 values of a numeric column (booleans and text are errors)."""
+    import pandas as pd
+
     values = pd.Series(values, copy=False)
     if len(values) == 0:
         return np.zeros(0)
@@ -66,6 +72,8 @@ def float_values(values, what: str, where: str) -> np.ndarray:
 
 def run_frame(frame: pd.DataFrame, where: str = "<run>") -> pd.DataFrame:
     """A run as ``query_id, doc_id, score`` (ir-measures or PyTerrier columns in)."""
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "query_id": id_strings(
@@ -96,6 +104,8 @@ def frame_runs(frame: pd.DataFrame, where: str) -> list[tuple[str, pd.DataFrame]
 def qrels_frame(frame: pd.DataFrame, where: str = "<qrels>") -> pd.DataFrame:
     """Judgments as ``query_id, doc_id, relevance[, iteration]`` (ir-measures or
     PyTerrier columns in; ``iteration`` ``0``/``Q0`` or an integer subtopic id)."""
+    import pandas as pd
+
     out = {
         "query_id": id_strings(frame_column(frame, QUERY, "query id", where), "query id", where),
         "doc_id": id_strings(frame_column(frame, DOC, "document id", where), "document id", where),
@@ -111,6 +121,8 @@ def qrels_frame(frame: pd.DataFrame, where: str = "<qrels>") -> pd.DataFrame:
 
 def records_frame(items, value: str, where: str) -> pd.DataFrame:
     """A DataFrame of an iterable of namedtuples (ir_measures.ScoredDoc, Qrel...)."""
+    import pandas as pd
+
     items = list(items)
     if not items:
         return nested_frame({}, value, where)
@@ -129,6 +141,8 @@ def records_frame(items, value: str, where: str) -> pd.DataFrame:
 
 def nested_frame(mapping: Mapping, value: str, where: str) -> pd.DataFrame:
     """A DataFrame of a pytrec_eval dict ``{query_id: {doc_id: value}}``."""
+    import pandas as pd
+
     queries: list[object] = []
     docs: list[object] = []
     values: list[object] = []
@@ -169,7 +183,8 @@ def is_named_dict(obj) -> bool:
     return (
         callable(getattr(obj, "to_dict", None))
         and hasattr(obj, "name")
-        and not isinstance(obj, (Mapping, pd.DataFrame, pd.Series))
+        and not isinstance(obj, Mapping)
+        and not is_pandas(obj, "DataFrame", "Series")
         and not hasattr(obj, "__arrow_c_stream__")
     )
 

@@ -29,14 +29,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
 from .frames import qrels_from_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: what marks a qrels argument as an ir_datasets id
 PREFIX = "irds:"
@@ -98,6 +99,8 @@ def read_dataset_qrels(source: str, name: str | None = None) -> Qrels:
 def _qrels_frame(source: str, kind, rows) -> pd.DataFrame:
     """``query_id, doc_id, relevance, iteration`` of ir_datasets' qrel namedtuples of class
     ``kind``: ``iteration`` is ``subtopic_id`` where there is one, else ``0``."""
+    import pandas as pd
+
     fields = getattr(kind, "_fields", ())
     missing = [name for name in ("query_id", "doc_id", "relevance") if name not in fields]
     if missing:

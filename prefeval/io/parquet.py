@@ -24,7 +24,6 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import pandas as pd
 
 from ..core import limits
 from ..core.arrays import small_strings
@@ -751,6 +750,7 @@ class _GroupedReduction:
     threads); :meth:`merge` takes the reduced blocks in file order."""
 
     def __init__(self, path: str, relevant, max_docs: int | None):
+        import pandas as pd
         import pyarrow as pa
 
         self.path, self.relevant, self.max_docs = path, relevant, max_docs

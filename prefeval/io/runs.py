@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ..core.errors import InputError
 from ..core.qrels import Qrels
+from ..core.rows import is_pandas
 from . import arrow, parquet, text, textpass
 from .arrow import is_arrow
 from .columns import RUN, RunColumns, run_from_arrays
@@ -648,7 +648,7 @@ def qrels_input(qrels):
         return qrels
     if isinstance(qrels, (str, os.PathLike)):
         return os.fspath(qrels)
-    if isinstance(qrels, pd.DataFrame):
+    if is_pandas(qrels, "DataFrame"):
         return qrels_from_frame(qrels, name="<qrels DataFrame>")
     if isinstance(qrels, Mapping):
         if not is_nested(qrels):
@@ -681,7 +681,7 @@ def _one_run(run, where: str):
     if is_named_dict(run):
         frame = run_frame(nested_frame(named_dict(run, "score", where), "score", where), where)
         return frame if run.name is None else Run(str(run.name), "frame", None, frame)
-    if isinstance(run, pd.DataFrame):  # one with a run column: its runs (resolve_runs)
+    if is_pandas(run, "DataFrame"):  # one with a run column: its runs (resolve_runs)
         many = frame_column(run, RUN, "run", where, required=False) is not None
         return run if many else run_frame(run, where)
     if is_nested(run) or (isinstance(run, Mapping) and not run):
@@ -704,7 +704,7 @@ def runs_input(runs) -> RunSet:
 
     if isinstance(runs, RunSet):
         return runs
-    if isinstance(runs, pd.DataFrame):
+    if is_pandas(runs, "DataFrame"):
         many = frame_runs(runs, "<runs DataFrame>")
         if many is None:
             return resolve_runs([run_frame(runs, "<run DataFrame>")])

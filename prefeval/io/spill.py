@@ -23,7 +23,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from ..core import limits
 from ..core.errors import InputError, SystemLimitError
@@ -238,6 +237,7 @@ def query_buckets(qid, parts: int) -> np.ndarray:
     """The partition of each of the query ids ``qid`` (an Arrow string array): a hash of
     the id (pandas' ``hash_array``, the same for the same id in every piece and file)
     modulo ``parts``."""
+    import pandas as pd
     import pyarrow.compute as pc
 
     if parts == 1:
@@ -262,6 +262,8 @@ class Codes:
     def indexes(self):
         """(the evaluated query ids' index, the relevant docnos' index); call under
         :attr:`lock`."""
+        import pandas as pd
+
         if self._indexes is None:
             import pyarrow as pa
 

@@ -14,20 +14,24 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..core import limits, ties
 from ..core.cube import SUMMARY_QUERY, PreferenceCube
 from ..core.errors import InputError
 from ..core.qrels import query_sort_key
+from ..core.rows import is_pandas
 from ..measures import parse_measure
 from . import parquet
 from .columns import id_strings
 from .frames import float_values
 from .runs import alike, named_alike
 from .source import BOM, is_parquet, read_raw, text_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PREF_COLUMNS = ["measure", "run_a", "run_b", "query_id", "value"]
 METRIC_COLUMNS = ["measure", "run", "query_id", "value"]
@@ -195,6 +199,8 @@ class _TableCodes:
     def of(cls, frame: pd.DataFrame) -> _TableCodes:
         """The codes of ``frame``'s rows: runs in the order they appear reading row by
         row, run_a before run_b, measures in order of first row, queries sorted."""
+        import pandas as pd
+
         # codes by factorizing each column once (fast on millions of rows)
         m, measure_names = _first_seen(frame["measure"])
         n_rows = len(frame)
@@ -251,6 +257,8 @@ def _check_preferences(codes: _TableCodes, raw: np.ndarray, rows, path: str) -> 
 
 def _cells(codes: _TableCodes, rows, path: str) -> np.ndarray:
     """The flat index into the cube of each row; InputError for a cell two rows give."""
+    import pandas as pd
+
     p = codes.pair_index[codes.a, codes.b]
     shape = codes.shape
     flat = (codes.m * shape[1] + p) * shape[2] + codes.q
@@ -296,6 +304,8 @@ def _check_complete(codes: _TableCodes, flat: np.ndarray, path: str) -> None:
 
 def _first_seen(column: pd.Series) -> tuple[np.ndarray, list]:
     """(codes, distinct values in order of first appearance) of a column."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(column, sort=False)
     return codes.astype(np.int64), list(uniques)
 
@@ -322,6 +332,8 @@ def metrics_from_table(
     has; a value must be finite (an infinity is an error), and at most MAX_METRIC_VALUE in
     magnitude (a sum or mean over queries must not overflow to one).  Row numbers in
     errors count the rows of ``frame`` from 1."""
+    import pandas as pd
+
     frame = frame.reset_index(drop=True)
     frame = frame[frame["query_id"] != "all"]
     if frame.empty:
@@ -384,11 +396,10 @@ def metrics_from_table(
 def table_input(table, required: list[str], what: str):
     """(frame, name for messages) of a ``--prefs``/``--metrics`` table given as a path or a
     DataFrame (as returned by :func:`prefeval.api.compare` / :func:`prefeval.api.metrics`)."""
-
     if isinstance(table, (str, os.PathLike)):
         path = os.fspath(table)
         return read_table(path, required), path
-    if not isinstance(table, pd.DataFrame):
+    if not is_pandas(table, "DataFrame"):
         raise TypeError(f"{what}: expected a path or a DataFrame, got {type(table).__name__}")
     where = f"<{what} DataFrame>"
     missing = [c for c in required if c not in table.columns]
@@ -401,4 +412,6 @@ def table_input(table, required: list[str], what: str):
     undefined = np.isnan(out["value"])
     if undefined.any():
         raise InputError(where, None, f"row {int(np.argmax(undefined))}: missing value")
+    import pandas as pd
+
     return pd.DataFrame(out), where

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import limits
-from ..core.arrays import small_strings
+from ..core.arrays import from_numpy, scalar, small_strings, to_numpy
 from ..core.errors import InputError
 from .columns import (
     FirstError,
@@ -128,11 +128,11 @@ def split_fields(
     lines = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
     # split off at most `wanted` fields; the remainder (if any) is one more element
     parts = pc.ascii_split_whitespace(pc.ascii_trim_whitespace(lines), max_splits=wanted)
-    count = np.asarray(pc.list_value_length(parts), dtype=np.int64)
+    count = to_numpy(pc.list_value_length(parts)).astype(np.int64)
     # a blank line trims to "" and splits into [""]
-    first = pc.list_element(parts, 0)
-    blank = np.asarray(pc.equal(first, ""), dtype=bool)
-    comment = np.asarray(pc.starts_with(first, "#"), dtype=bool)
+    first = pc.list_element(parts, scalar(0))
+    blank = to_numpy(pc.equal(first, scalar("")))
+    comment = to_numpy(pc.starts_with(first, "#"))
     data_line = ~blank & ~comment
     bad = data_line & ((count < wanted) | ((count > wanted) if exact else False))
     if bad.any():
@@ -143,8 +143,8 @@ def split_fields(
         data_line &= ~bad
     rows = np.flatnonzero(data_line)
     if len(rows) < len(count):
-        parts = parts.filter(pa.array(data_line))
-    columns = [pc.list_element(parts, k) for k in range(wanted)]
+        parts = parts.filter(from_numpy(data_line))
+    columns = [pc.list_element(parts, scalar(k)) for k in range(wanted)]
     return Fields(columns, rows + 1, errors)
 
 
@@ -157,12 +157,12 @@ def _numbers(column, fields: Fields, what: str, allow_inf: bool = True) -> np.nd
 
     kind = "a number" if allow_inf else "a finite number"
     try:
-        values = np.asarray(pc.cast(column, pa.float64()), dtype=np.float64)
+        values = to_numpy(pc.cast(column, pa.float64()))
         limit = len(values)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         limit = first_uncastable(column, pa.float64())
         fields.errors.add(fields.line[limit], f"{what} {column[limit].as_py()!r} is not a number")
-        values = np.asarray(pc.cast(column.slice(0, limit), pa.float64()), dtype=np.float64)
+        values = to_numpy(pc.cast(column.slice(0, limit), pa.float64()))
     bad = np.isnan(values) if allow_inf else ~np.isfinite(values)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
@@ -266,7 +266,7 @@ def _regular_columns(data: bytes):
                     return None  # an empty field: irregular spacing
             if len(columns[0]) and pc.any(pc.starts_with(columns[0], "#")).as_py():
                 return None
-            score = np.asarray(columns[4], dtype=np.float64)
+            score = to_numpy(columns[4])
             if np.isnan(score).any():
                 return None
             kept[0].append(columns[0])

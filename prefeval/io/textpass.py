@@ -56,7 +56,7 @@ def _table(relevant: RelevantSet):
     with _building:
         if key in _tables:
             return _tables[key]
-        docnos = [str(d).encode("utf-8", "surrogatepass") for d in relevant.doc_id.tolist()]
+        docnos = [str(d).encode("utf-8", "surrogatepass") for d in relevant.doc_id.to_pylist()]
         query_ids = [q.encode("utf-8", "surrogatepass") for q in relevant.query_ids]
         offsets = [int(x) for x in relevant.offsets]
         try:

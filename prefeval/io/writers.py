@@ -23,25 +23,27 @@ place only when complete.
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import json
 import os
 import re
-import secrets
 import stat
 import sys
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from ..core.arrays import from_numpy, scalar, strings
 from ..core.errors import OutputError
 from ..core.progress import beside_bar
+from ..core.rows import Coded, Rows, as_frame
 from ..core.terminal import LINES, escaped
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = ("tsv", "csv", "jsonl")
 #: binary formats, written by :func:`write_table` only (never to a terminal)
@@ -81,7 +83,6 @@ def fixed_text(values: np.ndarray, fmt: str, precision: int):
     """Floats as ``%.{precision}f`` text (a pyarrow string array): the correctly rounded
     decimal, as C's printf and trec_eval write it; a value that rounds to zero is
     written without a minus sign.  NaN and infinities as in :func:`float_text`."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     values = np.asarray(values, dtype=np.float64)
@@ -91,10 +92,10 @@ def fixed_text(values: np.ndarray, fmt: str, precision: int):
     zero = f"{0.0:.{precision}f}"
     texts = [f"{v:.{precision}f}" for v in distinct.tolist()]
     texts = [zero if t.lstrip("-") == zero else t for t in texts]
-    text = pc.take(pa.array(texts, pa.string()), pa.array(index.reshape(-1)))
+    text = pc.take(strings(texts), from_numpy(index.reshape(-1)))
     if not finite.all():
         exact = float_text(np.where(finite, 0.0, values), fmt)
-        text = pc.if_else(pa.array(finite), text, exact)
+        text = pc.if_else(from_numpy(finite), text, exact)
     return text
 
 
@@ -109,24 +110,25 @@ def float_text(values: np.ndarray, fmt: str):
 
     values = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 -> 0.0
     finite = np.isfinite(values)
-    text = pa.array(np.where(finite, values, 0.0)).cast(pa.string())
+    text = from_numpy(np.where(finite, values, 0.0)).cast(pa.string())
     size = np.abs(values)
     integral = finite & (values == np.floor(values)) & (size < 1e9)
     if integral.any():
-        text = pc.if_else(pa.array(integral), pc.binary_join_element_wise(text, ".0", ""), text)
+        dotted = pc.binary_join_element_wise(text, scalar(".0"), scalar(""))
+        text = pc.if_else(from_numpy(integral), dotted, text)
     # where either formatter uses exponent notation (Python's repr below 1e-4 and from
     # 1e16, Arrow's from about 1e12) the digits agree but not the notation: format those
     # rare values one by one with repr
     odd = finite & (((size < 1e-4) & (size > 0)) | (size >= 1e9))
     if odd.any():
-        texts = pa.array([repr(float(v)) for v in values[odd]], pa.string())
-        text = pc.replace_with_mask(text, pa.array(odd), texts)
+        texts = strings([repr(float(v)) for v in values[odd]])
+        text = pc.replace_with_mask(text, from_numpy(odd), texts)
     if not finite.all():
         if fmt == "jsonl":
             special = np.full(len(values), "null", dtype=object)
         else:
             special = np.where(np.isnan(values), "", np.where(values > 0, "inf", "-inf"))
-        text = pc.if_else(pa.array(finite), text, pa.array(special.astype(object), pa.string()))
+        text = pc.if_else(from_numpy(finite), text, strings(special.tolist()))
     return text
 
 
@@ -134,6 +136,8 @@ def _encoded(series: pd.Series) -> tuple[np.ndarray, Sequence[str | None] | None
     """Column as (codes, distinct strings); a missing value of a nullable integer or
     boolean column (pandas ``Int64``, ``boolean``) has the text None; a float column as
     (its values, None)."""
+    import pandas as pd
+
     nullable = pd.api.types.is_extension_array_dtype(series.dtype) and (
         pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype)
     )
@@ -162,11 +166,22 @@ def _encoded(series: pd.Series) -> tuple[np.ndarray, Sequence[str | None] | None
     return codes.astype(np.int64), [str(x) for x in np.asarray(uniq, dtype=object)]
 
 
-def _json_token(series: pd.Series, text: str) -> str:
-    """JSON text of one distinct value of ``series``."""
-    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype):
-        return text
-    return json.dumps(text, ensure_ascii=False)
+def _column(frame, name) -> tuple[np.ndarray, Sequence[str | None] | None, bool, bool]:
+    """Column ``name`` of ``frame`` (a DataFrame or :class:`~prefeval.core.rows.Rows`) as
+    :func:`_encoded` gives it, and (whether its texts are JSON strings, not numbers or
+    booleans; whether it is a number, right-aligned in the readable view)."""
+    if isinstance(frame, Rows):
+        column = frame.columns[name]
+        if isinstance(column, Coded):
+            return column.codes, [str(c) for c in column.categories], True, False
+        return np.asarray(column, dtype=np.float64), None, True, True
+    import pandas as pd
+
+    series = frame[name]
+    codes, texts = _encoded(series)
+    dtype = series.dtype
+    quoted = not (pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_integer_dtype(dtype))
+    return codes, texts, quoted, _right_aligned(series)
 
 
 def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, counts):
@@ -174,7 +189,6 @@ def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, count
     float column as (values, digits, count mask or None), any other as (codes, a pyarrow
     array of its distinct texts in ``fmt``; ``text``: as tsv, unchecked, control
     characters escaped as a terminal shows them)."""
-    import pyarrow as pa
 
     names = [str(c) for c in frame.columns]
     if fmt == "tsv":
@@ -182,8 +196,7 @@ def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, count
     masks = counts(frame) if callable(counts) else dict(counts or {})
     encoded = []
     for name in frame.columns:
-        series = frame[name]
-        codes, texts = _encoded(series)
+        codes, texts, quoted, _ = _column(frame, name)
         if texts is None:  # floats: formatted chunk by chunk
             digits = None if str(name) in EXACT_COLUMNS else precision
             mask = masks.get(str(name))
@@ -197,18 +210,20 @@ def _encoded_columns(frame: pd.DataFrame, fmt: str, precision: int | None, count
         if fmt == "csv":
             texts = ["" if t is None else _csv_quote(t) for t in texts]
         elif fmt == "jsonl":
-            texts = ["null" if t is None else _json_token(series, t) for t in texts]
+            texts = [
+                "null" if t is None else json.dumps(t, ensure_ascii=False) if quoted else t
+                for t in texts
+            ]
         elif fmt == "text":  # the readable view: shown on a terminal
             texts = ["" if t is None else escaped(t) for t in texts]
         else:
             texts = ["" if t is None else t for t in texts]
-        encoded.append((codes, pa.array(texts, pa.string())))
+        encoded.append((codes, strings(texts)))
     return names, encoded
 
 
 def _chunk_texts(encoded, fmt: str, start: int, stop: int) -> list:
     """The texts (pyarrow string arrays) of rows ``start:stop`` of ``encoded`` columns."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     cols = []
@@ -219,7 +234,7 @@ def _chunk_texts(encoded, fmt: str, start: int, stop: int) -> list:
             text = _float_column(codes[start:stop], fmt, digits, part)
             cols.append(_below(codes[start:stop], text, digits) if small else text)
         else:
-            cols.append(pc.take(texts, pa.array(codes[start:stop])))
+            cols.append(pc.take(texts, from_numpy(codes[start:stop])))
     return cols
 
 
@@ -233,7 +248,6 @@ def iter_chunks(
     """The table as encoded text chunks; ``precision`` N writes floats as ``%.Nf``
     (except :data:`EXACT_COLUMNS`); ``counts``: where float columns hold counts, written
     as integers (see :func:`write_table`)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if fmt not in FORMATS:
@@ -252,14 +266,14 @@ def iter_chunks(
             pieces = []
             for i, name in enumerate(names):
                 lead = "{" if i == 0 else ", "
-                pieces.append(pa.scalar(lead + json.dumps(name) + ": "))
+                pieces.append(scalar(lead + json.dumps(name) + ": "))
                 pieces.append(cols[i])
-            pieces.append(pa.scalar("}\n"))
-            lines = pc.binary_join_element_wise(*pieces, "")
+            pieces.append(scalar("}\n"))
+            lines = pc.binary_join_element_wise(*pieces, scalar(""))
         else:
             sep = "\t" if fmt == "tsv" else ","
-            lines = pc.binary_join_element_wise(*cols, sep)
-            lines = pc.binary_join_element_wise(lines, pa.scalar("\n"), "")
+            lines = pc.binary_join_element_wise(*cols, scalar(sep))
+            lines = pc.binary_join_element_wise(lines, scalar("\n"), scalar(""))
         yield _string_data(lines)
 
 
@@ -277,6 +291,8 @@ def terminal(output: str | None) -> bool:
 
 
 def _right_aligned(series: pd.Series) -> bool:
+    import pandas as pd
+
     dtype = series.dtype
     return (pd.api.types.is_float_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)) and not (
         pd.api.types.is_bool_dtype(dtype)
@@ -292,7 +308,6 @@ def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterat
     names and texts escaped (:func:`prefeval.core.terminal.escaped`).  Widths come from the
     header and the first frame's rows; a wider value later widens its column from there
     on (a table written as it is computed is not held whole)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     digits = READABLE_DIGITS if precision is None else precision
@@ -300,7 +315,7 @@ def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterat
     for frame in frames:
         names, encoded = _encoded_columns(frame, "text", digits, counts)
         names = [escaped(name) for name in names]
-        right = [_right_aligned(frame[c]) for c in frame.columns]
+        right = [_column(frame, c)[3] for c in frame.columns]
         n = len(frame)
         # an empty first frame still gives the header
         for start in range(0, n, _CHUNK) if n or widths is not None else [0]:
@@ -321,8 +336,8 @@ def readable_chunks(frames, precision: int | None = None, counts=None) -> Iterat
                 pc.utf8_lpad(c, w) if r else (c if i == last else pc.utf8_rpad(c, w))
                 for i, (c, w, r) in enumerate(zip(cols, widths, right))
             ]
-            lines = pc.utf8_rtrim(pc.binary_join_element_wise(*padded, _GAP), " ")
-            lines = pc.binary_join_element_wise(lines, pa.scalar("\n"), "")
+            lines = pc.utf8_rtrim(pc.binary_join_element_wise(*padded, scalar(_GAP)), " ")
+            lines = pc.binary_join_element_wise(lines, scalar("\n"), scalar(""))
             yield _string_data(lines)
 
 
@@ -337,8 +352,8 @@ def _float_column(values: np.ndarray, fmt: str, precision: int | None, counts=No
     if counts is not None:
         whole = counts & np.isfinite(values)
         if whole.any():
-            ints = pa.array(np.rint(values[whole]).astype(np.int64)).cast(pa.string())
-            text = pc.replace_with_mask(text, pa.array(whole), ints)
+            ints = from_numpy(np.rint(values[whole]).astype(np.int64)).cast(pa.string())
+            text = pc.replace_with_mask(text, from_numpy(whole), ints)
     return text
 
 
@@ -346,14 +361,13 @@ def _below(values: np.ndarray, text, digits: int):
     """``text`` with each value above 0 and below 10^-``digits`` (the smallest
     positive ``%.Nf`` value) written ``<`` 10^-digits: a p-value ``%.4f`` would show as
     0.0000 or round up to 0.0001 is ``<0.0001``."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     smallest = 10.0**-digits
     below = (values > 0) & (values < smallest)
     if not below.any():
         return text
-    return pc.if_else(pa.array(below), pa.scalar("<" + f"{smallest:.{digits}f}"), text)
+    return pc.if_else(from_numpy(below), scalar("<" + f"{smallest:.{digits}f}"), text)
 
 
 def _string_data(array) -> bytes:
@@ -401,6 +415,8 @@ def file_name_part(text: str, chars: str = FILE_NAME_CHARS) -> str:
     part = re.sub(f"[^{chars}]", "_", text)
     part = re.sub(r"\.{2,}", "_", re.sub("-{2,}", "-", part))
     part = re.sub(r"^[.-]+", "_", part)[:FILE_NAME_PART_MAX] or "_"
+    import hashlib
+
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return f"{part}--{digest}"
 
@@ -495,6 +511,7 @@ def write_frames(
     whatever the frames, the bytes :func:`write_table` writes for the whole table."""
 
     if fmt in BINARY_FORMATS:
+        frames = (as_frame(frame) for frame in frames)
         _write_parquet_frames(_regrouped(frames) if regroup else frames, output, precision)
         return
     if fmt == "tsv" and terminal(output):
@@ -521,6 +538,8 @@ PARQUET_GROUP_ROWS = 1 << 20
 def _regrouped(frames) -> Iterator[pd.DataFrame]:
     """The rows of ``frames`` in frames of :data:`PARQUET_GROUP_ROWS` rows, the last
     shorter (one frame, maybe empty, at least)."""
+    import pandas as pd
+
     held: list = []
     rows = 0
     first = None
@@ -608,6 +627,7 @@ def parquet_bytes(frame: pd.DataFrame, precision: int | None = None) -> bytes:
 def _parquet_table(frame: pd.DataFrame, precision: int | None = None, schema=None):
     """``frame`` as an Arrow table for Parquet (see :func:`parquet_bytes`); ``schema``:
     cast to it (the first table's, when a table is written frame by frame)."""
+    import pandas as pd
     import pyarrow as pa
 
     if precision is not None:
@@ -821,6 +841,8 @@ class Replacement:
     removes the file (:func:`sweep_temporaries`)."""
 
     def __init__(self, folder_fd: int, name: str, mode: int):
+        import secrets
+
         self.folder_fd, self.name, self.mode = folder_fd, name, mode
         self.tmp: str | None = None
         self.handle: io.BufferedWriter | None = None

@@ -20,13 +20,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import groupby
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..core.citations import PAPERS, Paper
 from .family import Family
 from .lexicographic import KERNELS, LEXICOGRAPHIC
 from .rpp import GRADED, SUBTOPIC, WEIGHTINGS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: the families, by ``Measure.family``, in the order the engine and explain ask them
 FAMILIES: dict[str, Family] = {f.name: f for f in (GRADED, SUBTOPIC, LEXICOGRAPHIC)}
@@ -262,6 +264,8 @@ def measure_table() -> pd.DataFrame:
     then its paper as a short citation (``citation``, ``Diaz & Ferraro, SIGIR 2022``)
     and its DOI (``doi``), empty when the paper is not in the citations registry or
     has no DOI."""
+    import pandas as pd
+
     rows = []
     for m in MEASURES.values():
         paper = m.citation

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import pandas as pd
 
 from ..core.positions import UNRETRIEVED
 from .family import Family, Populations
@@ -135,6 +134,8 @@ class Lexicographic(Family):
 
 
 def _rr_text(row) -> str:
+    import pandas as pd
+
     def inverse(pos):
         return "0" if pd.isna(pos) else f"1/{int(pos)}"
 

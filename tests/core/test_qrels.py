@@ -55,12 +55,12 @@ def test_relevant_documents_by_hand():
     relevant = judged.relevant()
     assert relevant.query_ids == ["2", "10"] and relevant.dropped == ["01"]
     assert relevant.offsets.tolist() == [0, 2, 5]
-    assert list(relevant.doc_id) == ["b", "x", "d1", "d2", "d3"]
+    assert relevant.doc_id.to_pylist() == ["b", "x", "d1", "d2", "d3"]
     assert relevant.grade.tolist() == [2.0, 1.0, 1.0, 3.0, 2.0]
     assert relevant.sizes().tolist() == [2, 3]
     assert relevant.query_of_doc().tolist() == [0, 0, 1, 1, 1]
     at2 = judged.relevant(2)
-    assert at2.query_ids == ["2", "10"] and list(at2.doc_id) == ["b", "d2", "d3"]
+    assert at2.query_ids == ["2", "10"] and at2.doc_id.to_pylist() == ["b", "d2", "d3"]
     assert judged.relevant(3).query_ids == ["10"]
     assert judged.relevant(2) is at2  # built once per level
 
@@ -79,7 +79,7 @@ def test_the_rows_order_changes_nothing():
     rows = list(ROWS)
     random.Random(3).shuffle(rows)
     a, b = qrels().relevant(), qrels(rows).relevant()
-    assert a.query_ids == b.query_ids and list(a.doc_id) == list(b.doc_id)
+    assert a.query_ids == b.query_ids and a.doc_id.to_pylist() == b.doc_id.to_pylist()
     assert a.offsets.tolist() == b.offsets.tolist() and a.grade.tolist() == b.grade.tolist()
 
 
@@ -90,6 +90,6 @@ def test_subtopics():
     judged = Qrels(*(list(c) for c in zip(*rows)))
     assert judged.has_subtopics
     relevant = judged.relevant()
-    assert list(relevant.doc_id) == ["a", "b"]
+    assert relevant.doc_id.to_pylist() == ["a", "b"]
     assert relevant.subtopic_ids[0].tolist() == [1, 2]
     assert relevant.subtopics[0].tolist() == [[True, False], [False, True]]

@@ -558,7 +558,7 @@ def test_run_positions_are_trec_ranks(rows, judged, max_docs):
     got = run_positions(read_run(frame, name="r"), relevant, max_docs)
     docs = {(q, d): i for i, (q, d) in enumerate(
         (q, d) for k, q in enumerate(relevant.query_ids)
-        for d in relevant.doc_id[relevant.offsets[k] : relevant.offsets[k + 1]]
+        for d in relevant.doc_id[relevant.offsets[k] : relevant.offsets[k + 1]].to_pylist()
     )}  # fmt: skip
     expected, retrieved = {}, []
     for q in relevant.query_ids:
