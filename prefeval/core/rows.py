@@ -35,6 +35,17 @@ class Rows:
             return 0
         return len(first.codes if isinstance(first, Coded) else first)
 
+    def part(self, lo: int, hi: int) -> Rows:
+        """Rows ``lo:hi`` (the categories kept whole)."""
+        return Rows(
+            {
+                name: Coded(column.codes[lo:hi], column.categories)
+                if isinstance(column, Coded)
+                else column[lo:hi]
+                for name, column in self.columns.items()
+            }
+        )
+
     def to_frame(self) -> pd.DataFrame:
         """The rows as a DataFrame (a :class:`Coded` column as a pandas Categorical)."""
         import pandas as pd

@@ -316,8 +316,8 @@ def test_the_dask_engine_gives_the_same_bytes(monkeypatch):
     distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
     from prefeval.engine import dask as engine
 
-    monkeypatch.setattr(engine, "CONNECT_SECONDS", 300)
-    monkeypatch.setattr(engine, "WORKER_SECONDS", 300)
+    monkeypatch.setattr(engine.cluster, "CONNECT_SECONDS", 300)
+    monkeypatch.setattr(engine.cluster, "WORKER_SECONDS", 300)
     args = ["--against", "sys03", *ENOUGH, QRELS, *ALL]
     local = gate(*args)
     with distributed.LocalCluster(

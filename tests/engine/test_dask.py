@@ -47,8 +47,8 @@ def scheduler(_cluster, monkeypatch):
     own)."""
     from prefeval.engine import dask as engine
 
-    monkeypatch.setattr(engine, "CONNECT_SECONDS", 300)
-    monkeypatch.setattr(engine, "WORKER_SECONDS", 300)
+    monkeypatch.setattr(engine.cluster, "CONNECT_SECONDS", 300)
+    monkeypatch.setattr(engine.cluster, "WORKER_SECONDS", 300)
     return _cluster
 
 
@@ -102,14 +102,14 @@ def test_per_query_rows_come_in_pieces(scheduler, monkeypatch, tmp_path, fmt):
     small_partitions(monkeypatch)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
     fetched = []
-    rows_in_pieces = dist._rows_in_pieces
+    rows_in_pieces = dist.cluster._rows_in_pieces
 
     def counted(client, future, rows):
         for piece in rows_in_pieces(client, future, rows):
             fetched.append(len(piece))
             yield piece
 
-    monkeypatch.setattr(dist, "_rows_in_pieces", counted)
+    monkeypatch.setattr(dist.cluster, "_rows_in_pieces", counted)
     common = ["-q", "-f", fmt, SAMPLE / "qrels.txt", *RUNS]
     local = invoke("compare", "-o", tmp_path / "local", *common)
     remote = invoke("compare", "--engine", "dask", "--scheduler", scheduler,
@@ -145,7 +145,7 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
     from prefeval.io import writers
 
     workers, asked = [], []
-    make_client, compute = dist._client, distributed.Client.compute
+    make_client, compute = dist.cluster._client, distributed.Client.compute
 
     def spied_client(*args, **kwargs):
         client = make_client(*args, **kwargs)
@@ -156,12 +156,12 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
         asked.append(resources)
         return compute(self, *args, resources=resources, **kwargs)
 
-    monkeypatch.setattr(dist, "_client", spied_client)
+    monkeypatch.setattr(dist.cluster, "_client", spied_client)
     monkeypatch.setattr(distributed.Client, "compute", spied_compute)
     small_partitions(monkeypatch)
     monkeypatch.setattr(writers, "PARQUET_GROUP_ROWS", 7)
     if split:
-        monkeypatch.setattr(dist, "DIRECT_READS", 0)  # read by tasks splitting the table
+        monkeypatch.setattr(dist.reading, "DIRECT_READS", 0)  # read by tasks splitting the table
     runs = [SAMPLE / "runs.parquet"] if split else RUNS
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -179,8 +179,8 @@ def test_own_cluster_keeps_a_thread_for_fetching(monkeypatch, tmp_path, per_quer
     if per_query:
         for worker in workers:
             assert worker["nthreads"] == threads + 1
-            assert worker["resources"] == {dist.PARTITION_SLOT: threads}
-        assert asked and all(r == {dist.PARTITION_SLOT: 1} for r in asked)
+            assert worker["resources"] == {dist.cluster.PARTITION_SLOT: threads}
+        assert asked and all(r == {dist.cluster.PARTITION_SLOT: 1} for r in asked)
     else:
         assert all(w["nthreads"] == threads and not w["resources"] for w in workers)
         assert asked and all(r is None for r in asked)
@@ -343,7 +343,7 @@ def test_silent_address_is_a_usage_error_not_a_hang(monkeypatch):
 
     from prefeval.engine import dask as distributed
 
-    monkeypatch.setattr(distributed, "CONNECT_SECONDS", 1)
+    monkeypatch.setattr(distributed.cluster, "CONNECT_SECONDS", 1)
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)  # the kernel accepts; nothing ever reads or writes
@@ -386,7 +386,7 @@ def test_a_connection_failing_distributed_s_own_checks_is_made_again(scheduler, 
         raise AssertionError
 
     monkeypatch.setattr(distributed, "Client", failing)
-    monkeypatch.setattr(dist, "CONNECT_SECONDS", 0.5)
+    monkeypatch.setattr(dist.cluster, "CONNECT_SECONDS", 0.5)
     result = invoke(*args)
     assert result.exit_code == 2
     assert f"Error: --scheduler {scheduler}: cannot connect (" in result.stderr
@@ -416,7 +416,7 @@ def test_scheduler_without_workers_is_a_usage_error_not_a_hang(monkeypatch):
 
     from prefeval.engine import dask as distributed
 
-    monkeypatch.setattr(distributed, "WORKER_SECONDS", 2)
+    monkeypatch.setattr(distributed.cluster, "WORKER_SECONDS", 2)
     lonely = subprocess.Popen(
         [sys.executable, "-c", LONELY_SCHEDULER], stdout=subprocess.PIPE, text=True
     )
@@ -628,7 +628,7 @@ def test_win_rates_kept_in_a_temporary_file(scheduler, monkeypatch, tmp_path):
 
     monkeypatch.setattr(aggregation.SpilledRates, "__init__", counted)
     small_partitions(monkeypatch)
-    monkeypatch.setattr(distributed, "SPILL_SCORES", 1)
+    monkeypatch.setattr(distributed.cluster, "SPILL_SCORES", 1)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)
     args = ["--no-cache", "--trials", "200", "--pairs", SAMPLE / "qrels.subtopics.txt", *RUNS]
@@ -769,20 +769,21 @@ def test_each_row_group_is_read_once(recsys_xl, monkeypatch, tmp_path):
 
     partition_cells(monkeypatch, 6 * 45 * 256 * 3)
     reads = []
-    read_group = dist._read_group
+    read_group = dist.reading._read_group
 
     def counted(file, source, group, start):
         reads.append((source.path, group))
         return read_group(file, source, group, start)
 
-    monkeypatch.setattr(dist, "_read_group", counted)
+    monkeypatch.setattr(dist.reading, "_read_group", counted)
     table = recsys_xl / "runs.parquet"
     # one task per row group: the rows of a run and of a user chunk (their queries in
     # two partitions at most), so that many workers share the reading
     judged = read_qrels(str(recsys_xl / "qrels.parquet"))
     queries = list(judged.relevant(None).query_ids)
     parts = [range(lo, min(lo + 768, len(queries))) for lo in range(0, len(queries), 768)]
-    _, _, stretches = dist._row_groups(dist._run_inputs([table])[1][0], parts, queries)
+    source = dist.reading.run_inputs([table])[1][0]
+    _, _, stretches = dist.reading.groups_by_partition(source, parts, queries)
     count = pq.ParquetFile(table).metadata.num_row_groups
     assert [s.groups for s in stretches] == [[g] for g in range(count)]
     assert {len(s.parts) for s in stretches} == {1, 2}
@@ -828,7 +829,12 @@ def test_row_groups_by_query_range(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from prefeval.engine.dask import DIRECT_READS, _row_groups, _run_inputs, _Stretch
+    from prefeval.engine.dask.reading import (
+        DIRECT_READS,
+        _Stretch,
+        groups_by_partition,
+        run_inputs,
+    )
 
     judged = read_qrels(str(SAMPLE / "qrels.txt"))
     queries = list(judged.relevant(None).query_ids)
@@ -837,9 +843,9 @@ def test_row_groups_by_query_range(tmp_path):
     frame = pd.read_parquet(SAMPLE / "runs.parquet").sort_values(["query_id", "run"])
     by_query = tmp_path / "by-query.parquet"
     frame.to_parquet(by_query, row_group_size=len(frame) // 20 + 1)
-    _, inputs, files = _run_inputs([by_query])
+    _, inputs, files = run_inputs([by_query])
     assert files == {name: (str(by_query), True) for name in frame.run.unique()}
-    groups, unread, stretches = _row_groups(inputs[0], parts, queries)
+    groups, unread, stretches = groups_by_partition(inputs[0], parts, queries)
     assert groups[0][0] == 0 and groups[-1][-1] == 19 and unread == []
     assert all(len(g) < 20 for g in groups)
     assert stretches is None  # queries cut by row groups: one stretch, the whole table
@@ -850,20 +856,20 @@ def test_row_groups_by_query_range(tmp_path):
         for pair in zip(sorted(by_id)[::2], sorted(by_id)[1::2]):
             rows = pd.concat([by_id[q] for q in pair])
             out.write_table(pa.Table.from_pandas(rows, preserve_index=False))
-    groups, unread, stretches = _row_groups(_run_inputs([whole])[1][0], parts, queries)
+    groups, unread, stretches = groups_by_partition(run_inputs([whole])[1][0], parts, queries)
     assert stretches == [_Stretch([g], [g // 2]) for g in range(10)]
     shuffled = tmp_path / "shuffled.parquet"
     frame.sample(frac=1, random_state=1).to_parquet(shuffled, row_group_size=500)
-    assert _row_groups(_run_inputs([shuffled])[1][0], parts, queries) is None
+    assert groups_by_partition(run_inputs([shuffled])[1][0], parts, queries) is None
     # the queries of no partition: read once (by the first partition), for their checks
     unjudged = tmp_path / "unjudged.parquet"
     pd.concat([frame.assign(query_id="000"), frame]).to_parquet(unjudged, row_group_size=len(frame))
-    groups, unread, stretches = _row_groups(_run_inputs([unjudged])[1][0], parts, queries)
+    groups, unread, stretches = groups_by_partition(run_inputs([unjudged])[1][0], parts, queries)
     assert unread == [0] and all(g == [1] for g in groups)
     assert stretches == [_Stretch([0], []), _Stretch([1], list(range(len(parts))))]
     numbers = tmp_path / "numbers.parquet"
     frame.assign(query_id=frame["query_id"].astype(int)).to_parquet(numbers)
-    assert _row_groups(_run_inputs([numbers])[1][0], parts, queries) is None
+    assert groups_by_partition(run_inputs([numbers])[1][0], parts, queries) is None
 
 
 @pytest.mark.parametrize(
@@ -1043,10 +1049,10 @@ def test_parquet_output_is_the_local_engine_s(scheduler, tmp_path, monkeypatch, 
 
 
 def test_parquet_paths_are_absolute_for_the_workers(tmp_path, monkeypatch):
-    from prefeval.engine.dask import _run_inputs
+    from prefeval.engine.dask.reading import run_inputs
 
     monkeypatch.chdir(SAMPLE)
-    _, inputs, files = _run_inputs(["runs.parquet"])
+    _, inputs, files = run_inputs(["runs.parquet"])
     assert inputs[0].path == str(SAMPLE / "runs.parquet")
     # messages cite the path as given, as the local engine's do
     assert (inputs[0].shown, files["sys01"]) == ("runs.parquet", ("runs.parquet", True))
@@ -1199,7 +1205,7 @@ def test_hsd_pvalues_do_not_depend_on_cores_or_workers(scheduler, one_worker, mo
     monkeypatch.setattr(significance, "_STREAM_ROWS", 2 * 20)  # 2 trials a stream
     monkeypatch.setattr(significance, "_CHUNK_BYTES", 8 * 4 * 2 * 20)  # 4 streams a chunk
     connects, scatters = [], []
-    make_client, scatter = dist._client, distributed.Client.scatter
+    make_client, scatter = dist.cluster._client, distributed.Client.scatter
 
     def counted_client(*args, **kwargs):
         connects.append(args)
@@ -1209,7 +1215,7 @@ def test_hsd_pvalues_do_not_depend_on_cores_or_workers(scheduler, one_worker, mo
         scatters.append(kwargs.get("broadcast"))
         return scatter(self, data, **kwargs)
 
-    monkeypatch.setattr(dist, "_client", counted_client)
+    monkeypatch.setattr(dist.cluster, "_client", counted_client)
     monkeypatch.setattr(distributed.Client, "scatter", counted_scatter)
     common = ["discpower", "--test", "hsd", "--trials", "400", "--pairs", "--no-baselines",
               "-m", "rpp,LR", SAMPLE / "qrels.txt", *RUNS]  # fmt: skip
@@ -1265,8 +1271,8 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
     # one task per file, the judgments sent to every worker beforehand (not fetched from
     # a worker busy parsing), the partition's task taking its piece of each result
     keys = [t["key"] for t in ts.data]
-    assert len([k for k in keys if k.startswith("_text_positions")]) == 6
-    tasks = ("_text_positions", "_partition_task", "_without_rows", "_rows_of")
+    assert len([k for k in keys if k.startswith("text_task")]) == 6
+    tasks = ("text_task", "partition_task", "_without_rows", "_rows_of")
     assert [k for k in keys if not k.startswith(tasks)] == []
     assert (remote.exit_code, remote.stdout, remote.stderr) == (0, local.stdout, local.stderr)
     small_partitions(monkeypatch)
@@ -1292,8 +1298,8 @@ def test_text_runs_are_read_by_the_workers(scheduler, monkeypatch, tmp_path):
     from prefeval.engine import dask as dist
 
     relevant = read_qrels(SAMPLE / "qrels.txt").relevant(None)
-    source = dist._TextInput(str(flawed[0]), flawed[0].name, "bad0", "text")
-    got = dist._text_positions(source, relevant, [range(relevant.n_queries)], None)
+    source = dist.reading.TextInput(str(flawed[0]), flawed[0].name, "bad0", "text")
+    got = dist.reading.text_task(source, relevant, [range(relevant.n_queries)], None)
     back = pickle.loads(pickle.dumps(got))
     assert [(e.path, e.line, e.message) for e in back] == [(e.path, e.line, e.message) for e in got]
     assert (got[0].path, got[0].line) == ("input.bad0", 1001)
