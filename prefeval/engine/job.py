@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -78,14 +78,15 @@ class Want:
 
 @dataclass
 class PartitionResult:
-    """What one partition gives back: its per-query rows (None
-    without ``per_query``), the sums of its :data:`~prefeval.core.ties.SUM_BLOCK` blocks of
+    """What one partition gives back: its per-query rows in pieces (None without
+    ``Want.rows``), the sums of its :data:`~prefeval.core.ties.SUM_BLOCK` blocks of
     queries (blocks x measures x pairs), the counts of defined values (measures x pairs),
     and per run the number of its queries the run has no results for."""
 
-    #: the per-query rows: :class:`~prefeval.core.rows.Rows` (a DataFrame of plain
-    #: strings from a Dask worker), in a list of pieces, or an iterator of them
-    frame: Any
+    #: the per-query rows, piece by piece: each :class:`~prefeval.core.rows.Rows` (or a
+    #: DataFrame of plain strings); a list of one piece where the partition was computed,
+    #: the pieces fetched one after the other from a Dask worker
+    rows: Iterable[Rows | pd.DataFrame] | None
     block_sums: np.ndarray | None  # None: a whole cube given as ``values``
     counts: np.ndarray | None
     missing: dict[str, int]
@@ -108,7 +109,7 @@ class Partitions:
     (:class:`~prefeval.core.qrels.RelevantSet`), the run names, the measure names, the
     pairs computed, the query ranges, the summary's schema (the last
     partition's queries, ``both_directions`` applied), the results in query order (a
-    result's ``frame``: its rows, or an iterator of their pieces, read before the next
+    result's ``rows``: its pieces, read before the next
     result is asked for), the whole runs' positions (or their position matrix) when the
     engine keeps them, and whether the fold keeps win rates in a temporary file
     (:func:`~prefeval.core.cube.rate_keeper`; the Dask engine's choice)."""
@@ -179,14 +180,12 @@ def partition_result(
     *,
     sum_block: int | None = None,
     plain: bool = False,
-    pieces: bool = True,
     missing: dict[str, int] | None = None,
     positions: list | None = None,
 ) -> PartitionResult:
     """What a partition gives back (:class:`PartitionResult`), from its cube
     (``both_directions`` already applied), wherever it was computed: its per-query rows
-    (a list of one piece with ``pieces``, else the frame; ``plain``: ids as plain strings,
-    for a Dask worker), its block sums
+    (one piece; ``plain``: a DataFrame of the ids as plain strings), its block sums
     (of ``sum_block`` queries) and counts, its values, its win rates and block moments,
     and the ``missing`` queries and ``positions`` of its runs."""
     values = cube.values
@@ -210,7 +209,7 @@ def partition_result(
     if want.rates and want.signs:
         signs = {name: PackedSigns.piece(values[k]) for k, name in enumerate(cube.measures)}
     return PartitionResult(
-        [frame] if frame is not None and pieces else frame,
+        None if frame is None else [frame],
         ties.block_sums(values, axis=2, block=sum_block),
         np.sum(~np.isnan(values), axis=2),
         missing or {},
@@ -256,8 +255,8 @@ def compare_frames(
             assert result.block_sums is not None and result.counts is not None
             total.add_blocks(result.block_sums, result.counts, schema)
             if per_query:
-                assert result.frame is not None  # asked for with ``per_query``
-                yield from result.frame
+                assert result.rows is not None  # asked for with ``per_query``
+                yield from result.rows
     finally:
         parts.results.close()  # a Dask client and its cluster, also when writing stops
     if summary:

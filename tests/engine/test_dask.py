@@ -238,7 +238,8 @@ def test_kernel_is_the_engine_on_one_partition():
     assert np.array_equal(result.block_sums[0], np.nansum(whole.values, axis=2))
     assert result.missing == {"sys04": 1}
     frame = whole.to_frame(per_query=True, summary=False)
-    assert np.array_equal(result.frame["value"], frame["value"])
+    (piece,) = result.rows  # the partition's rows, in one piece
+    assert np.array_equal(piece["value"], frame["value"])
 
 
 @pytest.mark.parametrize("qrels", ["qrels.adhoc.txt.gz", "qrels.diversity-ndeval.txt.gz"])

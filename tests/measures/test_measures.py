@@ -144,7 +144,8 @@ def test_new_measures_dask_kernel(new_measures):
         }
     )
     result = compare_partition(qrels, runs, ["X", "Y"], ["sqrtrpp", "ilexiprecision"])
-    values = dict(zip(result.frame["measure"], result.frame["value"]))
+    (rows,) = result.rows
+    values = dict(zip(rows["measure"], rows["value"]))
     # X ranks a, b, c at 1, 2, 3 here, Y a, b at 1, 2: only c differs (level 3, +1 for Y
     # missing it): sqrt RPP (1/sqrt 3) / Z on m = 3 and 0 on {b}; i* = 3
     z = 1 + 1 / math.sqrt(2) + 1 / math.sqrt(3)

@@ -220,7 +220,7 @@ def _partition_results(
     """Run the tasks on ``client`` (at the end, ``done()``; without it the client is
     closed, and its cluster with ``own_cluster``); yield their :class:`PartitionResult`
     in partition order, each as it is needed, then tell which runs had no results for
-    some queries (as the local engine does).  With ``pieces``, a result's ``frame`` is
+    some queries (as the local engine does).  With ``pieces``, a result's ``rows`` are
     an iterator of its per-query rows fetched from the worker a row group at a time, to
     be read before the next result is asked for: the client never holds a whole
     partition's rows."""
@@ -264,7 +264,7 @@ def _partition_results(
                     plan.tasks.release()
             if pieces:
                 result, rows = client.submit(_without_rows, future).result()
-                result.frame = _rows_in_pieces(client, future, rows)
+                result.rows = _rows_in_pieces(client, future, rows)
             else:
                 result = future.result()
             plan.tasks.done(k)
@@ -308,16 +308,16 @@ def _has_slots(workers: dict) -> bool:
 
 def _without_rows(result: PartitionResult) -> tuple[PartitionResult, int]:
     """On the worker: ``result`` without its per-query rows, and their number."""
-    rows = 0 if result.frame is None else len(result.frame)
-    return replace(result, frame=None), rows
+    rows = 0 if result.rows is None else sum(len(piece) for piece in result.rows)
+    return replace(result, rows=None), rows
 
 
 def _rows_of(result: PartitionResult, lo: int, hi: int):
     """On the worker: rows ``lo:hi`` of ``result``'s per-query rows (Rows, or a DataFrame
     of plain strings)."""
-    frame = result.frame
-    assert frame is not None  # asked for: compare's per-query rows
-    return frame.part(lo, hi) if isinstance(frame, Rows) else frame.iloc[lo:hi]
+    assert result.rows is not None  # asked for: compare's per-query rows
+    (piece,) = result.rows  # one piece, computed here
+    return piece.part(lo, hi) if isinstance(piece, Rows) else piece.iloc[lo:hi]
 
 
 def _rows_in_pieces(client, future, rows: int) -> Iterator:

@@ -116,7 +116,6 @@ def kernel_result(
         Want(rows=per_query, values=values, rates=rates, signs=signs),
         sum_block=sum_block,
         plain=plain,
-        pieces=False,
         missing={p.name: int(p.missing_queries) for p in reduced if p.missing_queries},
         positions=reduced if positions else None,
     )
