@@ -23,16 +23,13 @@ from .params import (
     output_option,
     parse_measures_named,
     precision_option,
+    qrels_and_runs,
     resolved_runs,
-    run_arguments,
 )
 
 
 @command()
-@click.argument("qrels", type=click.Path(dir_okay=False))
-@click.argument(
-    "runs", nargs=-1, required=True, type=click.Path(dir_okay=False), callback=run_arguments
-)
+@qrels_and_runs
 @engine_options
 @click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
 @click.option(

@@ -25,8 +25,8 @@ from .params import (
     output_option,
     parse_measures_named,
     precision_option,
+    qrels_and_runs,
     resolved_runs,
-    run_arguments,
 )
 
 #: ``explain -q QUERY``, the spelling of --query up to 0.1.0, still works for one release
@@ -37,15 +37,7 @@ OLD_QUERY_NOTICE = (
 
 
 @command()
-@click.argument("qrels", type=click.Path(dir_okay=False))
-@click.argument(
-    "runs",
-    nargs=-1,
-    required=True,
-    metavar="RUN_A RUN_B",
-    type=click.Path(dir_okay=False),
-    callback=run_arguments,
-)
+@qrels_and_runs(metavar="RUN_A RUN_B")
 @engine_options
 @click.option(
     "--query",

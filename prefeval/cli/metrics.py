@@ -31,17 +31,14 @@ from .params import (
     max_docs_option,
     names_option,
     output_options,
+    qrels_and_runs,
     relevance_level_option,
     resolved_runs,
-    run_arguments,
 )
 
 
 @command()
-@click.argument("qrels", type=click.Path(dir_okay=False))
-@click.argument(
-    "runs", nargs=-1, required=True, type=click.Path(dir_okay=False), callback=run_arguments
-)
+@qrels_and_runs
 @click.option(
     "-m",
     "--measure",

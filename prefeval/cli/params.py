@@ -238,6 +238,22 @@ def run_arguments(ctx, param, value):
     return tuple(run_argument(v) for v in value)
 
 
+def qrels_and_runs(func=None, *, metavar: str | None = None):
+    """The arguments ``QRELS RUN...`` of the commands that read runs (``metavar``: the
+    runs' own, e.g. ``RUN_A RUN_B``)."""
+    if func is None:
+        return lambda f: qrels_and_runs(f, metavar=metavar)
+    runs = click.argument(
+        "runs",
+        nargs=-1,
+        required=True,
+        metavar=metavar,
+        type=click.Path(dir_okay=False),
+        callback=run_arguments,
+    )
+    return click.argument("qrels", type=click.Path(dir_okay=False))(runs(func))
+
+
 def resolved_runs(runs):
     """The command's RUN arguments resolved once
     (:func:`prefeval.io.runs.resolve_runs`: each opened once, a many-run table standing
