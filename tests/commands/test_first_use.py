@@ -159,37 +159,48 @@ def test_the_group_s_help_imports_no_library():
 #: import), numba, scipy, ir-measures, matplotlib, Dask
 UNNEEDED = ("dask", "ir_measures", "matplotlib", "numba", "pandas", "scipy")
 
-LOADED = (
-    "import atexit, sys\n"
-    f"atexit.register(lambda: print(sorted(m for m in {UNNEEDED!r} if m in sys.modules), "
-    "file=sys.stderr))\n"
-    "sys.argv[0] = 'prefeval'\n"
-    "from prefeval.cli import main\n"
-    "main()\n"
-)
+#: compare's calls in one process (each twice: with the cache, computed then read), then
+#: the modules of UNNEEDED it imported
+LOADED = """
+import sys
+from prefeval.cli import main
+for args in ARGS:
+    for _ in range(2):
+        try:
+            main(args)
+        except SystemExit as done:
+            assert not done.code, (args, done.code)
+print(sorted(m for m in UNNEEDED if m in sys.modules))
+"""
 
 
 @pytest.mark.parametrize("pass_", ["1", "0"], ids=["one-pass reader", "Arrow reader"])
-@pytest.mark.parametrize(
-    "args", [[], ["-q"], ["-q", "--both-directions", "-f", "jsonl"], ["-f", "csv", "-p", "3"]]
-)
 @pytest.mark.parametrize("cache", ["0", "1"], ids=["cache off", "cache on"])
-def test_compare_on_text_runs_imports_no_library_it_does_not_need(tmp_path, pass_, args, cache):
+def test_compare_on_text_runs_imports_no_library_it_does_not_need(tmp_path, pass_, cache):
     """compare on TREC text runs, whichever reader reads them, cache on or off, in the
-    text formats: its output without importing pandas (nor numba, scipy, ir-measures);
-    the values are the same as with pandas (tests/fidelity)."""
+    text formats, summary and per-query rows: its output without importing pandas (nor
+    numba, scipy, ir-measures); the values are the same as with pandas (tests/fidelity)."""
     env = {
         **os.environ, "PREFEVAL_CACHE": cache, "PREFEVAL_TEXT_PASS": pass_,
         "PREFEVAL_CACHE_DIR": str(tmp_path / "cache"),
     }  # fmt: skip
-    out = tmp_path / "out"
-    for _ in range(2 if cache == "1" else 1):  # with the cache: computed, then read
-        done = subprocess.run(
-            [sys.executable, "-c", LOADED, "compare", *args, "-o", str(out), QRELS, *RUNS],
-            capture_output=True, text=True, env=env,
-        )  # fmt: skip
-        assert done.returncode == 0 and done.stderr.strip() == "[]", done.stderr
-    assert out.read_text().count("sys01") >= 4
+    options = [[], ["-q"], ["-q", "--both-directions", "-f", "jsonl"], ["-f", "csv", "-p", "3"]]
+    outputs = [tmp_path / f"out{k}" for k in range(len(options))]
+    calls = [
+        ["compare", *given, "-o", str(out), QRELS, *RUNS] for given, out in zip(options, outputs)
+    ]
+    script = f"ARGS = {calls!r}\nUNNEEDED = {UNNEEDED!r}\n" + LOADED
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    # 6 measures (the plain qrels' default) x 1 pair; -q: per query (20) and the summary
+    m, q = 6, 20
+    assert [out.read_text().count("sys01") for out in outputs] == [
+        m,
+        m * (q + 1),
+        2 * m * (q + 1),
+        m,
+    ]
 
 
 @pytest.mark.parametrize("limit", [20, 45, 74, 200])
