@@ -33,6 +33,7 @@ a broken rule raises :class:`~prefeval.options.OptionError` (a ``ValueError``; a
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import threading
@@ -136,27 +137,137 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _command(func):
-    """One progress bar for the whole call (``progress=True``; ``tqdm.auto``), as the
-    command shows one on a terminal; the cache as ``cache`` says (default: the
-    environment variable ``PREFEVAL_CACHE``); ``notify`` checked to be callable or None."""
+#: the keywords of the API's functions, in the order their signatures give them: each
+#: with its annotation (None: none) and its default (:data:`_OPTION`: the
+#: :class:`~prefeval.options.Options` field's default for the function's command,
+#: :func:`prefeval.options.default`)
+_OPTION = object()
+_DECLARED: dict[str, tuple[str | None, object]] = {
+    "output": (None, None),
+    "prefs": (None, None),
+    "metrics": (None, None),
+    "measures": (None, None),
+    "baselines": (None, None),
+    "queries": (None, None),
+    "top": ("int | None", None),
+    "relevance_level": ("float | None", None),
+    "max_docs": ("int | None", None),
+    "binary": ("bool", _OPTION),
+    "per_query": ("bool", _OPTION),
+    "summary": ("bool | None", None),
+    "method": ("str", _OPTION),
+    "teleport": ("float", _OPTION),
+    "tests": (None, None),
+    "test": ("str", _OPTION),
+    "margin": ("float", _OPTION),
+    "correction": ("str", _OPTION),
+    "alpha": ("float", _OPTION),
+    "min_queries": ("int", _OPTION),
+    "ci": (None, _OPTION),  # a kind of interval, or a number (pairs: its level)
+    "level": ("float | None", None),
+    "resamples": ("int", _OPTION),
+    "trials": ("int", _OPTION),
+    "seed": ("int", _OPTION),
+    "pairs": ("bool", _OPTION),
+    "ties": ("bool", _OPTION),
+    "labels": (None, None),
+    "policy": ("str", _OPTION),
+    "samples": ("int", _OPTION),
+    "robustness": ("bool", _OPTION),
+    "digits": ("int", _OPTION),
+    "sections": (None, None),
+    "order_by": ("str | None", None),
+    "check": ("bool", False),
+    "against": (None, None),
+    "both_directions": ("bool", _OPTION),
+    "engine": ("str", _OPTION),
+    "scheduler": ("str | None", None),
+    "cache": ("bool | None", None),
+    "jobs": ("int | None", None),
+    "progress": ("bool", _OPTION),
+    "notify": ("Notify", None),  # warn, set below its definition
+}
+#: the API's keyword of an :class:`~prefeval.options.Options` field of another name
+_FIELD_OF = {"pairs": "per_pair", "test": "tests"}
+#: the inputs of the analysis functions besides ``qrels, runs``: tables already computed
+_INPUTS = ("prefs", "metrics")
+#: what the analysis functions compare: the measures, the baselines, the judgments' level
+_COMPARED = ("measures", "baselines", "relevance_level", "max_docs", "binary")
+#: the significance tests' settings
+_TESTS = ("tests", "correction", "alpha", "trials", "seed")
+#: where and how a function computes, and what it tells along the way
+_RUNNING = ("engine", "scheduler", "cache", "jobs", "progress", "notify")
 
-    @functools.wraps(func)
-    def call(*args, progress: bool | None = False, cache: bool | None = None, **kwargs):
 
-        notify = kwargs.get("notify")
-        if notify is not None and not callable(notify):
-            raise TypeError(
-                f"notify={notify!r} is not callable: give a function of one message (a str), "
-                "or None for no notices"
+def _default(name: str, command: str):
+    """The default of the keyword ``name`` of the function of ``command``."""
+    annotation, value = _DECLARED[name]
+    if name == "notify":
+        return warn
+    if value is not _OPTION:
+        return value
+    found = default(_FIELD_OF.get(name, name), command)
+    return found[0] if name == "test" else found  # one test: the first of the command's
+
+
+def _signature(func, command: str, keywords: tuple[str, ...], runs_required: bool, required):
+    """The signature of the API function of ``command``: ``qrels, runs`` (None by default
+    where ``prefs=`` may stand for them), then the keyword-only ``keywords``."""
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    given = inspect.Parameter.empty if runs_required else None
+    parameters = [inspect.Parameter(n, positional, default=given) for n in ("qrels", "runs")]
+    for name in keywords:
+        annotation, _ = _DECLARED[name]
+        parameters.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if name in required else _default(name, command),
+                annotation=inspect.Parameter.empty if annotation is None else annotation,
             )
-        cache = check("cache", cache)
-        if progress is None:  # the caller's bar (the command's, on a terminal)
-            return func(*args, progress=None, cache=cache, **kwargs)
-        with bars.command(bool(progress)):
-            return func(*args, progress=bool(progress), cache=cache, **kwargs)
+        )
+    returned = inspect.signature(func).return_annotation
+    return inspect.Signature(parameters, return_annotation=returned)
 
-    return call
+
+def _command(command: str, *keywords: str, runs_required: bool = False, required=()):
+    """The API function of ``command``, its keywords ``keywords`` declared once
+    (:data:`_DECLARED`; its signature, which ``help()`` shows, made from them): the call
+    bound to that signature (TypeError for a keyword it does not take), its defaults
+    applied, and the function given every argument by name.  One progress bar for the
+    whole call (``progress=True``; ``tqdm.auto``), as the command shows one on a
+    terminal; the cache as ``cache`` says (default: the environment variable
+    ``PREFEVAL_CACHE``); ``notify`` checked to be callable or None."""
+
+    def made(func):
+        signature = _signature(func, command, keywords, runs_required, required)
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as error:  # as Python words it, naming the function
+                raise TypeError(f"{command}() {error}") from None
+            bound.apply_defaults()
+            arguments = bound.arguments
+            notify = arguments["notify"]
+            if notify is not None and not callable(notify):
+                raise TypeError(
+                    f"notify={notify!r} is not callable: give a function of one message (a "
+                    "str), or None for no notices"
+                )
+            arguments["cache"] = check("cache", arguments["cache"])
+            progress = arguments["progress"]
+            if progress is None:  # the caller's bar (the command's, on a terminal)
+                return func(**arguments)
+            arguments["progress"] = bool(progress)
+            with bars.command(bool(progress)):
+                return func(**arguments)
+
+        call.__signature__ = signature  # type: ignore[attr-defined]
+        return call
+
+    return made
 
 
 def _judged(command: str, given: dict, keywords: dict[str, str] | None = None) -> Options:
@@ -208,26 +319,20 @@ def _runs(runs):
 # --------------------------------------------------------------------------- commands
 
 
-@_command
-def compare(
-    qrels,
-    runs,
-    *,
-    measures=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    per_query: bool = default("per_query"),
-    summary: bool | None = None,
-    against=None,
-    both_directions: bool = default("both_directions"),
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command(
+    "compare",
+    "measures",
+    "relevance_level",
+    "max_docs",
+    "binary",
+    "per_query",
+    "summary",
+    "against",
+    "both_directions",
+    *_RUNNING,
+    runs_required=True,
+)
+def compare(qrels, runs, *, notify, **rest) -> pd.DataFrame:
     """Preference of every pair of runs (``prefeval compare``): rows ``measure, run_a,
     run_b, query_id, value``; value > 0 prefers run_a (RPP: rpp-sigir2022 eq. 4-6;
     lexirecall eq. 11; lexiprecision).
@@ -253,7 +358,7 @@ def compare(
     (20, -0.25082)
     """
 
-    options = _judged("compare", locals())
+    options = _judged("compare", {**locals(), **rest})
     sources = _runs(runs)
     if len(sources) < 2:
         raise ValueError(
@@ -271,21 +376,20 @@ def compare(
     return _plain(whole_frame(frames, schema, options.summary))
 
 
-@_command
-def metrics(
-    qrels,
-    runs,
-    *,
-    measures=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    per_query: bool = default("per_query"),
-    summary: bool | None = None,
-    cache: bool | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-    baselines=None,
-) -> pd.DataFrame:
+@_command(
+    "metrics",
+    "measures",
+    "relevance_level",
+    "max_docs",
+    "per_query",
+    "summary",
+    "cache",
+    "progress",
+    "notify",
+    "baselines",
+    runs_required=True,
+)
+def metrics(qrels, runs, *, measures, notify, baselines, **rest) -> pd.DataFrame:
     """Baseline metrics with ir-measures (``prefeval metrics``): rows ``measure, run,
     query_id, value``.  Without ``per_query`` the summary rows, as trec_eval -c and
     ir-measures' ``calc_aggregate`` (query_id ``"all"``: the mean over every judged
@@ -325,7 +429,7 @@ def metrics(
             DeprecationWarning,
         )
         measures = baselines
-    given = {**locals(), "measures": None, "baselines": measures}
+    given = {**locals(), **rest, "measures": None, "baselines": measures}
     options = _judged("metrics", given, None if baselines is not None else _AS_MEASURES)
     wanted, runid = without_runid(options.baselines or ())
     names = _baselines(wanted)
@@ -382,27 +486,8 @@ def _checked_inputs(qrels, runs, prefs, metrics, options: Options, notify, **kw)
     )
 
 
-@_command
-def order(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    method: str = default("method"),
-    teleport: float = default("teleport"),
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command("order", *_INPUTS, *_COMPARED, "method", "teleport", *_RUNNING)
+def order(qrels, runs, *, prefs, metrics, notify, **rest) -> pd.DataFrame:
     """System orderings (``prefeval order``): rows ``measure, method, rank, run, score``,
     rank 1 best, tied scores sharing a rank.
 
@@ -431,39 +516,15 @@ def order(
     11      AP   mean     6  sys01  0.095394
     """
 
-    options = _judged("order", locals())
+    options = _judged("order", {**locals(), **rest})
     evidence = _evidence_only(
         qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
     )
     return _plain(order_table(evidence, method=options.method, teleport=options.teleport))
 
 
-@_command
-def discpower(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    tests=None,
-    correction: str = default("correction"),
-    alpha: float = default("alpha"),
-    trials: int = default("trials"),
-    seed: int = default("seed"),
-    pairs: bool = default("per_pair"),
-    against=None,
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command("discpower", *_INPUTS, *_COMPARED, *_TESTS, "pairs", "against", *_RUNNING)
+def discpower(qrels, runs, *, prefs, metrics, pairs, progress, notify, **rest) -> pd.DataFrame:
     """Discriminative power (``prefeval discpower``, Sakai): rows ``measure, test,
     correction, alpha, significant, pairs, percent``; with ``pairs=True`` one row per run
     pair instead: ``measure, test, run_a, run_b, p_value, p_adjusted``.
@@ -492,7 +553,7 @@ def discpower(
     3     nDCG@10  ttest  bonferroni   0.05            9     15  60.000000
     """
 
-    options = _judged("discpower", {**locals(), "per_pair": pairs}, {"per_pair": "pairs"})
+    options = _judged("discpower", {**locals(), **rest, "per_pair": pairs}, {"per_pair": "pairs"})
     with engine_for(options) as active:  # a Dask cluster held for the HSD's trials
         # the HSD's win rates in temporary files: one measure's read at a time
         hsd = "hsd" in options.tests
@@ -509,26 +570,8 @@ def discpower(
     return _plain(table if options.per_pair else discriminative_power(table, options.alpha))
 
 
-@_command
-def tau(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    method: str = default("method"),
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command("tau", *_INPUTS, *_COMPARED, "method", *_RUNNING)
+def tau(qrels, runs, *, prefs, metrics, notify, **rest) -> pd.DataFrame:
     """Kendall's tau-b between the run orderings of every pair of measures (``prefeval
     tau``, rpp-sigir2022 Table 2): rows ``measure_a, measure_b, tau``.
 
@@ -548,34 +591,15 @@ def tau(
     5          AP     nDCG@10  1.0
     """
 
-    options = _judged("tau", locals())
+    options = _judged("tau", {**locals(), **rest})
     evidence = _evidence_only(
         qrels, runs, prefs, metrics, options, notify, stream=True, win_rates=False
     )
     return _plain(tau_table(evidence, method=options.method))
 
 
-@_command
-def agree(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    ties: bool = default("ties"),
-    against=None,
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command("agree", *_INPUTS, *_COMPARED, "ties", "against", *_RUNNING)
+def agree(qrels, runs, *, prefs, metrics, ties, notify, **rest) -> pd.DataFrame:
     """Sign agreement of preferences with baseline differences (``prefeval agree``):
     rows ``measure, baseline, agreement, compared`` — among the (query, run pair)
     comparisons where the baseline differs, the share where the preference has the same
@@ -594,7 +618,7 @@ def agree(
     3  lexirecall  nDCG@10   0.795620       274
     """
 
-    options = _judged("agree", locals())
+    options = _judged("agree", {**locals(), **rest})
     none = options.baselines == ()
     if not ties and metrics is None and (none or qrels is None or runs is None):
         raise ValueError(
@@ -608,30 +632,10 @@ def agree(
     return _plain(ties_table(evidence) if options.ties else agreement_table(evidence))
 
 
-@_command
-def robustness(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    queries=None,
-    labels=None,
-    policy: str = default("policy"),
-    samples: int = default("samples"),
-    seed: int = default("seed"),
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command(
+    "robustness", *_INPUTS, *_COMPARED, "queries", "labels", "policy", "samples", "seed", *_RUNNING
+)
+def robustness(qrels, runs, *, prefs, metrics, progress, notify, **rest) -> pd.DataFrame:
     """Robustness to fewer queries or labels (``prefeval robustness``, rpp-sigir2022
     §6.2): rows ``measure, kind, level, samples, tau_mean, tau_std, ties, agreement``.
 
@@ -650,7 +654,7 @@ def robustness(
     3      AP  queries     10        3  0.955556  0.062854   NaN        NaN
     """
 
-    options = _judged("robustness", locals())
+    options = _judged("robustness", {**locals(), **rest})
     # streamed: query samples need only the win rates (read from temporary files one
     # measure at a time, the rows of the sampled queries where the measure is defined, by
     # its signs); label samples recompute preferences by partitions from the position
@@ -671,30 +675,8 @@ def robustness(
     return _plain(table)
 
 
-@_command
-def pairs(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    ci="t",
-    level: float | None = None,
-    resamples: int = default("resamples"),
-    seed: int = default("seed"),
-    against=None,
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command("pairs", *_INPUTS, *_COMPARED, "ci", "level", "resamples", "seed", "against", *_RUNNING)
+def pairs(qrels, runs, *, prefs, metrics, notify, **rest) -> pd.DataFrame:
     """Per run pair (``prefeval pairs``): rows ``measure, run_a, run_b, queries, mean,
     ci_low, ci_high, wins, ties, losses, effect`` — the mean per-query difference
     (Delta(a, b) for a preference, the metric's a - b, or b - a when lower is better),
@@ -721,7 +703,7 @@ def pairs(
     4     rpp  sys06  sys01    20     0       0
     """
 
-    options = _judged("pairs", locals())
+    options = _judged("pairs", {**locals(), **rest})
     # the bootstrap resamples each pair's per-query differences: the whole cube
     evidence = _evidence_only(
         qrels, runs, prefs, metrics, options, notify, stream=options.ci == "t",
@@ -733,35 +715,26 @@ def pairs(
     return _plain(table)
 
 
-@_command
+@_command(
+    "gate",
+    "against",
+    *_INPUTS,
+    *_COMPARED,
+    "test",
+    "margin",
+    "correction",
+    "alpha",
+    "min_queries",
+    "ci",
+    "resamples",
+    "trials",
+    "seed",
+    "check",
+    *_RUNNING,
+    required=("against",),
+)
 def gate(
-    qrels=None,
-    runs=None,
-    *,
-    against,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    test: str = default("tests", "gate")[0],
-    margin: float = default("margin"),
-    correction: str = default("correction", "gate"),
-    alpha: float = default("alpha"),
-    min_queries: int = default("min_queries"),
-    ci: str = default("ci"),
-    resamples: int = default("resamples"),
-    trials: int = default("trials"),
-    seed: int = default("seed"),
-    check: bool = False,
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
+    qrels, runs, *, against, prefs, metrics, measures, baselines, test, check, notify, **rest
 ) -> pd.DataFrame:
     """The regression gate (``prefeval gate``): is any run worse than the reference run
     ``against``?  Rows ``measure, candidate, reference, queries, mean, ci_low, ci_high,
@@ -808,7 +781,7 @@ def gate(
         measures = "rpp"
     if baselines is None and metrics is None:
         baselines = ()  # no baseline gated unless asked for
-    given = {**locals(), "tests": test, "against": reference}
+    given = {**locals(), **rest, "tests": test, "against": reference}
     options = _judged("gate", given, keywords={"tests": "test"})
     if options.baselines and metrics is None and (qrels is None or runs is None):
         # a gate must not pass on measures it could not test
@@ -842,21 +815,35 @@ def gate(
     return table
 
 
-@_command
+@_command(
+    "explain",
+    "measures",
+    "queries",
+    "top",
+    "relevance_level",
+    "max_docs",
+    "binary",
+    "cache",
+    "jobs",
+    "progress",
+    "notify",
+    runs_required=True,
+)
 def explain(
     qrels,
     runs,
     *,
-    measures=None,
-    queries=None,
-    top: int | None = None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
+    measures,
+    queries,
+    top,
+    relevance_level,
+    max_docs,
+    binary,
+    cache,
+    jobs,
+    progress,
+    notify,
+    **rest,
 ) -> pd.DataFrame:
     """Why two runs' preferences are what they are (``prefeval explain``): per query the
     aligned recall levels of the binary population (positions, sgn, p(i)), the levels
@@ -898,35 +885,21 @@ def explain(
     return _plain(table)
 
 
-@_command
+@_command(
+    "report",
+    "output",
+    *_INPUTS,
+    *_COMPARED,
+    *_TESTS,
+    "robustness",
+    "samples",
+    "digits",
+    "sections",
+    "against",
+    *_RUNNING,
+)
 def report(
-    qrels=None,
-    runs=None,
-    *,
-    output=None,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    tests=None,
-    correction: str = default("correction"),
-    alpha: float = default("alpha"),
-    trials: int = default("trials"),
-    seed: int = default("seed"),
-    robustness: bool = default("robustness"),
-    samples: int = default("samples"),
-    digits: int = default("digits"),
-    sections=None,
-    against=None,
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
+    qrels, runs, *, output, prefs, metrics, notify, **rest
 ) -> list[str] | reports.InlineReport:
     """The whole study in one document (``prefeval report``), written to ``output``:
     ``.html`` (self-contained, figures as inline SVG), ``.md`` (figures as SVG beside it)
@@ -983,7 +956,7 @@ def report(
     if output is not None:
         reports.check_targets(output, [*paths, *tables])
     plotting.require("a report")
-    options = _judged("report", locals())
+    options = _judged("report", {**locals(), **rest})
     # ``against`` names the reference of a section; every pair is still compared
     reference = options.against[0] if options.against else None
     options = replace(options, against=())
@@ -1028,32 +1001,20 @@ def report(
     return reports.write(document, output, inputs=[*paths, *tables])
 
 
-@_command
-def table(
-    qrels=None,
-    runs=None,
-    *,
-    prefs=None,
-    metrics=None,
-    measures=None,
-    baselines=None,
-    relevance_level: float | None = None,
-    max_docs: int | None = None,
-    binary: bool = default("binary"),
-    order_by: str | None = None,
-    against=None,
-    test: str = default("tests", "table")[0],
-    correction: str = default("correction", "table"),
-    alpha: float = default("alpha"),
-    trials: int = default("trials"),
-    seed: int = default("seed"),
-    engine: str = default("engine"),
-    scheduler: str | None = None,
-    cache: bool | None = None,
-    jobs: int | None = None,
-    progress: bool = default("progress"),
-    notify: Notify = warn,
-) -> pd.DataFrame:
+@_command(
+    "table",
+    *_INPUTS,
+    *_COMPARED,
+    "order_by",
+    "against",
+    "test",
+    "correction",
+    "alpha",
+    "trials",
+    "seed",
+    *_RUNNING,
+)
+def table(qrels, runs, *, prefs, metrics, test, progress, notify, **rest) -> pd.DataFrame:
     """The runs x measures table papers print (``prefeval table``), tidy: one row per run
     and measure, ``row, run, letter, measure, kind, method, value, rank, best, marks,
     test, correction, alpha``, rows in the table's order (``row``), then the measures'.
@@ -1088,7 +1049,7 @@ def table(
     10      f  sys01        0.009901  False
     """
 
-    given = {**locals(), "tests": test}
+    given = {**locals(), **rest, "tests": test}
     options = _judged("table", given, keywords={"tests": "test"})
     reference = options.against[0] if options.against else None
     if options.order_by not in (None, GIVEN) and len(known_measures(options.order_by)) != 1:

@@ -12,6 +12,7 @@ import inspect
 import click
 import pytest
 
+import prefeval
 from prefeval import api
 from prefeval.cli.group import cli
 from prefeval.options import COMMAND_DEFAULTS, FIELDS, Options, default, judge
@@ -102,3 +103,26 @@ def test_command_defaults_by_hand():
     assert default("tests") == ("ttest", "sign", "hsd")
     assert default("tests", "gate") == default("tests", "table") == ("ttest",)
     assert default("alpha", "gate") == 0.05 and default("samples") == 10
+
+
+QRELS = "sample_data/qrels.txt"  # not read: each call is refused first
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (
+            lambda: prefeval.order(QRELS, [], bogus=1),
+            "order() got an unexpected keyword argument 'bogus'",
+        ),
+        (lambda: prefeval.gate(QRELS, []), "gate() missing a required argument: 'against'"),
+        (lambda: prefeval.compare(QRELS), "compare() missing a required argument: 'runs'"),
+        (lambda: prefeval.explain(QRELS, [], "x"), "explain() too many positional arguments"),
+    ],
+)
+def test_api_calls_are_bound_to_their_signatures(call, message):
+    """The API's functions take exactly the keywords their signatures show (declared
+    once in :data:`prefeval.api._DECLARED`), as Python functions do."""
+    with pytest.raises(TypeError) as raised:
+        call()
+    assert str(raised.value) == message
