@@ -68,6 +68,83 @@ def relevant_with_notice(qrels: Qrels, level: float | None, notify=stderr_notice
     return relevant
 
 
+def reduce_run(run: Run, relevant: RelevantSet, max_docs: int | None) -> RunPositions:
+    """One run reduced to rank positions, the plain step: a TREC text file in one pass
+    (:func:`~prefeval.io.textpass.run_text_positions`), any other run file (or one the
+    pass declines) read whole and reduced (:func:`~prefeval.core.positions.run_positions`),
+    its docnos matched against the relevant ones as they are read; a run in memory
+    reduced as it is."""
+    if run.path is None:
+        return run_positions(run.read(), relevant, max_docs)
+    positions = run_text_positions(run, relevant, max_docs)
+    if positions is None:
+        columns = run.read(known=relevant.docnos())
+        positions = run_positions(columns, relevant, max_docs)
+        del columns
+    return positions
+
+
+@dataclass(frozen=True)
+class ReadPolicy:
+    """How :func:`load_runs` reads a run file around :func:`reduce_run`: from the cache
+    where it is there (``use_cache``), in pieces spilled by query where it is larger
+    than ``streaming.above`` stored bytes, the freed memory handed back after a large
+    one; the reduced run written to the cache."""
+
+    use_cache: bool = False
+    streaming: Streaming = STREAMING
+
+    def positions(
+        self, run: Run, relevant: RelevantSet, max_docs: int | None, codes, unspilled: list
+    ) -> RunPositions:
+        """``run`` reduced (``codes``: the lookups of the runs read in pieces, shared;
+        ``unspilled``: why a large run could not be spilled, for one notice)."""
+        if run.path is None:  # a run in memory: nothing to cache or stream
+            return reduce_run(run, relevant, max_docs)
+        raw = run.stored()
+        key = cache.run_key(raw, relevant, max_docs) if self.use_cache else None
+        cached = _cached(key, run.name, relevant) if key else None
+        if cached is not None:
+            return cached
+        large = len(raw) >= _TRIM_BYTES
+        pieces = not run.keep and len(raw) > self.streaming.above  # kept columns: whole
+        del raw
+        positions = (
+            streamed_positions(run, relevant, max_docs, self.streaming, codes, unspilled)
+            if pieces
+            else None
+        )
+        if positions is None:
+            positions = reduce_run(run, relevant, max_docs)
+        if large:  # a trim costs about 1 ms: worth it after a large run only
+            release_free_memory()
+        if key:
+            cache.put(
+                "runs",
+                key,
+                doc=positions.doc,
+                rank=positions.rank,
+                retrieved=positions.retrieved,
+            )
+        return positions
+
+
+def _cached(key: str, name: str, relevant: RelevantSet) -> RunPositions | None:
+    """The run ``name`` reduced against ``relevant`` from the cache entry ``key``; None
+    where there is none, or it does not fit ``relevant`` (then removed)."""
+    cached = cache.get("runs", key)
+    if cached is None:
+        return None
+    try:
+        positions = RunPositions(name, cached["doc"], cached["rank"], cached["retrieved"])
+        if positions.consistent(relevant):
+            return positions
+    except KeyError:
+        pass
+    cache.invalid("runs", key)
+    return None
+
+
 def load_runs(
     sources,
     relevant: RelevantSet,
@@ -79,10 +156,10 @@ def load_runs(
     streaming: Streaming = STREAMING,
 ) -> list[RunPositions]:
     """Read runs (on ``jobs`` threads; default all cores), keeping only relevant
-    positions and retrieved counts; with ``use_cache`` (``Options.cache``), run files
-    already reduced against the same judgments come from the cache.  A run file larger
-    than ``streaming.above`` stored bytes is read in pieces (:func:`streamed_positions`):
-    memory is bounded by a piece per thread, not by the run.
+    positions and retrieved counts, each by :class:`ReadPolicy` (``use_cache``,
+    ``Options.cache``: run files already reduced against the same judgments come from
+    the cache; a run file larger than ``streaming.above`` stored bytes is read in pieces,
+    :func:`streamed_positions`: memory is bounded by a piece per thread, not by the run).
 
     ``sources``: a :class:`~prefeval.io.runs.RunSet`, or what
     :func:`~prefeval.io.runs.resolve_runs` takes.  A file's cache key is the digest of
@@ -92,6 +169,7 @@ def load_runs(
     """
 
     runs = list(resolve_runs(sources).values())
+    policy = ReadPolicy(use_cache, streaming)
     unspilled: list[str] = []  # why a large run could not be spilled (read whole instead)
     relevant.docnos()  # build the shared lookup before threads start
     codes = Codes(relevant)  # the lookups of the runs read in pieces, built once
@@ -110,46 +188,7 @@ def load_runs(
         if run.kind == "table":
             found = tables[run.path][run.name]
             return RunPositions(run.name, found.doc, found.rank, found.retrieved)
-        if run.path is None:
-            return run_positions(run.read(), relevant, max_docs)
-        raw = run.stored()
-        key = cache.run_key(raw, relevant, max_docs) if use_cache else None
-        cached = cache.get("runs", key) if key else None
-        if cached is not None:
-            try:
-                positions = RunPositions(
-                    run.name, cached["doc"], cached["rank"], cached["retrieved"]
-                )
-                if positions.consistent(relevant):
-                    return positions
-            except KeyError:
-                pass
-            cache.invalid("runs", key)
-        large = len(raw) >= _TRIM_BYTES
-        pieces = not run.keep and len(raw) > streaming.above  # kept columns: read whole
-        del raw
-        positions = (
-            streamed_positions(run, relevant, max_docs, streaming, codes, unspilled)
-            if pieces
-            else None
-        )
-        if positions is None:  # a TREC text file in one pass; None: declined
-            positions = run_text_positions(run, relevant, max_docs)
-        if positions is None:
-            columns = run.read(known=relevant.docnos())
-            positions = run_positions(columns, relevant, max_docs)
-            del columns
-        if large:  # a trim costs about 1 ms: worth it after a large run only
-            release_free_memory()
-        if key:
-            cache.put(
-                "runs",
-                key,
-                doc=positions.doc,
-                rank=positions.rank,
-                retrieved=positions.retrieved,
-            )
-        return positions
+        return policy.positions(run, relevant, max_docs, codes, unspilled)
 
     # runs are independent: read and reduce them on all cores (pyarrow and numpy
     # release the GIL), keeping at most a few whole runs in memory at once

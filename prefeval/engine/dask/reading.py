@@ -16,8 +16,8 @@ from ...core.positions import RunPositions, join_positions, run_positions
 from ...io import parquet
 from ...io.runs import Run, resolve_runs
 from ...io.source import is_stream, stored
-from ...io.textpass import run_text_positions
 from ..job import PartitionResult
+from ..local import reduce_run
 from ..memory import release_free_memory
 from .kernel import arrow_run, earliest, kernel_result, partition_relevant
 
@@ -232,9 +232,7 @@ def text_task(source: TextInput, relevant, parts: list[range], max_docs) -> list
     partitions raise the first in run order)."""
     try:
         run = Run(source.name, source.kind, source.shown, stored(source.path))
-        positions = run_text_positions(run, relevant, max_docs)  # None: declined
-        if positions is None:
-            positions = run_positions(run.read(known=relevant.docnos()), relevant, max_docs)
+        positions = reduce_run(run, relevant, max_docs)
     except InputError as error:
         return [error] * len(parts)
     return _by_partition(positions, relevant, parts)
