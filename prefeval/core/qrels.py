@@ -193,7 +193,10 @@ def _id_array(values):
         return values
     if isinstance(values, list) and all(isinstance(v, str) for v in values):
         return strings(values)
-    return pa.array(_strings(values).array)
+    series = _strings(values)
+    if hasattr(series.array, "__arrow_array__"):  # Arrow-backed: its buffers, not copied
+        return pa.array(series.array)
+    return pa.array(series.to_numpy(dtype=object), pa.large_string())
 
 
 class Qrels:
