@@ -42,7 +42,7 @@ from .job import (
     partition_result,
     summary_schema,
 )
-from .memory import release_free_memory
+from .memory import release_free_memory, released
 
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22
@@ -515,7 +515,8 @@ def matrix_partitions(
     runs' :func:`~prefeval.core.positions.position_matrix` (the reduced runs themselves no
     longer needed): the cube of each, in query order, so that memory is bounded by a
     partition.  Between partitions the memory the
-    previous one's rows and text freed is handed back (:func:`release_free_memory`).
+    previous one's rows and text freed is handed back
+    (:func:`~prefeval.engine.memory.released`).
 
     ``jobs``: the threads computing partitions at once, each one partition (its blocks
     on ``jobs`` threads when it is the only one); the cubes come in query order, at most
@@ -536,9 +537,7 @@ def matrix_partitions(
         return len(made.query_ids), finish(made)
 
     if workers == 1:
-        for i, part in enumerate(ranges):
-            if i:
-                release_free_memory()
+        for part in released(ranges):
             yield cube(part, threads=jobs)[1]
         return
     # the kernels release the GIL in their large numpy operations: threads share the
@@ -546,14 +545,12 @@ def matrix_partitions(
     with ThreadPoolExecutor(workers) as pool:
         cubes = in_order(pool, functools.partial(cube, progress=False), ranges, workers)
         try:
-            for i, done in enumerate(
+            for done in released(
                 progress_bar(
                     cubes, desc="comparing runs", unit="query", enable=progress,
                     total=relevant.n_queries, count=lambda done: done[0],
                 )
             ):  # fmt: skip
-                if i:
-                    release_free_memory()
                 yield done[1]
         finally:  # stopped early (an error, a closed output): the partitions not started
             cubes.close()  # are dropped

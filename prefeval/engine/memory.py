@@ -4,8 +4,12 @@ and glibc's heap (``malloc_trim``, the mmap threshold)."""
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from ..core import limits
+
+T = TypeVar("T")
 
 
 def release_free_memory() -> None:
@@ -23,6 +27,16 @@ def release_free_memory() -> None:
     if trim is not None:
         trim.argtypes = [ctypes.c_size_t]
         trim(0)
+
+
+def released(steps: Iterable[T]) -> Iterator[T]:
+    """The items of ``steps`` one after the other, the memory freed while the caller
+    used one handed back (:func:`release_free_memory`) before the next is given: a loop
+    over query partitions names its steps, and the runtime hands back between them."""
+    for i, step in enumerate(steps):
+        if i:
+            release_free_memory()
+        yield step
 
 
 #: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's
