@@ -26,6 +26,7 @@ from .params import (
     analysis_options,
     judged_options,
     method_option,
+    number_option,
     number_type,
     output_option,
     precision_option,
@@ -73,11 +74,9 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
 @command()
 @analysis_options(against=False)
 @method_option
-@click.option(
+@number_option(
     "--teleport",
-    type=number_type("teleport"),
-    default=options.default("teleport"),
-    show_default=True,
+    "teleport",
     help="MC4 uniform teleport weight (keeps the chain ergodic).",
 )
 def order(
@@ -372,18 +371,14 @@ def robustness(
     default=None,
     help="Confidence level of the interval.  [default: 0.95]",
 )
-@click.option(
+@number_option(
     "--resamples",
-    type=number_type("resamples"),
-    default=options.default("resamples"),
-    show_default=True,
+    "resamples",
     help="Bootstrap resamples (--ci bootstrap).",
 )
-@click.option(
+@number_option(
     "--seed",
-    type=number_type("seed"),
-    default=options.default("seed"),
-    show_default=True,
+    "seed",
     help="Seed of the bootstrap resamples.",
 )
 def pairs(

@@ -15,6 +15,7 @@ from .errors import usage_errors
 from .params import (
     analysis_options,
     judged_options,
+    number_option,
     number_type,
     resolved_runs,
 )
@@ -58,11 +59,9 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
     "family-wise (holm, bonferroni), false discovery rate (bh: Benjamini-Hochberg, by: "
     "Benjamini-Yekutieli), or none.",
 )
-@click.option(
+@number_option(
     "--alpha",
-    type=number_type("alpha"),
-    default=options.default("alpha"),
-    show_default=True,
+    "alpha",
     help="Significance level of the corrected one-sided tests; the interval is at 1 - alpha.",
 )
 @click.option(
@@ -81,25 +80,19 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
     help="The two-sided (1 - alpha) interval of the mean difference: Student's t, or "
     "the percentile bootstrap.",
 )
-@click.option(
+@number_option(
     "--resamples",
-    type=number_type("resamples"),
-    default=options.default("resamples"),
-    show_default=True,
+    "resamples",
     help="Bootstrap resamples (--ci bootstrap).",
 )
-@click.option(
+@number_option(
     "--trials",
-    type=number_type("trials"),
-    default=options.default("trials"),
-    show_default=True,
+    "trials",
     help="Random sign flips of the randomization test (every flip when 2^queries <= trials).",
 )
-@click.option(
+@number_option(
     "--seed",
-    type=number_type("seed"),
-    default=options.default("seed"),
-    show_default=True,
+    "seed",
     help="Seed of the sign flips and the bootstrap resamples.",
 )
 @click.option(

@@ -58,6 +58,18 @@ def number_type(field: str) -> click.ParamType:
     return (JudgedInt if options.RANGES[field].integer else JudgedFloat)(field)
 
 
+def number_option(flag: str, field: str, help: str):
+    """The numeric option ``flag`` setting the :class:`~prefeval.options.Options` field
+    ``field``: judged by :func:`number_type`, its default shown."""
+    return click.option(
+        flag,
+        type=number_type(field),
+        default=options.default(field),
+        show_default=True,
+        help=help,
+    )
+
+
 # the options several commands take, each declared once
 relevance_level_option = click.option(
     "-l",
@@ -82,11 +94,9 @@ method_option = click.option(
     show_default=True,
     help="Aggregation of the per-query rankings into one order of the runs.",
 )
-samples_option = click.option(
+samples_option = number_option(
     "--samples",
-    type=number_type("samples"),
-    default=options.default("samples"),
-    show_default=True,
+    "samples",
     help="Samples drawn per level of queries or labels.",
 )
 
@@ -446,27 +456,21 @@ def significance_options(func=None, *, one_test: bool = False):
             "p-values: bonferroni or holm (family-wise error), bh (Benjamini-Hochberg) or "
             "by (Benjamini-Yekutieli) (false discovery rate), none.",
         ),
-        click.option(
+        number_option(
             "--alpha",
-            type=number_type("alpha"),
-            default=options.default("alpha"),
-            show_default=True,
+            "alpha",
             help="Significance level: a pair is significant when its corrected p-value "
             "(the HSD's, for hsd) is below it.",
         ),
-        click.option(
+        number_option(
             "--trials",
-            type=number_type("trials"),
-            default=options.default("trials"),
-            show_default=True,
+            "trials",
             help="Trials of the randomized HSD and of the randomization test (exact, "
             "every sign flip, where 2**queries <= N).",
         ),
-        click.option(
+        number_option(
             "--seed",
-            type=number_type("seed"),
-            default=options.default("seed"),
-            show_default=True,
+            "seed",
             help="Seed of the HSD's and the randomization test's trials.",
         ),
     ]
