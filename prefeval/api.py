@@ -71,9 +71,9 @@ from .core import progress as bars
 from .core.cube import against_pairs
 from .core.errors import PrefevalWarning, Regression
 from .core.terminal import shown
+from .engine import runtime
 from .engine.engines import engine_for
 from .engine.job import Job, compare_tables, whole_frame
-from .engine.memory import release_free_memory
 from .io.runs import qrels_input, read_qrels, runs_input
 from .measures import parse_measures
 from .options import KEYWORDS, OptionError, Options, check, default, judge, text_list
@@ -461,7 +461,7 @@ def _evidence_only(*args, **kw):
 
     kw.setdefault("positions", False)  # the reduced runs: only label sampling needs them
     evidence = _checked_inputs(*args, **kw).evidence
-    release_free_memory()
+    runtime.after_evidence()
     return evidence
 
 

@@ -22,10 +22,9 @@ from ..core.errors import InputError
 from ..core.positions import UNRETRIEVED
 from ..core.progress import progress_bar
 from ..core.qrels import Qrels
-from ..engine import local
+from ..engine import local, runtime
 from ..engine.job import Partitions, Want, fold_evidence, partition_result
 from ..engine.local import query_ranges
-from ..engine.memory import release_free_memory
 from ..options import POLICIES, Options
 from .agreement import AGREEMENT_QUERIES, kendall_tau
 from .baselines import metric_matrices
@@ -148,7 +147,7 @@ def label_robustness(
             del kept
             mine: dict = {}
             if baselines:
-                release_free_memory()  # the partitions' heap, handed back before ir-measures
+                runtime.after_partition()  # the partitions' heap, handed back before ir-measures
                 aside = [*packed, *evidence.signs.values(), *reduced.signs.values()]
                 with _set_aside(aside):
                     reduced.metrics = _reduced_metrics(inputs, keep, baselines)
@@ -205,7 +204,7 @@ def _baselines_set_aside(evidence: Evidence):
             finally:
                 packed.clear()  # the packed signs, and the heap the samples freed, handed
                 listed.clear()  # back before the values come back
-                release_free_memory()
+                runtime.after_partition()
     finally:
         evidence.metrics = dict(zip(names, values))
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import limits, ties
+from ..core import ties
 from ..core.cube import PreferenceCube, run_pairs
 from ..core.errors import InputError
 from ..core.parallel import in_order, usable_cpus
@@ -32,7 +32,7 @@ from ..io.textpass import run_text_positions
 from ..measures import Measure, families_of
 from ..measures.family import Family
 from ..options import PARTITION_CELLS
-from . import cache
+from . import cache, runtime
 from .job import (
     Job,
     PartitionResult,
@@ -42,7 +42,6 @@ from .job import (
     partition_result,
     summary_schema,
 )
-from .memory import release_free_memory, released
 
 # elements of one (populations x pairs x m) block: bounds the engine's working memory
 _BLOCK = 1 << 22
@@ -117,7 +116,7 @@ class ReadPolicy:
         if positions is None:
             positions = reduce_run(run, relevant, max_docs)
         if large:  # a trim costs about 1 ms: worth it after a large run only
-            release_free_memory()
+            runtime.after_run()
         if key:
             cache.put(
                 "runs",
@@ -181,7 +180,7 @@ def load_runs(
                 relevant,
                 max_docs,
                 run.data,
-                limits.reader_threads(jobs or usable_cpus()),
+                runtime.reader_threads(jobs or usable_cpus()),
             )
 
     def reduce(run):
@@ -194,7 +193,7 @@ def load_runs(
     # release the GIL), keeping at most a few whole runs in memory at once
 
     # fewer threads where the open-files limit (ulimit -n) leaves too few descriptors
-    workers = limits.reader_threads(min(len(runs), jobs or usable_cpus()))
+    workers = runtime.reader_threads(min(len(runs), jobs or usable_cpus()))
     with ThreadPoolExecutor(workers) as pool:
         results = pool.map(reduce, runs)
         out = list(
@@ -204,7 +203,7 @@ def load_runs(
         cache.prune()
     # the parse buffers are freed; hand them back to the system (Arrow's allocator keeps
     # them otherwise) before computing
-    release_free_memory()
+    runtime.after_reading()
     if unspilled and notify is not None:
         notify(unspilled_notice(len(unspilled), unspilled[0]))
     for positions in out:
@@ -253,7 +252,7 @@ def streamed_positions(
             rows = text.rows_estimate(raw)
         parts = streaming.parts(rows)
         return spilled_positions(
-            run.name, run.path, pieces, relevant, max_docs, parts, codes, release_free_memory
+            run.name, run.path, pieces, relevant, max_docs, parts, codes, runtime.after_partition
         )
     except InputError:
         return None
@@ -516,7 +515,7 @@ def matrix_partitions(
     longer needed): the cube of each, in query order, so that memory is bounded by a
     partition.  Between partitions the memory the
     previous one's rows and text freed is handed back
-    (:func:`~prefeval.engine.memory.released`).
+    (:func:`~prefeval.engine.runtime.released`).
 
     ``jobs``: the threads computing partitions at once, each one partition (its blocks
     on ``jobs`` threads when it is the only one); the cubes come in query order, at most
@@ -537,7 +536,7 @@ def matrix_partitions(
         return len(made.query_ids), finish(made)
 
     if workers == 1:
-        for part in released(ranges):
+        for part in runtime.released(ranges):
             yield cube(part, threads=jobs)[1]
         return
     # the kernels release the GIL in their large numpy operations: threads share the
@@ -545,7 +544,7 @@ def matrix_partitions(
     with ThreadPoolExecutor(workers) as pool:
         cubes = in_order(pool, functools.partial(cube, progress=False), ranges, workers)
         try:
-            for done in released(
+            for done in runtime.released(
                 progress_bar(
                     cubes, desc="comparing runs", unit="query", enable=progress,
                     total=relevant.n_queries, count=lambda done: done[0],

@@ -4,19 +4,16 @@ and glibc's heap (``malloc_trim``, the mmap threshold)."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
 
 from ..core import limits
-
-T = TypeVar("T")
 
 
 def release_free_memory() -> None:
     """Hand the memory freed so far back to the system: Arrow's pool (mimalloc) and the
-    C heap's free pages (glibc's ``malloc_trim``; nothing elsewhere).  Called after each
-    large run read (see ``_TRIM_BYTES`` in :mod:`prefeval.engine.local`) and after all of
-    them, between query partitions and once the evidence of an analysis is made:
+    C heap's free pages (glibc's ``malloc_trim``; nothing elsewhere).  Called through
+    the hooks of :mod:`prefeval.engine.runtime`: after each large run read (see
+    ``_TRIM_BYTES`` in :mod:`prefeval.engine.local`) and after all of them, between
+    query partitions and once the evidence of an analysis is made:
     without it what one step freed (parse buffers, a partition's rows and text) stays
     resident beside the next (bench/run.py's recsys peak RSS; see bench/RESULTS.md)."""
 
@@ -27,16 +24,6 @@ def release_free_memory() -> None:
     if trim is not None:
         trim.argtypes = [ctypes.c_size_t]
         trim(0)
-
-
-def released(steps: Iterable[T]) -> Iterator[T]:
-    """The items of ``steps`` one after the other, the memory freed while the caller
-    used one handed back (:func:`release_free_memory`) before the next is given: a loop
-    over query partitions names its steps, and the runtime hands back between them."""
-    for i, step in enumerate(steps):
-        if i:
-            release_free_memory()
-        yield step
 
 
 #: allocations of at least this many bytes that :func:`map_large_allocations` has glibc's

@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...core import limits
-from ...core.errors import InputError, SystemLimitError
+from ...core.errors import InputError
 from ...core.positions import join_positions, missing_notice, run_positions, set_like
 from ...core.progress import progress_bar
 from ...core.qrels import Qrels, check_level, distinct_ids, is_relevant
+from ...engine import runtime
 from ...engine.local import unspilled_notice
-from ...engine.memory import release_free_memory
 from ...io.columns import RunColumns
 from ...io.runs import read_qrels, resolve_runs, rows_estimate, spill_runs, streamed
 from ...io.spill import STREAMING, Codes, Spill, query_buckets
@@ -541,9 +540,9 @@ def _evaluate_partitions(
     runs = [run for _, run in items]
     rows = rows_estimate(runs)
     parts = streaming.parts(rows, evaluated=True)
-    try:  # a file per partition open while spilling: the soft limit raised to that
-        limits.open_files(parts + 64, "the baselines' spill")
-    except SystemLimitError:  # a low hard limit: as many partitions as other spills
+    # a file per partition open while spilling: the soft limit raised to that; under a
+    # low hard limit as many partitions as other spills
+    if not runtime.spill_files(parts, "the baselines' spill"):
         parts = streaming.parts(rows)
     part_of = query_buckets(pa.array(qlist, pa.string()), parts)
     judged = _judged(qrels, general, parsed, {q: k for k, q in enumerate(qlist)})
@@ -551,7 +550,7 @@ def _evaluate_partitions(
     try:
         with Spill(parts) as spill:
             spill_runs(spill, runs, streaming)
-            release_free_memory()  # the pieces' buffers: not beside the evaluation's
+            runtime.after_partition()  # the pieces' buffers: not beside the evaluation's
             bar = progress_bar(
                 range(parts), desc="baselines (ir-measures)", unit="part", enable=progress
             )
@@ -567,7 +566,7 @@ def _evaluate_partitions(
                         max_docs,
                     )  # fmt: skip
                     del evaluators, corpus
-                    release_free_memory()  # a partition's rows, rankings and judgments
+                    runtime.after_partition()  # a partition's rows, rankings and judgments
     except InputError:
         for run in runs:  # the first problem where reading the files whole finds it
             run.read()

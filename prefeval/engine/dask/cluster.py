@@ -14,7 +14,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...core import limits
 from ...core.cube import run_pairs
 from ...core.errors import SystemLimitError
 from ...core.positions import missing_notice
@@ -22,6 +21,7 @@ from ...core.progress import progress_bar
 from ...core.rows import Rows
 from ...core.signals import SignalsHeld
 from ...io.writers import TemporaryFolder, row_groups
+from .. import runtime
 from ..job import Job, PartitionResult, Partitions, Want, summary_schema
 from ..memory import MMAP_THRESHOLD, map_large_allocations
 from .plan import Plan, job_plan
@@ -70,8 +70,7 @@ def _client(scheduler: str | None, fetcher: bool = False):
         from distributed.deploy.utils import nprocesses_nthreads
 
         workers, threads = nprocesses_nthreads()
-        needed = limits.CLUSTER_FILES + limits.WORKER_FILES * workers
-        limits.open_files(needed, f"--engine dask (a local cluster of {workers} workers)")
+        runtime.cluster_files(workers)
         slots = {"threads_per_worker": threads}
         if fetcher:
             slots = {"threads_per_worker": threads + 1, "resources": {PARTITION_SLOT: threads}}

@@ -16,9 +16,9 @@ from ...core.positions import RunPositions, join_positions, run_positions
 from ...io import parquet
 from ...io.runs import Run, resolve_runs
 from ...io.source import is_stream, stored
+from .. import runtime
 from ..job import PartitionResult
 from ..local import reduce_run
-from ..memory import release_free_memory
 from .kernel import arrow_run, earliest, kernel_result, partition_relevant
 
 
@@ -77,11 +77,11 @@ def partition_task(
     # every row is checked as it is read; of the documents met twice, the local reader
     # tells the first in the file
     earliest(problems)
-    release_free_memory()  # the rows read: freed, handed back before computing
+    runtime.after_reading()  # the rows read: freed, handed back before computing
     runs = [reduced.pop(name) for name in run_names]
     result = kernel_result(relevant, runs, run_names, measures, **options)
     del runs
-    release_free_memory()  # and the cube's: the result may wait here for its turn
+    runtime.after_partition()  # and the cube's: the result may wait here for its turn
     return result
 
 
