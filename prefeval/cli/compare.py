@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from .. import options
 from ..core.cube import against_pairs
 from ..core.progress import stderr_notice
 from ..engine.engines import engine_for
@@ -25,22 +24,14 @@ from .params import (
     precision_option,
     qrels_and_runs,
     resolved_runs,
+    rows_options,
 )
 
 
 @command()
 @qrels_and_runs
 @engine_options
-@click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
-@click.option(
-    "-n",
-    "--no-summary",
-    "summary",
-    is_flag=True,
-    flag_value=False,
-    default=options.default("summary"),
-    help="Drop the summary rows (query_id all).",
-)
+@rows_options
 @against_option
 @names_option
 @click.option(

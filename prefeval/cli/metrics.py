@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from .. import options
 from ..analysis.baselines import (
     count_measure,
     default_baselines,
@@ -34,6 +33,7 @@ from .params import (
     qrels_and_runs,
     relevance_level_option,
     resolved_runs,
+    rows_options,
 )
 
 
@@ -60,16 +60,7 @@ from .params import (
     help="Accepted like the other commands; metrics reads the runs itself and "
     "neither reads nor writes the cache.",
 )
-@click.option("-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows.")
-@click.option(
-    "-n",
-    "--no-summary",
-    "summary",
-    is_flag=True,
-    flag_value=False,
-    default=options.default("summary"),
-    help="Drop the summary rows (query_id all).",
-)
+@rows_options
 @click.option(
     "-c",
     "complete",

@@ -264,6 +264,24 @@ def qrels_and_runs(func=None, *, metavar: str | None = None):
     return click.argument("qrels", type=click.Path(dir_okay=False))(runs(func))
 
 
+def rows_options(func):
+    """``-q`` and ``-n`` of the commands that write per-query and summary rows (compare,
+    metrics)."""
+    per_query = click.option(
+        "-q", "--per-query", is_flag=True, help="Per-query rows, then summary rows."
+    )
+    no_summary = click.option(
+        "-n",
+        "--no-summary",
+        "summary",
+        is_flag=True,
+        flag_value=False,
+        default=options.default("summary"),
+        help="Drop the summary rows (query_id all).",
+    )
+    return per_query(no_summary(func))
+
+
 def resolved_runs(runs):
     """The command's RUN arguments resolved once
     (:func:`prefeval.io.runs.resolve_runs`: each opened once, a many-run table standing
