@@ -185,7 +185,7 @@ _DECLARED: dict[str, tuple[str | None, object]] = {
     "cache": ("bool | None", None),
     "jobs": ("int | None", None),
     "progress": ("bool", _OPTION),
-    "notify": ("Notify", None),  # warn, set below its definition
+    "notify": ("Notify", warn),
 }
 #: the API's keyword of an :class:`~prefeval.options.Options` field of another name
 _FIELD_OF = {"pairs": "per_pair", "test": "tests"}
@@ -201,9 +201,7 @@ _RUNNING = ("engine", "scheduler", "cache", "jobs", "progress", "notify")
 
 def _default(name: str, command: str):
     """The default of the keyword ``name`` of the function of ``command``."""
-    annotation, value = _DECLARED[name]
-    if name == "notify":
-        return warn
+    _, value = _DECLARED[name]
     if value is not _OPTION:
         return value
     found = default(_FIELD_OF.get(name, name), command)

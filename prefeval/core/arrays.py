@@ -84,6 +84,12 @@ def strings(texts) -> Any:
     return pa.LargeStringArray.from_buffers(len(encoded), pa.py_buffer(ends), pa.py_buffer(data))
 
 
+def found_codes(found) -> np.ndarray:
+    """The int64 codes of ``pyarrow.compute.index_in``'s answer ``found``, -1 where it
+    found nothing."""
+    return to_numpy(found.fill_null(scalar(-1).cast(found.type))).astype(np.int64)
+
+
 def scalar(value) -> Any:
     """An Arrow scalar of a Python str, int, float or bool (for the compute functions)."""
     if isinstance(value, str):

@@ -266,11 +266,6 @@ class SummaryAccumulator:
         assert self.schema is not None  # rows were added
         return self.schema.rows(means=self.means())
 
-    def frame(self) -> pd.DataFrame:
-        """The summary rows (query_id ``all``), as :meth:`PreferenceCube.to_frame`."""
-        assert self.schema is not None  # set by add_blocks
-        return self.schema.frame(means=self.means())
-
 
 def win_rates(values: np.ndarray, pairs: np.ndarray, n_runs: int) -> np.ndarray:
     """W_q(a) = sum_b Delta(a, b) (rpp-sigir2022 eq. 7) from pair values (pairs x queries).

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import from_numpy, scalar, strings, to_numpy
+from .arrays import found_codes, from_numpy, strings, to_numpy
 from .limits import MAX_RANK
 from .qrels import RelevantSet
 
@@ -122,11 +122,6 @@ def trec_order(q: np.ndarray, score: np.ndarray, docno) -> np.ndarray:
     return order
 
 
-def _codes(found) -> np.ndarray:
-    """The int64 codes of ``pc.index_in``'s answer, -1 where it found nothing."""
-    return to_numpy(found.fill_null(scalar(-1).cast(found.type))).astype(np.int64)
-
-
 def set_like(values, like):
     """``values`` (a pyarrow string array) as the string type of ``like``."""
     return values if values.type == like.type else values.cast(like.type)
@@ -144,7 +139,7 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
     # evaluated-query index of every distinct query id of the run, then of every row
     query_code, query_values = columns.query_codes()
     value_q = pc.index_in(query_values, value_set=set_like(qvals, query_values))
-    qidx = _codes(value_q)[query_code]
+    qidx = found_codes(value_q)[query_code]
     known = getattr(columns, "known", None)
     if known is not None and known[0] is relevant.docnos():
         row_code = known[1]  # located in the reader's hash pass
@@ -153,7 +148,7 @@ def run_positions(columns, relevant: RelevantSet, max_docs: int | None = None) -
         doc_code, doc_values = columns.doc_codes()
         value_set = set_like(relevant.docnos(), doc_values)
         value_code = pc.index_in(doc_values, value_set=value_set)
-        row_code = _codes(value_code)[doc_code]
+        row_code = found_codes(value_code)[doc_code]
     keep = np.flatnonzero(qidx >= 0)
     if len(keep) < len(qidx):
         q = qidx[keep]

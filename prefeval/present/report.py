@@ -45,6 +45,7 @@ from ..analysis.significance import discriminative_power, pair_summary, pair_tes
 from ..analysis.table import BETTER, GIVEN, WORSE, canonical_measure, runs_table
 from ..core import progress as bars
 from ..core import ties
+from ..core.arrays import found_codes
 from ..core.citations import METHOD_PAPERS, bibliography, cited
 from ..core.errors import OutputError
 from ..core.qrels import query_sort_key
@@ -920,7 +921,7 @@ def _judged_counts(inputs, query_ids) -> tuple[int, int]:
     judged = pc.sum(pc.is_in(pa.array(general["query_id"], pa.string()), value_set=evaluated))
     relevant = inputs.qrels.relevant(inputs.relevance_level)
     at = pc.index_in(evaluated, value_set=pa.array(relevant.query_ids, pa.string()))
-    at = np.asarray(at.fill_null(-1), dtype=np.int64)
+    at = found_codes(at)
     n_relevant = int(relevant.sizes()[at[at >= 0]].sum())
     return int(judged.as_py() or 0), n_relevant
 

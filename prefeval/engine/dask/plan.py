@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...core import ties
+from ...core.arrays import found_codes
 from ...core.qrels import Qrels, RelevantSet
 from ...measures import parse_measures
 from ..local import query_ranges, relevant_with_notice
@@ -166,7 +167,7 @@ def _qrels_by_partition(judged: Qrels, ids, parts: list[range]):
 
     rows = judged.frame[QRELS_COLUMNS]
     at = pc.index_in(pa.array(rows["query_id"], pa.string()), value_set=ids)
-    at = np.asarray(at.fill_null(-1), dtype=np.int64)
+    at = found_codes(at)
     starts = np.array([part.start for part in parts] + [len(ids)], dtype=np.int64)
     part_of = np.where(at >= 0, np.searchsorted(starts, at, side="right") - 1, -1)
     order = np.argsort(part_of, kind="stable")  # by partition, in file order within
