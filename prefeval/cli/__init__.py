@@ -16,7 +16,7 @@ import signal
 import sys
 import warnings
 
-from ..core import limits
+from ..core import limits, signals
 from ..core.terminal import shown
 
 
@@ -60,6 +60,8 @@ def main(argv=None):
         for name in ("SIGTERM", "SIGHUP"):
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), _terminate)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, signals.interrupt)
         limits.under_address_limit()  # before numpy: see there
         from .group import cli  # the commands, each imported when used
 

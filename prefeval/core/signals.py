@@ -50,3 +50,25 @@ class SignalsHeld:
             signum, frame = self.pending
             self.pending = None
             self.handlers[signum](signum, frame)
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C's handler: KeyboardInterrupt, as Python's own handler raises it, except
+    while the callback importlib runs when a module's lock is freed is on the stack.
+    An exception raised there cannot propagate: Python prints it as ignored, with its
+    traceback, and goes on.  Then the interrupt comes back a millisecond later (a timer's
+    SIGALRM to this handler), to be raised once that callback has returned."""
+    if _freeing_a_module_lock(frame) and hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, interrupt)
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+        return
+    raise KeyboardInterrupt
+
+
+def _freeing_a_module_lock(frame: FrameType | None) -> bool:
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "cb" and code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
