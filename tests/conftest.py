@@ -70,7 +70,9 @@ SLOW_KINDS = [
      r"test_textpass\.py::test_(same_positions|scores_read|lines_in_any|same_ranking)"),
     ("the CI recipes run through make and a shell", r"test_gate_ci\.py"),
     ("the layouts at 40 and 130 runs, every figure format",
-     r"hundred_thirty|forty_runs|\[130\]|\[40\]|same_figure_same_bytes"),
+     r"hundred_thirty|forty_runs|\[(?:130|40)[]-]|same_figure_same_bytes"),
+    ("a Dask cluster as one of a test's engines (the Dask tests are marked in their files)",
+     r"\[dask\]"),
     ("memory bounds, processes sharing the cache, the kernel's compile cache",
      r"memory_is_bounded|concurrent_processes|compiles_once"),
 ]  # fmt: skip

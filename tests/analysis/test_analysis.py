@@ -1299,7 +1299,7 @@ def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
         if command == "robustness":
             return prefeval.robustness(*data, labels=[0.5], queries=[5], **common)
         out = tmp_path / name
-        prefeval.report(*data, output=out, robustness=True, tests="ttest", **common)
+        prefeval.report(*data, output=out, robustness=True, tests="ttest", measures="rpp", **common)
         return out.read_bytes()
 
     from prefeval.analysis import robustness as robust

@@ -343,13 +343,14 @@ def test_report_shown_inline_writes_nothing(tables, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     monkeypatch.setenv("TMPDIR", str(temp))
     shown = quiet(
-        prefeval.report, tables["qrels"], tables["many"], baselines="AP", tests="ttest",
-        cache=False,
+        prefeval.report, tables["qrels"], tables["many"], measures="rpp", baselines="AP",
+        tests="ttest", cache=False,
     )  # fmt: skip
     assert list(cwd.iterdir()) == [] and list(temp.iterdir()) == []
     written = quiet(
-        prefeval.report, QRELS, RUNS, baselines="AP", tests="ttest", output=tmp_path / "r.html"
-    )
+        prefeval.report, QRELS, RUNS, measures="rpp", baselines="AP", tests="ttest",
+        output=tmp_path / "r.html",
+    )  # fmt: skip
     assert written == [str(tmp_path / "r.html")]
     page = (tmp_path / "r.html").read_text()
     headings = re.findall(r"<h[1-3]>([^<]*)</h[1-3]>", page)
@@ -390,5 +391,5 @@ def test_gate_and_report_against_read_a_reader_or_an_iterator_once(tables):
     got = quiet(prefeval.gate, QRELS, iter(RUNS), against="sys03", min_queries=20)
     pd.testing.assert_frame_equal(got, want)
     for runs in (many.to_reader(), iter(RUNS)):
-        shown = quiet(prefeval.report, QRELS, runs, against="sys03")
+        shown = quiet(prefeval.report, QRELS, runs, against="sys03", sections="against")
         assert "Against the reference" in shown._repr_html_()

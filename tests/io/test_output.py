@@ -22,6 +22,8 @@ from prefeval.io import writers
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
 ARGS = [SAMPLE / "qrels.txt", SAMPLE / "runs" / "input.sys01", SAMPLE / "runs" / "input.sys02"]
 PREFEVAL = [sys.executable, "-m", "prefeval"]
+#: a report on one measure and one baseline: every file it writes, a figure among them
+FEW = ["--trials", "20", "-m", "rpp", "-B", "AP"]
 
 
 #: ``python -m prefeval`` whose output file, once its first bytes are written (and
@@ -393,7 +395,7 @@ def test_read_only_files_are_never_replaced(what):
         args = {
             "-o": ["compare", "-o", victim, *runs],
             "--plot": ["discpower", "--trials", "20", "--plot", victim, *runs],
-        }.get(what, ["report", "--trials", "20", "-o", folder / "r.md", *runs])
+        }.get(what, ["report", *FEW, "-o", folder / "r.md", *runs])
         # the same command once, writing elsewhere, imports everything it needs
         warm = [str(a).replace(str(folder), str(folder / "warm")) for a in args]
         (folder / "warm").mkdir()
@@ -437,7 +439,7 @@ def test_another_users_file_in_a_sticky_folder_is_refused_up_front(what):
             args = {
                 "-o": ["compare", "-o", victim, *runs],
                 "--plot": ["discpower", "--trials", "20", "--plot", victim, *runs],
-            }.get(what, ["report", "--trials", "20", "-o", folder / "r.md", *runs])
+            }.get(what, ["report", *FEW, "-o", folder / "r.md", *runs])
             warm = [a if a != str(bad) else str(inputs[2]) for a in args]
             warm = [str(a).replace(str(folder), str(folder / "warm")) for a in warm]
             (folder / "warm").mkdir()

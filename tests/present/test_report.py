@@ -88,7 +88,7 @@ def build(tmp_path, name, *args, inputs=None):
 
 @pytest.fixture(scope="module")
 def sample_html(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("report"), "report.html", "--robustness")
+    return build(tmp_path_factory.mktemp("report"), "report.html", "--robustness", "--samples", "2")
 
 
 def test_matrix_cells_are_pairs_means_and_discpower_marks(sample_html):
@@ -268,11 +268,30 @@ def _without_data_section(text: str) -> str:
     return text[text.index("<h2>Preferences</h2>") :]
 
 
-def test_from_tables_equals_from_runs(tmp_path):
-    prefs, metrics = tmp_path / "prefs.tsv", tmp_path / "metrics.tsv"
-    assert invoke("compare", "-q", "-o", prefs, QRELS, *RUNS).exit_code == 0
-    assert invoke("metrics", "-q", "-o", metrics, QRELS, *RUNS).exit_code == 0
-    from_runs = build(tmp_path, "runs.html")
+#: the measures of the reports built from tables and from runs
+TWO = ["-m", "rpp,lexirecall", "-B", "AP,nDCG"]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """The per-query tables of :data:`TWO`'s measures: preferences in tsv and csv,
+    baselines in tsv and jsonl."""
+    folder = tmp_path_factory.mktemp("tables")
+    paths = {}
+    for kind, command, measures, formats in (
+        ("prefs", "compare", "rpp,lexirecall", ("tsv", "csv")),
+        ("metrics", "metrics", "AP,nDCG", ("tsv", "jsonl")),
+    ):
+        for fmt in formats:
+            path = paths[kind, fmt] = folder / f"{kind}.{fmt}"
+            result = invoke(command, "-q", "-f", fmt, "-m", measures, "-o", path, QRELS, *RUNS)
+            assert result.exit_code == 0, result.stderr
+    return paths
+
+
+def test_from_tables_equals_from_runs(tmp_path, tables):
+    prefs, metrics = tables["prefs", "tsv"], tables["metrics", "tsv"]
+    from_runs = build(tmp_path, "runs.html", *TWO)
     from_tables = build(tmp_path, "tables.html", "--prefs", prefs, "--metrics", metrics, inputs=[])
     text = from_tables.read_text(encoding="utf-8")
     assert f"<td>{html.escape(str(prefs))}</td>" in text
@@ -281,21 +300,21 @@ def test_from_tables_equals_from_runs(tmp_path):
 
 @pytest.mark.parametrize("samples,said", [("1", "on 1 sample and"), ("2", "on 2 samples and")])
 def test_robustness_caption_counts_its_samples(tmp_path, samples, said):
-    out = build(tmp_path, "study.md", "--robustness", "--samples", samples)
+    out = build(tmp_path, "study.md", "--robustness", "--samples", samples,
+                "-m", "rpp", "-B", "AP", "--sections", "robustness")  # fmt: skip
     assert f"Kendall's τ between the ordering {said} the full ordering" in out.read_text("utf-8")
 
 
 @pytest.mark.parametrize("ext,figure", [("md", "svg"), ("tex", "pdf")])
 def test_markdown_and_latex_write_their_figures_beside(tmp_path, ext, figure):
-    out = build(tmp_path, f"study.{ext}", "--robustness", "--samples", "2")
+    out = build(tmp_path, f"study.{ext}", "--robustness", "--samples", "2", "-m", "rpp", "-B", "AP")
     names = sorted(p.name for p in tmp_path.iterdir())
+    # in .tex the taus of two measures are a table: it fits a column
+    drawn = ("discpower", "robustness") if ext == "tex" else ("discpower", "robustness", "tau")
     references = ["study-references.bib"] if ext == "tex" else []
-    assert names == sorted(
-        [f"study.{ext}", *(f"study-{n}.{figure}" for n in ("discpower", "robustness", "tau"))]
-        + references
-    )
+    assert names == sorted([f"study.{ext}", *(f"study-{n}.{figure}" for n in drawn)] + references)
     text = out.read_text(encoding="utf-8")
-    for name in ("discpower", "robustness", "tau"):
+    for name in drawn:
         assert f"study-{name}.{figure}" in text
     if ext == "tex":
         assert r"\toprule" in text and r"\bottomrule" in text
@@ -333,12 +352,15 @@ def _awkward_runs(tmp_path):
 
 def test_names_are_escaped(tmp_path):
     qrels, runs = _awkward_runs(tmp_path)
-    page = build(tmp_path, "r.html", "--trials", "20", inputs=[qrels, *runs])
+    page = build(
+        tmp_path, "r.html", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs]
+    )
     text = page.read_text(encoding="utf-8")
     assert "<i>" not in text and "a&amp;b&lt;i&gt;" in text
     header = [t for t, _, _ in parse(page).tables["rpp-matrix"][0][1:]]
     assert sorted(header) == sorted(AWKWARD[:3])
-    md = build(tmp_path, "r.md", "--trials", "20", inputs=[qrels, *runs]).read_text("utf-8")
+    md = build(tmp_path, "r.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    md = md.read_text("utf-8")
     assert r"a\&b\<i\>" in md and r"x\_y\$z" in md and r"p\|q\#r" in md
     row = next(line for line in md.splitlines() if line.startswith("|  | ") and "a\\&b" in line)
     assert len(re.findall(r"(?<!\\)\|", row)) == 5  # 3 runs + the stub: 5 unescaped bars
@@ -380,7 +402,7 @@ def test_usage_errors_write_nothing(tmp_path, monkeypatch, args, message):
 
 def test_api_returns_the_paths_written(tmp_path):
     out = tmp_path / "r.md"
-    paths = prefeval.report(QRELS, RUNS, output=out, trials=50, baselines=["AP"])
+    paths = prefeval.report(QRELS, RUNS, output=out, trials=50, measures="rpp", baselines=["AP"])
     assert paths[-1] == str(out)
     assert sorted(Path(p).name for p in paths) == ["r-discpower.svg", "r-tau.svg", "r.md"]
     with pytest.raises(ValueError, match="report format"):
@@ -488,37 +510,37 @@ def test_api_refuses_to_overwrite_an_input(tmp_path):
 
 
 def test_awkward_output_names(tmp_path):
-    md = build(tmp_path, "my report.md", "--test", "sign")
+    md = build(tmp_path, "my report.md", "--test", "sign", "--sections", "tau")
     assert "![" in md.read_text() and "(<my report-tau.svg>)" in md.read_text()
     assert (tmp_path / "my report-tau.svg").exists()
-    tex = build(tmp_path, "my report#1 50%.tex", "--test", "sign")
+    tex = build(tmp_path, "my report#1 50%.tex", "--test", "sign", "--sections", "tau")
     assert r"\includegraphics[width=\linewidth]{my_report_1_50_-tau.pdf}" in tex.read_text()
     assert (tmp_path / "my_report_1_50_-tau.pdf").exists()
 
 
 def test_captions_name_only_the_tests_run(tmp_path):
-    text = build(tmp_path, "r.html", "--test", "ttest", "--test", "sign").read_text()
+    one = ["-m", "rpp", "-B", "AP"]
+    text = build(tmp_path, "r.html", *one, "--test", "ttest", "--test", "sign").read_text()
     assert "HSD" not in text and "h: " not in text
     assert "t: t-test (Bonferroni-corrected); s: sign test (Bonferroni-corrected)" in text
-    text = build(tmp_path, "h.html", "--test", "hsd", "--correction", "holm").read_text()
+    text = build(tmp_path, "h.html", *one, "--test", "hsd", "--correction", "holm").read_text()
     assert "holm" not in text and "t-test" not in text
     assert "h: randomized Tukey HSD (200 trials, family-wise)" in text
 
 
 def test_data_section_states_the_relevance_level(tmp_path):
-    default = parse(build(tmp_path, "a.html", "--test", "sign")).tables["data"]
+    data = ["--test", "sign", "--sections", "data"]
+    default = parse(build(tmp_path, "a.html", *data)).tables["data"]
     assert ("Relevance level", "") in [(r[0][0], "") for r in default]
     assert ["relevant: grade > 0"] == [r[1][0] for r in default if r[0][0] == "Relevance level"]
-    level = parse(build(tmp_path, "b.html", "--test", "sign", "-l", "2")).tables["data"]
+    level = parse(build(tmp_path, "b.html", *data, "-l", "2")).tables["data"]
     assert ["relevant: grade ≥ 2"] == [r[1][0] for r in level if r[0][0] == "Relevance level"]
 
 
 @pytest.mark.parametrize("ext", ["md", "tex"])
-def test_markdown_and_latex_from_tables(tmp_path, ext):
-    prefs, metrics = tmp_path / "prefs.csv", tmp_path / "metrics.jsonl"
-    assert invoke("compare", "-q", "-f", "csv", "-o", prefs, QRELS, *RUNS).exit_code == 0
-    assert invoke("metrics", "-q", "-f", "jsonl", "-o", metrics, QRELS, *RUNS).exit_code == 0
-    from_runs = build(tmp_path, f"runs.{ext}").read_text("utf-8")
+def test_markdown_and_latex_from_tables(tmp_path, ext, tables):
+    prefs, metrics = tables["prefs", "csv"], tables["metrics", "jsonl"]
+    from_runs = build(tmp_path, f"runs.{ext}", *TWO).read_text("utf-8")
     from_tables = build(
         tmp_path, f"tables.{ext}", "--prefs", prefs, "--metrics", metrics, inputs=[]
     ).read_text("utf-8")
@@ -827,7 +849,7 @@ def test_a_second_report_removes_only_the_files_the_first_named(tmp_path, twelve
     those of a report to another extension or to a name starting like ``OUT-matrix-``,
     nor a user's figure holding matplotlib's name."""
     qrels, runs = twelve
-    few = ["--trials", "20", "-B", "AP"]
+    few = ["--trials", "20", "-B", "AP", "--sections", "matrices"]  # the side files' section
     build(tmp_path, "study.html", *few, "-m", "lexirecall", inputs=[qrels, *runs])
     build(tmp_path, "study.md", *few, "-m", "rpp", inputs=[qrels, *runs])
     assert (tmp_path / "study-matrix-lexirecall.csv").exists()
@@ -848,7 +870,7 @@ def test_a_second_report_removes_only_the_files_the_first_named(tmp_path, twelve
     assert {"tex-heatmap-rpp.pdf", "tex-matrix-rpp.csv"} <= {p.name for p in tmp_path.iterdir()}
     build(tmp_path, "tex.tex", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
     tex = sorted(p.name for p in tmp_path.glob("tex*"))
-    assert tex == ["tex-discpower.pdf", "tex-references.bib", "tex.tex"]  # tau: a table
+    assert tex == ["tex-references.bib", "tex.tex"]
 
 
 def test_a_side_file_named_by_a_measure_never_overwrites_an_input(tmp_path, twelve):
