@@ -52,17 +52,21 @@ demo: install
 # others.  PYTEST_WORKERS=N sets the count; PYTEST_ARGS adds options
 PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo auto)
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist worksteal
+# the suite starts prefeval in a few hundred processes: Python's bytecode caches
+# (__pycache__, ignored by git) are written even where PYTHONDONTWRITEBYTECODE is set,
+# so that each process does not compile the package anew
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
 test: install-test
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	$(PYTEST) -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # everything but the tests marked slow (the property and layout sweeps, Dask, the
 # resource limits): the whole suite is still `make test`, which CI runs
 test-fast: install-test
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) -q $(PYTEST_PARALLEL) -m "not slow" $(PYTEST_ARGS)
 
 test-min: $(VENV_MIN)/.installed-test
-	$(BIN_MIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN_MIN)/python -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # ruff, the layers' import contract, and mypy on the package (its settings in pyproject.toml)
 lint: install-test

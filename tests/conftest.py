@@ -73,6 +73,12 @@ SLOW_KINDS = [
      r"hundred_thirty|forty_runs|\[(?:130|40)[]-]|same_figure_same_bytes"),
     ("a Dask cluster as one of a test's engines (the Dask tests are marked in their files)",
      r"\[dask\]"),
+    ("the rest of a sweep whose first cases run fast: batch sizes past the smallest,"
+     " thread counts below the most, more moments to interrupt a first call, each"
+     " command's --help in a process of its own (every --help runs fast in test_docs_cli)",
+     r"batch_by_batch\[.*-(?:1000|1048576)-|one_thread_reads\[.*-(?:1000-\d|64-2)\]"
+     r"|interrupted_first_call_leaves_every_module_whole\[0\.[1246]\]"
+     r"|test_help_never_fails\[(?!None|compare)"),
     ("memory bounds, processes sharing the cache, the kernel's compile cache",
      r"memory_is_bounded|concurrent_processes|compiles_once"),
 ]  # fmt: skip
