@@ -1217,7 +1217,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
     def run():
         return prefeval.robustness(
             SAMPLE / "qrels.txt", SAMPLE_RUNS[:4], labels=[0.5, 0.8], samples=2,
-            baselines=["AP", "RR"], notify=None, cache=False,
+            measures="rpp,lexirecall", baselines=["AP", "RR"], notify=None, cache=False,
         )  # fmt: skip
 
     expected = run()

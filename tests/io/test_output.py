@@ -75,6 +75,16 @@ main()
 """
 
 
+@pytest.fixture(scope="module")
+def robust(tmp_path_factory):
+    """A seeded synthetic collection whose compare -q table is tens of MB (read only)."""
+    from prefeval.synthetic import generate
+
+    data = tmp_path_factory.mktemp("robust")
+    generate(data, "robust", scale=0.06, seed=3)
+    return data
+
+
 def _held_writer(args, **popen):
     """``prefeval ARGS`` (a Popen) once it has written the first bytes of its output
     file, where it waits (:data:`HELD`), and the descriptor it waits on: close it once
@@ -213,13 +223,10 @@ def test_stdout_failures(tmp_path):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_signal_while_writing_leaves_no_temporary_file(tmp_path, signum):
+def test_signal_while_writing_leaves_no_temporary_file(tmp_path, robust, signum):
     """A signal while compare -q -o writes a large table: the old output stays intact,
     no .prefeval-*.tmp survives, and the cache holds no temporary entry."""
-    from prefeval.synthetic import generate
-
-    data = tmp_path / "data"
-    generate(data, "robust", scale=0.06, seed=3)
+    data = robust
     out = tmp_path / "out"
     out.mkdir()
     target = out / "prefs.tsv"
@@ -311,12 +318,9 @@ def test_empty_output_name_is_a_usage_error():
     assert "is a directory" not in result.stderr
 
 
-def _big_compare(tmp_path):
-    """A compare -q writing a table of tens of MB to out/prefs.tsv (command, out, target)."""
-    from prefeval.synthetic import generate
-
-    data = tmp_path / "data"
-    generate(data, "robust", scale=0.06, seed=3)
+def _big_compare(tmp_path, data):
+    """A compare -q of the runs in ``data`` writing a table of tens of MB to out/prefs.tsv
+    (command, out, target)."""
     out = tmp_path / "out"
     out.mkdir()
     target = out / "prefs.tsv"
@@ -330,14 +334,14 @@ def _age(path, seconds=3600):
     os.utime(path, (past, past))
 
 
-def test_killed_writer_leaves_a_temporary_that_the_next_writer_removes(tmp_path):
+def test_killed_writer_leaves_a_temporary_that_the_next_writer_removes(tmp_path, robust):
     """kill -9 during -o FILE: the old file survives and the writer's temporary file is
     left (nothing can run in a killed process); the next prefeval writing in that folder
     removes it, once it is provably stale: unlocked (its writer is dead), ours, and
     untouched for a minute."""
     import fcntl
 
-    args, out, target = _big_compare(tmp_path)
+    args, out, target = _big_compare(tmp_path, robust)
     target.write_text("old output\n")
     proc, go = _held_writer(args[len(PREFEVAL) :], stderr=subprocess.PIPE)
     (temporary,) = [p for p in out.iterdir() if p.name.startswith(".prefeval-")]
