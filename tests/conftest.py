@@ -64,8 +64,11 @@ SLOW_KINDS = [
     ("the sweeps over layouts, orders, partitions, threads and hash seeds",
      r"same_bytes|whatever|hash_seed|jobs_give_the_bytes|merged_from_partitions|any_order"
      r"|run_order"),
-    ("the output-device and no-space checks repeated for every command (compare's run fast)",
-     r"test_no_traceback\.py::.*\[(?!compare)"),
+    ("the output-device and no-space checks repeated for every command (compare's run fast),"
+     " the run files opened once by each command, each command's Parquet output rounded",
+     r"test_no_traceback\.py::.*\[(?!compare)"
+     r"|opened_once\[(?:metrics|order --no-baselines|tau|explain)\]"
+     r"|output_is_the_tsv_table\[3-(?!compare -q)"),
     ("the property sweeps of the one-pass reader (its hand-worked cases run fast)",
      r"test_textpass\.py::test_(same_positions|scores_read|lines_in_any|same_ranking)"),
     ("the CI recipes run through make and a shell", r"test_gate_ci\.py"),
