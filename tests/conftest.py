@@ -77,11 +77,17 @@ SLOW_KINDS = [
     ("a Dask cluster as one of a test's engines (the Dask tests are marked in their files)",
      r"\[dask\]"),
     ("the rest of a sweep whose first cases run fast: batch sizes past the smallest,"
-     " thread counts below the most, more moments to interrupt a first call, each"
-     " command's --help in a process of its own (every --help runs fast in test_docs_cli)",
+     " thread counts below the most, more moments to interrupt a first call, a wider"
+     " terminal, each command's --help in a process of its own (every --help runs fast in"
+     " test_docs_cli)",
      r"batch_by_batch\[.*-(?:1000|1048576)-|one_thread_reads\[.*-(?:1000-\d|64-2)\]"
      r"|interrupted_first_call_leaves_every_module_whole\[0\.[1246]\]"
+     r"|ctrl_c_in_the_first_second_prints_no_traceback\[0\.(?:05|4)\]"
+     r"|bar_stays_readable_on_a_narrow_terminal\[(?!80)"
      r"|test_help_never_fails\[(?!None|compare)"),
+    ("the end-to-end renders by real tools (each where installed): the HTML report in"
+     " headless Chromium, the LaTeX report through pdflatex (the LaTeX text is checked fast)",
+     r"test_html_in_a_real_browser|test_latex_compiles"),
     ("memory bounds, processes sharing the cache, the kernel's compile cache",
      r"memory_is_bounded|concurrent_processes|compiles_once"),
 ]  # fmt: skip
