@@ -352,14 +352,13 @@ def _awkward_runs(tmp_path):
 
 def test_names_are_escaped(tmp_path):
     qrels, runs = _awkward_runs(tmp_path)
-    page = build(
-        tmp_path, "r.html", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs]
-    )
+    one = ["--test", "sign", "-m", "rpp", "-B", "AP"]
+    page = build(tmp_path, "r.html", *one, inputs=[qrels, *runs])
     text = page.read_text(encoding="utf-8")
     assert "<i>" not in text and "a&amp;b&lt;i&gt;" in text
     header = [t for t, _, _ in parse(page).tables["rpp-matrix"][0][1:]]
     assert sorted(header) == sorted(AWKWARD[:3])
-    md = build(tmp_path, "r.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    md = build(tmp_path, "r.md", *one, inputs=[qrels, *runs])
     md = md.read_text("utf-8")
     assert r"a\&b\<i\>" in md and r"x\_y\$z" in md and r"p\|q\#r" in md
     row = next(line for line in md.splitlines() if line.startswith("|  | ") and "a\\&b" in line)
@@ -695,14 +694,18 @@ def _latex_floats(text: str) -> list[str]:
     return re.findall(r"\\begin\{(?:table|figure)\*?\}.*?\\end\{(?:table|figure)\*?\}", text, re.S)
 
 
+def _paper(folder, twelve) -> Path:
+    """The LaTeX report of the twelve runs, with robustness, in ``folder``."""
+    qrels, runs = twelve
+    return build(folder, "paper.tex", *MANY, "--robustness", "--samples", "2",
+                 inputs=[qrels, *runs])  # fmt: skip
+
+
 def test_latex_captions_before_labels(tmp_path, twelve):
     """Every LaTeX table and figure has a caption, then its label; the legend is in
     the first caption with marks, the others refer to it; past MATRIX_MAX runs the heat
     maps and CSV files are written beside the report."""
-    qrels, runs = twelve
-    out = build(tmp_path, "paper.tex", *MANY, "--robustness", "--samples", "2",
-                inputs=[qrels, *runs])  # fmt: skip
-    text = out.read_text("utf-8")
+    text = _paper(tmp_path, twelve).read_text("utf-8")
     floats = _latex_floats(text)
     assert len(floats) >= 8
     assert text.count(r"\label{") == len(floats)
@@ -721,8 +724,13 @@ def test_latex_captions_before_labels(tmp_path, twelve):
         + [f"paper-heatmap-{m}.pdf" for m in ("rpp", "lexirecall")]
         + [f"paper-matrix-{m}.csv" for m in ("rpp", "lexirecall")]
     )
+
+
+def test_latex_compiles_in_two_columns_without_overfull_boxes(tmp_path, twelve):
+    """The report of the twelve runs, in a two-column paper, through pdflatex."""
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex is not installed")
+    _paper(tmp_path, twelve)
     (tmp_path / "main.tex").write_text(
         "\\documentclass[twocolumn]{article}\\usepackage{booktabs,graphicx}\n"
         "\\begin{document}\\input{paper.tex}\\end{document}\n"
@@ -822,7 +830,8 @@ def test_a_second_report_removes_the_side_files_the_first_left(tmp_path, twelve)
     drawn = tmp_path / "rep-heatmap-mine.svg"
     drawn.write_text("<svg/>\n")
     both = ["rpp", "lexirecall"]
-    first = ["--trials", "20", "-m", "rpp,lexirecall", "-B", "AP", "--robustness", "--samples", "1"]
+    few = ["--trials", "20", "--test", "sign", "-B", "AP"]
+    first = [*few, "-m", "rpp,lexirecall", "--robustness", "--samples", "1"]
     build(tmp_path, "rep.md", *first, inputs=[qrels, *runs])
     mine = ["rep-matrix-notes.csv", "rep-heatmap-mine.svg"]
     figures = ["rep.md", "rep-discpower.svg", "rep-tau.svg", *mine]
@@ -831,14 +840,14 @@ def test_a_second_report_removes_the_side_files_the_first_left(tmp_path, twelve)
         + [f"rep-heatmap-{m}.svg" for m in both]
         + [f"rep-matrix-{m}.csv" for m in both]
     )
-    build(tmp_path, "rep.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    build(tmp_path, "rep.md", *few, "-m", "rpp", inputs=[qrels, *runs])
     assert names() == sorted([*figures, "rep-heatmap-rpp.svg", "rep-matrix-rpp.csv"])
-    build(tmp_path, "rep.md", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs[:3]])
+    build(tmp_path, "rep.md", *few, "-m", "rpp", inputs=[qrels, *runs[:3]])
     assert names() == sorted(figures)
-    build(tmp_path, "rep.html", "--trials", "20", "-m", "rpp", "-B", "AP", inputs=[qrels, *runs])
+    build(tmp_path, "rep.html", *few, "-m", "rpp", inputs=[qrels, *runs])
     assert "rep-matrix-rpp.csv" in names()
     written = prefeval.report(
-        qrels, runs[:3], output=tmp_path / "rep.html", measures="rpp", baselines="AP", trials=20
+        qrels, runs[:3], output=tmp_path / "rep.html", measures="rpp", baselines="AP", tests="sign"
     )
     assert written == [str(tmp_path / "rep.html")]
     assert names() == sorted([*figures, "rep.html"])
@@ -850,7 +859,7 @@ def test_a_second_report_removes_only_the_files_the_first_named(tmp_path, twelve
     those of a report to another extension or to a name starting like ``OUT-matrix-``,
     nor a user's figure holding matplotlib's name."""
     qrels, runs = twelve
-    few = ["--trials", "20", "-B", "AP", "--sections", "matrices"]  # the side files' section
+    few = ["--trials", "20", "--test", "sign", "-B", "AP", "--sections", "matrices"]
     build(tmp_path, "study.html", *few, "-m", "lexirecall", inputs=[qrels, *runs])
     build(tmp_path, "study.md", *few, "-m", "rpp", inputs=[qrels, *runs])
     assert (tmp_path / "study-matrix-lexirecall.csv").exists()
