@@ -22,7 +22,10 @@ pytest.importorskip("matplotlib")
 pytestmark = pytest.mark.filterwarnings("ignore::prefeval.PrefevalWarning")
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
-FAST = ["--trials", "50", "-m", "rpp,lexirecall", "-B", "AP"]
+#: the sections besides the figures' (discpower, tau, robustness): the tables around
+#: the one this file checks
+SECTIONS = "summary,table,data,against,baselines,matrices,agreement"
+FAST = ["--trials", "50", "-m", "rpp,lexirecall", "-B", "AP", "--sections", SECTIONS]
 HEADER = ["measure", "candidate", "queries", "mean", "ci low", "ci high", "w/t/l", "p"]
 HEADER.append("p adjusted")
 HEADER.append("verdict")
