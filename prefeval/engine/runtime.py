@@ -11,13 +11,10 @@ from typing import TypeVar
 
 from ..core import limits
 from ..core.errors import SystemLimitError
+from ..io.spill import SPARE_FILES
 from .memory import release_free_memory
 
 T = TypeVar("T")
-
-#: files a spill may need open besides one per partition (the run files being read, the
-#: output, the interpreter's own)
-SPILL_SPARE_FILES = 64
 
 
 def after_run() -> None:
@@ -63,7 +60,7 @@ def spill_files(parts: int, what: str) -> bool:
     soft open-files limit raised to that where the hard limit allows (True), else False
     (the caller then spills into fewer partitions)."""
     try:
-        limits.open_files(parts + SPILL_SPARE_FILES, what)
+        limits.open_files(parts + SPARE_FILES, what)
     except SystemLimitError:
         return False
     return True

@@ -63,6 +63,10 @@ class Streaming:
 #: the settings of every command (tests give smaller ones)
 STREAMING = Streaming()
 
+#: files a spill may need open besides one per partition (the run files being read, the
+#: output, the interpreter's own)
+SPARE_FILES = 64
+
 
 def _schema():
     """The columns a partition's file holds: the run (its index among the names), the
@@ -166,7 +170,7 @@ class Spill:
         # one file per partition open while a file's rows are written: the soft limit
         # raised to that where the hard limit allows (else opening the files tells)
         with contextlib.suppress(SystemLimitError):
-            limits.open_files(self.parts + 64, "a spill")
+            limits.open_files(self.parts + SPARE_FILES, "a spill")
         self._folder = TemporaryFolder("spill")
         return self
 
