@@ -36,14 +36,16 @@ from .params import (
 )
 
 
-def run_analysis(command, inputs, prefs, metrics_file, **given):
+def run_analysis(command, inputs, prefs, metrics_file, names, params, **given):
     """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
-    point) with the command's :class:`~prefeval.options.Options` (``given``: settings
-    that differ from the command's parameters), after the checks that name its options."""
+    point) with the command's :class:`~prefeval.options.Options` judged from ``params``
+    and ``given`` (:func:`~prefeval.cli.params.judged_options`; a ``given`` that is not a
+    field of the Options goes to the api function as it is), after the checks that name
+    its options."""
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
-    settings = judged_options(qrels=qrels, metrics=metrics_file, **given)
-    runs = resolved_runs(runs)  # named as with --prefs: the names of the prefs table
+    settings = judged_options(params, qrels=qrels, prefs=prefs, metrics=metrics_file, **given)
+    runs = resolved_runs(runs, names)  # named as with --prefs: the names of the prefs table
     if prefs is None:
         names = list(runs)
         if len(names) < 2:
@@ -67,7 +69,7 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
                 for k in options.FIELDS
                 if k in keywords and getattr(settings, k) != options.default(k, command)
             },
-            **{k: v for k, v in given.items() if k not in options.FIELDS},
+            **{k: v for k, v in given.items() if k not in options.KEYWORDS},
         )
 
 
@@ -79,28 +81,7 @@ def run_analysis(command, inputs, prefs, metrics_file, **given):
     "teleport",
     help="MC4 uniform teleport weight (keeps the chain ergodic).",
 )
-def order(
-    inputs,
-    prefs,
-    metrics_file,
-    against,
-    precision,
-    fmt,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    method,
-    teleport,
-):
+def order(inputs, prefs, metrics_file, names, against, precision, fmt, output, **params):
     """Order the runs: rows `measure method rank run score`, rank 1 best.
 
     Per query, each run's win rate W_q(a) = sum_b Delta(a, b) ranks the runs;
@@ -114,7 +95,7 @@ def order(
     """
 
     no_against(against, "order", "ranks all runs")
-    table = run_analysis("order", inputs, prefs, metrics_file)
+    table = run_analysis("order", inputs, prefs, metrics_file, names, params, against=against)
     write_table(table, output, fmt, precision)
 
 
@@ -140,29 +121,15 @@ def discpower(
     inputs,
     prefs,
     metrics_file,
+    names,
     alpha,
     per_pair,
     plot,
-    precision,
     plot_log,
+    precision,
     fmt,
     output,
-    baselines,
-    no_baselines,
-    names,
-    against,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    tests,
-    correction,
-    trials,
-    seed,
+    **params,
 ):
     """Discriminative power: share of run pairs significantly different.
 
@@ -177,9 +144,12 @@ def discpower(
 
     if plot_log and not plot:
         raise click.UsageError("--plot-log needs --plot")
-    plotting = plotting_for(plot)
+    plotting = plotting_for(plot, output, [*inputs, prefs, metrics_file])
     # one row per pair: the curves need it, the summary counts it
-    table = run_analysis("discpower", inputs, prefs, metrics_file, pairs=True)
+    table = run_analysis(
+        "discpower", inputs, prefs, metrics_file, names, params, alpha=alpha,
+        per_pair=per_pair, pairs=True,
+    )  # fmt: skip
     if plot:
         plotting.discpower_curves(table, plot, alpha=alpha, log=plot_log)
     result = table if per_pair else discriminative_power(table, alpha)
@@ -189,27 +159,7 @@ def discpower(
 @command()
 @analysis_options(against=False)
 @method_option
-def tau(
-    inputs,
-    prefs,
-    metrics_file,
-    against,
-    precision,
-    fmt,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    method,
-):
+def tau(inputs, prefs, metrics_file, names, against, precision, fmt, output, **params):
     """Kendall's tau-b between the run orderings of every pair of measures.
 
     Rows `measure_a measure_b tau`; with the default tsv output, a readable
@@ -221,7 +171,7 @@ def tau(
     """
 
     no_against(against, "tau", "correlates orderings of all runs")
-    table = run_analysis("tau", inputs, prefs, metrics_file)
+    table = run_analysis("tau", inputs, prefs, metrics_file, names, params, against=against)
     if fmt == "tsv" and sys.stderr.isatty():
         digits = 3 if precision is None else precision
         click.echo(shown(tau_matrix_text(table, digits), sys.stderr), err=True, nl=False)
@@ -236,27 +186,7 @@ def tau(
     is_flag=True,
     help="Write each measure's share of tied comparisons instead (rows measure ties comparisons).",
 )
-def agree(
-    inputs,
-    prefs,
-    metrics_file,
-    no_baselines,
-    ties,
-    precision,
-    fmt,
-    output,
-    baselines,
-    names,
-    against,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-):
+def agree(inputs, prefs, metrics_file, names, no_baselines, ties, precision, fmt, output, **params):
     """Sign agreement of preferences with baseline differences, per comparison.
 
     Rows `measure baseline agreement compared`: among (query, run pair)
@@ -271,7 +201,9 @@ def agree(
             "agree compares preferences with baselines: give QRELS RUN... or --metrics FILE "
             "(or --ties, which needs none)"
         )
-    table = run_analysis("agree", inputs, prefs, metrics_file)
+    table = run_analysis(
+        "agree", inputs, prefs, metrics_file, names, params, no_baselines=no_baselines, ties=ties
+    )
     write_table(table, output, fmt, precision)
 
 
@@ -308,32 +240,7 @@ def agree(
     help="Draw Kendall's tau against the level (mean, ±std band) to FILE: .png, .pdf or "
     ".svg (needs matplotlib).",
 )
-def robustness(
-    inputs,
-    prefs,
-    metrics_file,
-    plot,
-    against,
-    precision,
-    fmt,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    queries,
-    labels,
-    policy,
-    samples,
-    seed,
-):
+def robustness(inputs, prefs, metrics_file, names, against, plot, precision, fmt, output, **params):
     """How orderings hold up with fewer queries or fewer relevance labels.
 
     Rows `measure kind level samples tau_mean tau_std ties agreement` (ties and
@@ -345,8 +252,8 @@ def robustness(
     """
 
     no_against(against, "robustness", "correlates orderings of all runs")
-    plotting = plotting_for(plot)
-    table = run_analysis("robustness", inputs, prefs, metrics_file)
+    plotting = plotting_for(plot, output, [*inputs, prefs, metrics_file])
+    table = run_analysis("robustness", inputs, prefs, metrics_file, names, params, against=against)
     if plot:
         plotting.robustness_plot(table, plot)
     # a level of --queries is a number of queries: an integer, in a column of fractions
@@ -381,30 +288,7 @@ def robustness(
     "seed",
     help="Seed of the bootstrap resamples.",
 )
-def pairs(
-    inputs,
-    prefs,
-    metrics_file,
-    precision,
-    fmt,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    against,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    ci,
-    level,
-    resamples,
-    seed,
-):
+def pairs(inputs, prefs, metrics_file, names, precision, fmt, output, **params):
     """Per run pair: mean difference, its interval, wins, ties, losses, effect size.
 
     Rows `measure run_a run_b queries mean ci_low ci_high wins ties losses
@@ -417,7 +301,7 @@ def pairs(
       prefeval pairs --against sys01 qrels.txt runs/input.*
     """
 
-    table = run_analysis("pairs", inputs, prefs, metrics_file)
+    table = run_analysis("pairs", inputs, prefs, metrics_file, names, params)
     write_table(table, output, fmt, precision)
 
 
@@ -456,30 +340,7 @@ TEX_DIGITS = 3
 @output_option
 @precision_option
 def table(
-    inputs,
-    prefs,
-    metrics_file,
-    tests,
-    order_by,
-    precision,
-    fmt,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    against,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    correction,
-    alpha,
-    trials,
-    seed,
+    inputs, prefs, metrics_file, names, tests, order_by, trials, precision, fmt, output, **params
 ):
     """The runs x measures table papers print, with significance marks.
 
@@ -501,16 +362,18 @@ def table(
     """
 
     fmt = fmt.lower()
-    frame = run_analysis("table", inputs, prefs, metrics_file, test=tests)
+    frame = run_analysis(
+        "table", inputs, prefs, metrics_file, names, params, tests=tests, order_by=order_by,
+        trials=trials, test=tests,
+    )  # fmt: skip
     if fmt != "tex":
         write_table(frame, output, fmt, precision)
         return
-    values = click.get_current_context().params
     with usage_errors():
         text = runs_table_tex(
             frame,
             order_by=order_by,
-            trials=values.get("trials"),
+            trials=trials,
             digits=TEX_DIGITS if precision is None else precision,
         )
     data = text.encode("utf-8")

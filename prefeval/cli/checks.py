@@ -30,16 +30,19 @@ def input_paths(values: dict) -> list:
 
 
 class PrefevalCommand(click.Command):
-    """A ``prefeval`` command. Its function takes every parameter of the command (a
-    TypeError when it does not: no parameter reaches it another way), and
-    :func:`~prefeval.cli.params.judged_options` judges them into its
-    :class:`~prefeval.options.Options`. Checks before any computing: ``-`` (standard
-    input) stands for one input only, as in trec_eval; ``-o`` is writable and not one of
-    the inputs."""
+    """A ``prefeval`` command. Its function takes every parameter of the command: by name
+    those its body uses, the others (the judge's keywords, the same for a family of
+    commands) in its ``**params``, which :func:`~prefeval.cli.params.judged_options`
+    judges into its :class:`~prefeval.options.Options` (a TypeError when it takes no
+    ``**params`` and leaves out a parameter: none reaches it another way). Checks before
+    any computing: ``-`` (standard input) stands for one input only, as in trec_eval;
+    ``-o`` is writable and not one of the inputs."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         taken = inspect.signature(self.callback).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in taken.values()):
+            return  # every parameter not named reaches it in **params
         hidden = [p.name for p in self.params if p.expose_value and p.name not in taken]
         if hidden:
             raise TypeError(f"{self.name} does not take its parameters {', '.join(hidden)}")
@@ -94,19 +97,18 @@ def require_matplotlib(what: str) -> None:
         raise click.UsageError(str(error)) from None
 
 
-def plotting_for(plot):
+def plotting_for(plot, output, inputs):
     """The plotting module for --plot FILE (None without it), checked before any computing:
-    matplotlib is installed and FILE is neither -o nor an input."""
+    matplotlib is installed and FILE is neither -o ``output`` nor one of the ``inputs``
+    (paths, None where one is not given)."""
     if plot is None:
         return None
     require_matplotlib("--plot")
 
-    values = click.get_current_context().params
     target = output_target(plot)
-    output = values.get("output")
     if output not in (None, "-") and output_target(output) == target:
         raise click.UsageError(f"--plot {plot} and -o {output} are the same file")
-    for path in input_paths(values):
+    for path in inputs:
         if path in (None, "-") or not os.path.exists(path) or not os.path.exists(target):
             continue
         if os.path.samefile(path, target):

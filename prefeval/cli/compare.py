@@ -43,26 +43,7 @@ from .params import (
 @precision_option
 @format_option
 @output_option
-def compare(
-    qrels,
-    runs,
-    precision,
-    fmt,
-    output,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    per_query,
-    summary,
-    against,
-    names,
-    both_directions,
-    engine,
-    scheduler,
-):
+def compare(qrels, runs, names, precision, fmt, output, **params):
     """Preference of every pair of RUNs on QRELS.
 
     Rows are `measure run_a run_b query_id value`, run_a before run_b in command
@@ -77,11 +58,11 @@ def compare(
       prefeval compare -q -m rpp,lexirecall qrels.txt runs/input.* > prefs.tsv
     """
 
-    runs = resolved_runs(runs)
+    runs = resolved_runs(runs, names)
     names = list(runs)
     if len(names) < 2:
         raise click.UsageError("need at least two runs to compare")
-    settings = judged_options()
+    settings = judged_options(params, qrels=qrels)
     computing = engine_for(settings)
     computing.prepare()  # before anything is read (Dask: the client's memory)
     judgments = read_qrels(qrels)

@@ -75,23 +75,7 @@ OLD_QUERY_NOTICE = (
     "redirected stdout): one row per query, population and recall level.",
 )
 @output_option
-def explain(
-    qrels,
-    runs,
-    query_ids,
-    old_queries,
-    top,
-    precision,
-    fmt,
-    output,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    names,
-):
+def explain(qrels, runs, query_ids, old_queries, top, names, precision, fmt, output, **params):
     """Why RUN_A or RUN_B is preferred: the aligned recall levels behind every measure.
 
     Per query: the value of every measure (as compare -q writes it), the positions of
@@ -111,13 +95,13 @@ def explain(
         if query_ids:
             raise click.UsageError("give --query only, not -q (its deprecated spelling) too")
         query_ids = old_queries
-    runs = resolved_runs(runs)
+    runs = resolved_runs(runs, names)
     count = len(runs)
     if count != 2:
         raise click.UsageError(f"explain compares two runs, RUN_A RUN_B; got {count}")
     if query_ids and top is not None:
         raise click.UsageError("give --query or --top, not both")
-    settings = judged_options()
+    settings = judged_options(params, qrels=qrels, top=top)
     judgments = read_qrels(qrels)
     measure_list = parse_measures_named(settings.measures, judgments.has_subtopics)
     # a wrong query id is reported before the runs are read

@@ -100,36 +100,7 @@ PASSED, REGRESSED, INCONCLUSIVE = 0, 1, 3
     is_flag=True,
     help="Exit with status 3 when no run regressed but some verdict is inconclusive.",
 )
-def gate(
-    inputs,
-    prefs,
-    metrics_file,
-    against,
-    strict,
-    precision,
-    fmt,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    tests,
-    margin,
-    correction,
-    alpha,
-    min_queries,
-    ci,
-    resamples,
-    trials,
-    seed,
-):
+def gate(inputs, prefs, metrics_file, names, against, strict, precision, fmt, output, **params):
     """Regression gate: is any run worse than the reference run REF?
 
     Every RUN but REF is a candidate. Per gated measure (-m, default rpp; -B, none
@@ -161,8 +132,10 @@ def gate(
         )
     reference = against[0]
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
-    settings = judged_options(qrels=qrels, metrics=metrics_file)
-    runs = resolved_runs(runs)
+    settings = judged_options(
+        params, qrels=qrels, prefs=prefs, metrics=metrics_file, against=against, strict=strict
+    )
+    runs = resolved_runs(runs, names)
     if prefs is None:
         names = list(runs)
         if not names:

@@ -70,21 +70,7 @@ from .params import (
 )
 @names_option
 @output_options
-def metrics(
-    qrels,
-    runs,
-    names,
-    precision,
-    fmt,
-    output,
-    baselines,
-    relevance_level,
-    max_docs,
-    cache,
-    per_query,
-    summary,
-    complete,
-):
+def metrics(qrels, runs, names, complete, precision, fmt, output, **params):
     """Baseline metrics with ir-measures: rows `measure run query_id value`.
 
     As trec_eval -c: without -q only summary rows (query_id `all`: the mean over
@@ -108,10 +94,11 @@ def metrics(
       prefeval metrics -m map,ndcg_cut_10,P_10 qrels.txt runs/input.*
     """
 
-    settings = judged_options()
+    del complete  # what trec_eval -c asks for is what prefeval always does
+    settings = judged_options(params, qrels=qrels)
     wanted, runid = without_runid(settings.baselines or ())
     measure_names = baseline_names(wanted) if wanted else None
-    runs = resolved_runs(runs)
+    runs = resolved_runs(runs, names)
     judgments = read_qrels(qrels)
     if runid:
         stderr_notice(RUNID_NOTICE[names])

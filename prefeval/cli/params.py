@@ -4,6 +4,8 @@ command's :class:`~prefeval.options.Options` judged from its parameters."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import click
 
 from .. import options
@@ -101,12 +103,25 @@ samples_option = number_option(
 )
 
 
-def judged_options(**given) -> Options:
-    """The command's :class:`~prefeval.options.Options`, judged from its parameters (those
-    named as the judge's keywords: the arguments its function received, as click holds
-    them) and ``given``; the command's bar on a terminal."""
+def judged_options(params: Mapping, **given) -> Options:
+    """The command's :class:`~prefeval.options.Options`, judged from ``params`` (the
+    parameters its function gathers in ``**params``: every one of them a keyword of the
+    judge) and ``given`` (the parameters its function names and the judge needs, and
+    settings that differ from them); the command's bar on a terminal. A TypeError when a
+    parameter of the command that the judge needs reaches it from neither."""
     ctx = click.get_current_context()
-    values = {**ctx.params, "progress": None, **given}
+    strays = sorted(set(params) - set(options.KEYWORDS))
+    if strays:
+        raise TypeError(f"{ctx.command.name}: the judge takes no {', '.join(strays)}")
+    lost = [
+        param.name
+        for param in ctx.command.params
+        if param.name in options.KEYWORDS and param.name not in params
+        and param.name not in given
+    ]  # fmt: skip
+    if lost:
+        raise TypeError(f"{ctx.command.name}: {', '.join(lost)} did not reach the judge")
+    values = {**params, "progress": None, **given}
     if not values.get("baselines"):
         values["baselines"] = None  # no -B: the default set (--no-baselines: none)
     values = {k: v for k, v in values.items() if k in options.KEYWORDS}
@@ -282,11 +297,10 @@ def rows_options(func):
     return per_query(no_summary(func))
 
 
-def resolved_runs(runs):
+def resolved_runs(runs, names: str):
     """The command's RUN arguments resolved once
     (:func:`prefeval.io.runs.resolve_runs`: each opened once, a many-run table standing
-    for its runs), named as ``NAME=PATH`` and ``--names`` say."""
-    names = click.get_current_context().params.get("names", "file")
+    for its runs), named as ``NAME=PATH`` and ``names`` (--names) say."""
     return resolve_runs(runs, names)
 
 

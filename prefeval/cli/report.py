@@ -56,33 +56,7 @@ from .params import analysis_options, number_type, samples_option, significance_
     "apply: 'against' needs --against, 'robustness' --robustness, 'tau' two measures, "
     "'baselines' a baseline. The sections left out are not computed.",
 )
-def report(
-    inputs,
-    prefs,
-    metrics_file,
-    against,
-    output,
-    baselines,
-    no_baselines,
-    names,
-    engine,
-    scheduler,
-    measures,
-    relevance_level,
-    max_docs,
-    cache,
-    jobs,
-    binary,
-    tests,
-    correction,
-    alpha,
-    trials,
-    seed,
-    robustness,
-    samples,
-    digits,
-    sections,
-):
+def report(inputs, prefs, metrics_file, names, output, **params):
     """The whole study in one document: HTML, Markdown or LaTeX.
 
     A summary (each measure's first run and how many runs it beats significantly, the
@@ -111,4 +85,4 @@ def report(
 
     for path in output_paths(output)[:-1]:  # the figures: -o itself is checked already
         check_output(path)
-    run_analysis("report", inputs, prefs, metrics_file, output=output)
+    run_analysis("report", inputs, prefs, metrics_file, names, params, output=output)
