@@ -54,6 +54,18 @@ def _notices_anew():
     api._WARNED.clear()
 
 
+@pytest.fixture
+def young_heap():
+    """Python's collector sees only what the test makes: the worker's heap is frozen
+    (``gc.freeze``) for the test, so that a ``gc.collect()`` that checks what the test
+    lets go costs what the test made, not what the worker's earlier tests left."""
+    import gc
+
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 #: the kinds of tests marked ``slow`` here besides those marked in their files (the
 #: sweeps, Dask, the resource limits): ``make test-fast`` leaves them out, ``make test``
 #: (CI) runs them.  Each kind repeats, at a larger scale or over more variants, what a
@@ -79,12 +91,17 @@ SLOW_KINDS = [
     ("the rest of a sweep whose first cases run fast: batch sizes past the smallest,"
      " thread counts below the most, more moments to interrupt a first call, a wider"
      " terminal, each command's --help in a process of its own (every --help runs fast in"
-     " test_docs_cli)",
+     " test_docs_cli), the names with $ drawn to PDF as they are to SVG, -M on the"
+     " many-run table's layouts other than run by run and shuffled, compare's imports with"
+     " the cache on and the one-pass reader or off and Arrow's (each reader and each cache"
+     " state run fast)",
      r"batch_by_batch\[.*-(?:1000|1048576)-|one_thread_reads\[.*-(?:1000-\d|64-2)\]"
+     r"|batch_by_batch\[(?!run by run|rows shuffled).*-13-7\]"
+     r"|does_not_need\[(?:cache on-one-pass|cache off-Arrow)"
      r"|interrupted_first_call_leaves_every_module_whole\[0\.[1246]\]"
      r"|ctrl_c_in_the_first_second_prints_no_traceback\[0\.(?:05|4)\]"
      r"|bar_stays_readable_on_a_narrow_terminal\[(?!80)"
-     r"|test_help_never_fails\[(?!None|compare)"),
+     r"|test_help_never_fails\[(?!None|compare)|drawn_literally\[pdf\]"),
     ("the end-to-end renders by real tools (each where installed): the HTML report in"
      " headless Chromium, the LaTeX report through pdflatex (the LaTeX text is checked fast)",
      r"test_html_in_a_real_browser|test_latex_compiles"),

@@ -1127,7 +1127,7 @@ def test_label_sample_is_the_reduced_judgments(monkeypatch, tmp_path, qrels_name
     assert got.loc["rpp", "agreement"] < 1 and got.loc["AP", "agreement"] < 1
 
 
-def test_label_samples_set_the_full_baselines_aside():
+def test_label_samples_set_the_full_baselines_aside(young_heap):
     """While label samples compute their own baselines, the full labels' values are
     freed, their signs kept packed, and put back after, equal."""
     import gc
@@ -1191,7 +1191,9 @@ def test_query_samples_restrict_one_measure_at_a_time(monkeypatch, streamed):
 
 
 @pytest.mark.parametrize("streamed", [False, True])
-def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypatch, streamed):
+def test_label_sample_baselines_run_with_positions_and_signs_set_aside(
+    monkeypatch, streamed, young_heap
+):
     """While a label sample's baselines fill their values, the runs'
     position matrix (on disk from the sample's start) and every packed sign (the full
     labels' where they were streamed, the baselines' and the sample's) wait in temporary
@@ -1272,7 +1274,7 @@ def test_label_sample_baselines_run_with_positions_and_signs_set_aside(monkeypat
 
 @pytest.mark.parametrize("command", ["robustness", "report"])
 def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
-    monkeypatch, tmp_path, command
+    monkeypatch, tmp_path, command, young_heap
 ):
     """The runs' position matrix (only label samples use it) waits
     in a temporary file, freed, while the full labels' baselines fill their values and
@@ -1299,7 +1301,8 @@ def test_position_matrix_waits_aside_while_baselines_and_sections_are_made(
         if command == "robustness":
             return prefeval.robustness(*data, labels=[0.5], queries=[5], **common)
         out = tmp_path / name
-        prefeval.report(*data, output=out, robustness=True, tests="ttest", measures="rpp", **common)
+        prefeval.report(*data, output=out, robustness=True, tests="ttest", measures="rpp",
+                        sections=["agreement", "robustness"], **common)  # fmt: skip
         return out.read_bytes()
 
     from prefeval.analysis import robustness as robust
