@@ -54,16 +54,24 @@ def _notices_anew():
     api._WARNED.clear()
 
 
-@pytest.fixture
-def young_heap():
-    """Python's collector sees only what the test makes: the worker's heap is frozen
-    (``gc.freeze``) for the test, so that a ``gc.collect()`` that checks what the test
-    lets go costs what the test made, not what the worker's earlier tests left."""
+def pytest_collection_finish(session):
+    """Python's full collections leave out what is alive once the tests are collected
+    (the modules and the tests: ``gc.freeze``); they took some seconds of each worker."""
     import gc
 
+    gc.collect()
     gc.freeze()
-    yield
-    gc.unfreeze()
+
+
+@pytest.fixture
+def young_heap():
+    """Python's collector sees only what the test makes: what is alive when it starts is
+    frozen (``gc.freeze``), so that a ``gc.collect()`` that checks what the test lets go
+    costs what the test made, not what the worker's earlier tests left."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 #: the kinds of tests marked ``slow`` here besides those marked in their files (the
