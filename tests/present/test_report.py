@@ -140,7 +140,7 @@ def test_matrix_cells_are_pairs_means_and_discpower_marks(sample_html):
 def test_randomization_marks_are_discpowers(tmp_path):
     out = build(
         tmp_path, "report.html", "--test", "ttest", "--test", "randomization", "--correction",
-        "bh", "-m", "rpp,lexirecall", "-B", "AP",
+        "bh", "-m", "rpp,lexirecall", "-B", "AP", "--sections", "matrices",
     )  # fmt: skip
     page = parse(out)
     tests = prefeval.discpower(
