@@ -411,9 +411,7 @@ class DaskEngine:
         plan = job_plan(
             job.qrels, job.runs, [m.name for m in job.measures], options.relevance_level,
             job.pairs, job.notify, options.partition_cells, max_docs=options.max_docs,
-            binary=options.binary, per_query=want.rows, both_directions=want.both_directions,
-            plain=False, values=want.values, rates=want.rates, signs=want.signs,
-            positions=want.positions,
+            binary=options.binary, plain=False, want=want,
         )  # fmt: skip
         if want.rows:
             job.qrels = None  # the tasks carry their judgments; the client needs none

@@ -67,11 +67,13 @@ def compare_partition(
             run_rows.to_pandas() if hasattr(run_rows, "to_pandas") else run_rows, run_names
         )
     reduced = load_runs(sources, relevant, max_docs, notify=None)
+    want = Want(
+        rows=per_query, both_directions=both_directions, values=values, rates=rates,
+        signs=signs, positions=positions,
+    )  # fmt: skip
     return kernel_result(
-        relevant, reduced, run_names, measures,
-        binary=binary, pairs=pairs, per_query=per_query, both_directions=both_directions,
-        has_subtopics=has_subtopics, sum_block=sum_block, values=values, rates=rates,
-        signs=signs, positions=positions, plain=plain,
+        relevant, reduced, run_names, measures, want, binary=binary, pairs=pairs,
+        has_subtopics=has_subtopics, sum_block=sum_block, plain=plain,
     )  # fmt: skip
 
 
@@ -92,32 +94,29 @@ def kernel_result(
     reduced: list,
     run_names: list[str],
     measures: list[str],
+    want: Want,
     *,
     binary: bool = False,
     pairs=None,
-    per_query: bool = True,
-    both_directions: bool = False,
     has_subtopics: bool = False,
     sum_block: int | None = None,
-    values: bool = False,
-    rates: bool = False,
-    signs: bool = False,
-    positions: bool = False,
     plain: bool = True,
 ) -> PartitionResult:
-    """What :func:`compare_partition` gives back, from the partition's reduced runs."""
+    """What :func:`compare_partition` gives back, from the partition's reduced runs:
+    what ``want`` names (its ``rows``, ``both_directions``, ``values``, ``rates``,
+    ``signs`` and ``positions``)."""
     preferences = compute_cube(
         reduced, relevant, parse_measures(measures, has_subtopics), binary=binary, pairs=pairs
     )
-    if both_directions:
+    if want.both_directions:
         preferences = preferences.both_directions()
     return partition_result(
         preferences,
-        Want(rows=per_query, values=values, rates=rates, signs=signs),
+        want,
         sum_block=sum_block,
         plain=plain,
         missing={p.name: int(p.missing_queries) for p in reduced if p.missing_queries},
-        positions=reduced if positions else None,
+        positions=reduced if want.positions else None,
     )
 
 
