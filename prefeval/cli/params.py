@@ -113,12 +113,9 @@ def judged_options(params: Mapping, **given) -> Options:
     strays = sorted(set(params) - set(options.KEYWORDS))
     if strays:
         raise TypeError(f"{ctx.command.name}: the judge takes no {', '.join(strays)}")
-    lost = [
-        param.name
-        for param in ctx.command.params
-        if param.name in options.KEYWORDS and param.name not in params
-        and param.name not in given
-    ]  # fmt: skip
+    reached = {*params, *given}
+    needed = [p.name for p in ctx.command.params if p.name in options.KEYWORDS]
+    lost = [name for name in needed if name not in reached]
     if lost:
         raise TypeError(f"{ctx.command.name}: {', '.join(lost)} did not reach the judge")
     values = {**params, "progress": None, **given}
