@@ -39,9 +39,9 @@ from .params import (
 def run_analysis(command, inputs, prefs, metrics_file, names, params, **given):
     """The table of an analysis command, from :mod:`prefeval.api` (the library's own entry
     point) with the command's :class:`~prefeval.options.Options` judged from ``params``
-    and ``given`` (:func:`~prefeval.cli.params.judged_options`; a ``given`` that is not a
-    field of the Options goes to the api function as it is), after the checks that name
-    its options."""
+    and ``given`` (:func:`~prefeval.cli.params.judged_options`; a ``given`` that the judge
+    does not take goes to the api function as it is), after the checks that name its
+    options."""
 
     qrels, runs = (inputs[0], list(inputs[1:])) if inputs else (None, [])
     settings = judged_options(params, qrels=qrels, prefs=prefs, metrics=metrics_file, **given)
