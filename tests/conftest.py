@@ -56,7 +56,7 @@ def _notices_anew():
 
 def pytest_collection_finish(session):
     """Python's full collections leave out what is alive once the tests are collected
-    (the modules and the tests: ``gc.freeze``); they took some seconds of each worker."""
+    (the modules and the tests: ``gc.freeze``): each looks at what the tests made since."""
     import gc
 
     gc.collect()
@@ -66,8 +66,9 @@ def pytest_collection_finish(session):
 @pytest.fixture
 def young_heap():
     """Python's collector sees only what the test makes: what is alive when it starts is
-    frozen (``gc.freeze``), so that a ``gc.collect()`` that checks what the test lets go
-    costs what the test made, not what the worker's earlier tests left."""
+    frozen (``gc.freeze``, for the rest of the worker's run), so that a ``gc.collect()``
+    that checks what the test lets go costs what the test made, not what the worker's
+    earlier tests left."""
     import gc
 
     gc.collect()
