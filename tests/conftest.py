@@ -54,25 +54,16 @@ def _notices_anew():
     api._WARNED.clear()
 
 
-def pytest_collection_finish(session):
-    """Python's full collections leave out what is alive once the tests are collected
-    (the modules and the tests: ``gc.freeze``): each looks at what the tests made since."""
-    import gc
-
-    gc.collect()
-    gc.freeze()
-
-
 @pytest.fixture
 def young_heap():
     """Python's collector sees only what the test makes: what is alive when it starts is
-    frozen (``gc.freeze``, for the rest of the worker's run), so that a ``gc.collect()``
-    that checks what the test lets go costs what the test made, not what the worker's
-    earlier tests left."""
+    frozen (``gc.freeze``) until it ends, so that a ``gc.collect()`` that checks what the
+    test lets go costs what the test made, not what the worker's earlier tests left."""
     import gc
 
-    gc.collect()
     gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 #: the kinds of tests marked ``slow`` here besides those marked in their files (the
